@@ -1,0 +1,64 @@
+# Helpers that give every llmserve target the same flags and layout.
+#   llmserve_component(NAME <name> DIR <dir> [DEPS ...] [RECURSE])
+#     a static library llmserve_<name> from the *.cpp files in <dir> (tests excluded).
+#   llmserve_unit_test(NAME <name> SOURCES ... DEPS ...)
+#     a GoogleTest executable registered with ctest (label "unit").
+
+set(LLMSERVE_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
+set(LLMSERVE_WARNINGS -Wall -Wextra -Werror)
+set(LLMSERVE_CPU_ARCH_FLAGS -mavx2 -mfma -mf16c -mbmi2)
+
+if(LLMSERVE_SANITIZE)
+  add_compile_options(-fsanitize=${LLMSERVE_SANITIZE} -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${LLMSERVE_SANITIZE})
+endif()
+
+function(llmserve_apply_flags target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${LLMSERVE_WARNINGS}>)
+  target_include_directories(${target} PUBLIC ${LLMSERVE_ROOT} ${LLMSERVE_ROOT}/kernels/include
+                                                ${CMAKE_BINARY_DIR}/generated)
+endfunction()
+
+function(llmserve_component)
+  cmake_parse_arguments(A "RECURSE" "NAME;DIR" "DEPS;EXCLUDE" ${ARGN})
+  if(A_RECURSE)
+    file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${A_DIR}/*.cpp)
+  else()
+    file(GLOB srcs CONFIGURE_DEPENDS ${A_DIR}/*.cpp)
+  endif()
+  foreach(ex ${A_EXCLUDE})
+    list(FILTER srcs EXCLUDE REGEX "${ex}")
+  endforeach()
+  if(srcs)
+    add_library(llmserve_${A_NAME} STATIC ${srcs})
+    llmserve_apply_flags(llmserve_${A_NAME})
+    target_link_libraries(llmserve_${A_NAME} PUBLIC ${A_DEPS} Threads::Threads)
+  else()
+    add_library(llmserve_${A_NAME} INTERFACE)
+    target_include_directories(llmserve_${A_NAME} INTERFACE ${LLMSERVE_ROOT}
+                                                            ${LLMSERVE_ROOT}/kernels/include)
+    target_link_libraries(llmserve_${A_NAME} INTERFACE ${A_DEPS})
+  endif()
+endfunction()
+
+function(llmserve_unit_test)
+  cmake_parse_arguments(A "" "NAME" "SOURCES;DEPS" ${ARGN})
+  add_executable(unit_${A_NAME} ${A_SOURCES})
+  llmserve_apply_flags(unit_${A_NAME})
+  target_compile_definitions(unit_${A_NAME} PRIVATE
+      LLMSERVE_SOURCE_DIR="${LLMSERVE_ROOT}" LLMSERVE_FIXTURES_DIR="${LLMSERVE_ROOT}/tests/fixtures")
+  target_link_libraries(unit_${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
+  add_test(NAME unit_${A_NAME} COMMAND unit_${A_NAME} --gtest_brief=1)
+  set_tests_properties(unit_${A_NAME} PROPERTIES LABELS unit WORKING_DIRECTORY ${LLMSERVE_ROOT})
+endfunction()
+
+# Adds every immediate subdirectory of the current source dir that has a CMakeLists.txt.
+macro(llmserve_add_subdirs)
+  file(GLOB _children RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  list(SORT _children)
+  foreach(_child ${_children})
+    if(IS_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/${_child} AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${_child}/CMakeLists.txt)
+      add_subdirectory(${_child})
+    endif()
+  endforeach()
+endmacro()

@@ -1,0 +1,14 @@
+// The `llmserve` subcommands. Each add_*_command registers one subcommand on the root app;
+// its callback stores the process exit code in `exit_code` (0 ok, 1 runtime error, 2 usage).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace llmserve::cli {
+
+void add_tokenize_command(CLI::App& root, int& exit_code);
+void add_detokenize_command(CLI::App& root, int& exit_code);
+void add_chat_template_command(CLI::App& root, int& exit_code);
+void add_inspect_command(CLI::App& root, int& exit_code);
+
+}  // namespace llmserve::cli

@@ -1,0 +1,19 @@
+#include <CLI/CLI.hpp>
+
+#include "server/cli/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"llmserve: an LLM serving daemon (OpenAI-compatible HTTP + gRPC)"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  llmserve::cli::add_tokenize_command(app, exit_code);
+  llmserve::cli::add_detokenize_command(app, exit_code);
+  llmserve::cli::add_chat_template_command(app, exit_code);
+  llmserve::cli::add_inspect_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return exit_code;
+}
