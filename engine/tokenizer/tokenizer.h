@@ -1,0 +1,65 @@
+// Tokenizer: text <-> token ids for byte-level BPE (GPT-2 / Llama-3 / Qwen2 / SmolLM) and
+// SentencePiece-style BPE (Llama-2 / Mistral: "▁" spaces, <0xNN> byte fallback).
+// Built from a TokenizerSpec, which the GGUF metadata or an HF tokenizer.json fills.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "engine/core/status.h"
+
+namespace llmserve {
+
+enum class TokenizerKind { kByteLevelBpe, kSentencePieceBpe };
+
+// GGUF token types (tokenizer.ggml.token_type).
+enum class TokenType : int32_t {
+  kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6
+};
+
+struct TokenizerSpec {
+  TokenizerKind kind = TokenizerKind::kByteLevelBpe;
+  std::vector<std::string> tokens;      // vocab strings as stored (byte-mapped / "▁" form)
+  std::vector<float> scores;            // SentencePiece scores; may be empty
+  std::vector<TokenType> token_types;   // one per token; empty = all normal
+  std::vector<std::pair<std::string, std::string>> merges;  // by rank (byte-level BPE)
+  std::string pre;                      // pre-tokenizer name (GGUF tokenizer.ggml.pre)
+  int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
+  std::vector<int32_t> stop_ids;        // ids that end generation (eos plus e.g. <|im_end|>)
+  bool add_bos = false, add_eos = false;
+  bool add_space_prefix = true;         // SentencePiece: prepend "▁" to the text
+  std::string chat_template;            // Jinja source; empty when the model has none
+};
+
+class GgufFile;
+Result<TokenizerSpec> tokenizer_spec_from_gguf(const GgufFile& gguf);
+// dir holds tokenizer.json and optionally tokenizer_config.json (chat template, special tokens).
+Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir);
+
+class Tokenizer {
+ public:
+  static Result<std::unique_ptr<Tokenizer>> create(TokenizerSpec spec);
+  virtual ~Tokenizer() = default;
+
+  // add_special: prepend BOS / append EOS per the spec. parse_special: text like "<|im_start|>"
+  // becomes the special token instead of being split as plain text.
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special = true,
+                                      bool parse_special = true) const = 0;
+  // Byte-exact decode of a sequence (may contain invalid UTF-8 if the ids split a character).
+  virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
+  // The raw bytes one token stands for, as it would appear in the middle of a sequence
+  // (no SentencePiece leading-space stripping). Out-of-range ids give an empty string.
+  virtual std::string token_bytes(int32_t id) const = 0;
+  // The vocab string as stored (for logprob / tokenize responses).
+  virtual const std::string& token_text(int32_t id) const = 0;
+  virtual bool is_special(int32_t id) const = 0;
+  virtual int32_t vocab_size() const = 0;
+  virtual const TokenizerSpec& spec() const = 0;
+};
+
+}  // namespace llmserve
