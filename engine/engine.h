@@ -1,0 +1,70 @@
+// The engine: one thread runs the step loop (schedule -> execute -> sample -> update -> stream);
+// submit() and abort() are thread-safe and never block on the model (DESIGN §2).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/engine_stats.h"
+#include "engine/generate_request.h"
+#include "engine/request_stream.h"
+
+namespace llmserve {
+
+class Tokenizer;
+class ChatTemplate;
+struct ModelConfig;
+
+struct EngineOptions {
+  std::string model_path;              // .gguf file or HF directory
+  std::string device = "auto";         // auto | cpu | cuda
+  int32_t threads = 0;                 // CPU threads, 0 = all cores
+  uint64_t kv_cache_bytes = 256ull << 20;  // CPU KV budget
+  double gpu_memory_utilization = 0.9;
+  int32_t block_size = 16;
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int32_t max_model_len = 0;           // 0 = the model's context length
+  bool enable_prefix_caching = true;
+  bool enable_chunked_prefill = true;
+  uint64_t seed = 0;                   // server seed for requests without one
+  int32_t max_waiting_requests = 1024; // submit() rejects beyond (RESOURCE_EXHAUSTED)
+  int64_t max_waiting_tokens = 1 << 20;
+  size_t stream_buffer = 4096;         // StepOutputs buffered per request before abort
+  int32_t max_logprobs = 20;
+  std::string chat_template_override;  // Jinja source; empty = the model's
+};
+
+class Engine {
+ public:
+  // Loads the model and tokenizer, sizes the KV cache, starts the engine thread.
+  static Result<std::unique_ptr<Engine>> create(const EngineOptions& options);
+  virtual ~Engine() = default;
+
+  // Validates (prompt non-empty, ids in vocab, prompt + max_tokens within max_model_len,
+  // sampling ranges) and queues. Errors: INVALID_ARGUMENT, OUT_OF_RANGE (context length),
+  // RESOURCE_EXHAUSTED (queue full), UNAVAILABLE (shutting down).
+  virtual Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) = 0;
+  // Takes effect at the next step: blocks freed, the stream gets a kAbort final message.
+  virtual void abort(uint64_t request_id) = 0;
+  virtual bool abort_external(const std::string& external_id) = 0;
+
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const ChatTemplate* chat_template() const = 0;  // null when the model has none
+  virtual const ModelConfig& model_config() const = 0;
+  virtual int32_t max_model_len() const = 0;
+  virtual const EngineOptions& options() const = 0;
+  virtual std::string model_name() const = 0;
+
+  virtual EngineStats stats() const = 0;
+  virtual const EngineMetrics& metrics() const = 0;
+
+  // Stop accepting (submit -> UNAVAILABLE); running requests continue.
+  virtual void stop_accepting() = 0;
+  // Abort everything still running and join the engine thread.
+  virtual void shutdown() = 0;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,44 @@
+// Counters and gauges the engine keeps for the front end to export (DESIGN §7 metrics).
+// EngineStats is a plain snapshot; the histograms live in EngineMetrics.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "engine/core/histogram.h"
+#include "engine/generate_request.h"
+
+namespace llmserve {
+
+struct EngineStats {
+  // gauges
+  int64_t requests_running = 0;
+  int64_t requests_waiting = 0;
+  int64_t kv_blocks_total = 0;        // usable blocks (null block excluded)
+  int64_t kv_blocks_free = 0;         // free or cached-evictable
+  double kv_cache_usage_ratio = 0;    // blocks held by requests / total
+  int64_t waiting_prompt_tokens = 0;
+  // counters
+  uint64_t steps = 0;                 // engine steps run (readiness watchdog)
+  uint64_t prompt_tokens = 0;
+  uint64_t generation_tokens = 0;
+  uint64_t preemptions = 0;
+  uint64_t prefix_cache_queries = 0;  // tokens looked up
+  uint64_t prefix_cache_hits = 0;     // tokens found
+  std::array<uint64_t, 6> finished_by_reason{};  // indexed by FinishReason
+  bool has_pending_work = false;
+  int64_t last_step_age_ms = 0;       // since the last step finished (or since start)
+};
+
+// Histograms (seconds unless noted), observed on the engine thread.
+struct EngineMetrics {
+  Histogram time_to_first_token{Histogram::latency_buckets()};
+  Histogram inter_token_latency{Histogram::latency_buckets()};
+  Histogram e2e_request_latency{Histogram::latency_buckets()};
+  Histogram request_queue_time{Histogram::latency_buckets()};
+  Histogram request_prefill_time{Histogram::latency_buckets()};
+  Histogram request_decode_time{Histogram::latency_buckets()};
+  Histogram iteration_tokens{Histogram::token_count_buckets()};  // tokens per step
+};
+
+}  // namespace llmserve

@@ -1,0 +1,57 @@
+// What a front end hands the engine, and what the engine streams back (DESIGN §2).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/sampling_params.h"
+
+namespace llmserve {
+
+struct GenerateRequest {
+  std::string external_id;                   // client-visible id ("cmpl-..."); may be empty
+  std::vector<int32_t> prompt_token_ids;     // non-empty; ids < vocab size
+  SamplingParams params;
+  int32_t priority = 0;                      // lower value is served first
+  std::optional<std::chrono::steady_clock::time_point> deadline;  // finish reason kTimeout after
+};
+
+enum class FinishReason { kNone, kStop, kLength, kAbort, kTimeout, kError };
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "timeout", "error"
+
+struct TopLogprob {
+  int32_t token_id;
+  float logprob;
+};
+
+struct TokenLogprob {
+  int32_t token_id;
+  float logprob;                  // of the chosen token, after temperature/penalties (vLLM: raw)
+  std::vector<TopLogprob> top;    // the N most likely, descending
+};
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;  // summed over the n samples
+  int32_t cached_prompt_tokens = 0;
+};
+
+// One message on a RequestStream: the tokens and text one sample produced since the last one.
+struct StepOutput {
+  uint64_t request_id = 0;
+  int32_t index = 0;                    // which of the n samples
+  std::vector<int32_t> token_ids;       // new tokens
+  std::string text;                     // new text (complete UTF-8; stop strings held back)
+  std::vector<TokenLogprob> logprobs;   // one per new token when requested
+  FinishReason finish = FinishReason::kNone;  // set on the sample's last message
+  std::string stop_reason;              // the matched stop string, or the stop token id as text
+  Status error;                         // set with FinishReason::kError
+  Usage usage;                          // filled on every message: the request's totals so far
+};
+
+}  // namespace llmserve

@@ -1,0 +1,83 @@
+// A source-independent view of a loaded model: its config and its weight tensors under
+// canonical (GGUF) names, backed by memory maps of the .gguf or .safetensors files.
+//
+// Canonical names: token_embd.weight, output_norm.weight, output.weight (absent when tied),
+// blk.{i}.attn_norm.weight, blk.{i}.attn_{q,k,v,output}.weight, blk.{i}.attn_{q,k,v}.bias,
+// blk.{i}.ffn_norm.weight, blk.{i}.ffn_{gate,up,down}.weight.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/model/gguf_file.h"
+#include "engine/model/mapped_file.h"
+#include "engine/model/model_config.h"
+#include "llmserve/kernels/dtype.h"
+
+namespace llmserve {
+
+struct TensorView {
+  std::string name;  // canonical name
+  DType type = DType::F32;
+  // PyTorch order: a matrix is [rows, cols] = [out_features, in_features]; rows are contiguous,
+  // each row_bytes(type, cols) bytes.
+  std::vector<int64_t> shape;
+  const std::byte* data = nullptr;
+  size_t nbytes = 0;
+
+  int64_t num_elements() const;
+  int64_t rows() const { return shape.size() < 2 ? 1 : num_elements() / shape.back(); }
+  int64_t cols() const { return shape.empty() ? 1 : shape.back(); }
+};
+
+// "blk.3.attn_q.weight" = block_tensor_name(3, "attn_q.weight").
+std::string block_tensor_name(int64_t layer, std::string_view suffix);
+// HF / safetensors name -> canonical name ("model.layers.3.self_attn.q_proj.weight" ->
+// "blk.3.attn_q.weight"); empty when the name is not one a Llama-family model uses.
+std::string canonical_tensor_name(std::string_view hf_name);
+
+class LoadedModel {
+ public:
+  enum class Source { kGguf, kSafetensors };
+
+  const ModelConfig& config() const { return config_; }
+  Source source() const { return source_; }
+  const std::string& path() const { return path_; }
+  const TensorView* tensor(std::string_view canonical_name) const;
+  const std::vector<TensorView>& tensors() const { return tensors_; }  // file order
+  const GgufFile* gguf() const { return gguf_.get(); }  // null for HF directories
+  // The HF directory holding tokenizer.json / tokenizer_config.json; empty for GGUF.
+  const std::string& tokenizer_dir() const { return tokenizer_dir_; }
+
+  uint64_t parameter_count() const;  // sum of element counts of all tensors
+  uint64_t weight_bytes() const;     // sum of stored bytes of all tensors
+
+  // Every tensor the Llama graph needs is present with the shape the config implies.
+  Status check_tensors() const;
+
+ private:
+  friend Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path);
+  friend class LoadedModelBuilder;
+  Status add_tensor(TensorView view);
+
+  ModelConfig config_;
+  Source source_ = Source::kGguf;
+  std::string path_;
+  std::string tokenizer_dir_;
+  std::unique_ptr<GgufFile> gguf_;
+  std::vector<MappedFile> maps_;  // safetensors shards
+  std::vector<TensorView> tensors_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+// path: a .gguf file, or an HF directory with config.json and model.safetensors or sharded
+// model-0000x-of-0000y.safetensors listed in model.safetensors.index.json.
+Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path);
+
+}  // namespace llmserve
