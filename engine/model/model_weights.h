@@ -63,7 +63,7 @@ class LoadedModel {
 
  private:
   friend Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path);
-  friend class LoadedModelBuilder;
+  friend struct LoadedModelBuilder;
   Status add_tensor(TensorView view);
 
   ModelConfig config_;

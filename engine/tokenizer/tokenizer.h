@@ -33,6 +33,13 @@ struct TokenizerSpec {
   std::vector<int32_t> stop_ids;        // ids that end generation (eos plus e.g. <|im_end|>)
   bool add_bos = false, add_eos = false;
   bool add_space_prefix = true;         // SentencePiece: prepend "▁" to the text
+  // SentencePiece, HF Metaspace(prepend_scheme "first"): "▁" only before the text at offset 0,
+  // and not when it already starts with "▁". Otherwise (legacy Llama-2 / llama.cpp) "▁" goes
+  // before every text fragment between special tokens.
+  bool space_prefix_first_only = false;
+  bool ignore_merges = false;           // byte-level: a piece that is a token is used whole
+  // Byte-level: explicit pre-tokenizer regex sequence (from an HF Split); overrides `pre`.
+  std::vector<std::string> pre_patterns;
   std::string chat_template;            // Jinja source; empty when the model has none
 };
 

@@ -1,0 +1,95 @@
+// matmul per weight type at the default model's shapes (SmolLM2-135M: hidden 576, kv 192,
+// MLP 1536, vocab 49152), decode M = 1, 4, 16 and prefill M = 512. Counters: weight bytes read
+// per second (GB/s) and GFLOP/s. BM_DecodeStep runs one decode step's worth of matmuls over a
+// model-sized set of distinct weights (~98 MB), so its GB/s is the one to compare with
+// bench_membw.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+
+#include "bench_common.h"
+#include "llmserve/kernels/matmul.h"
+
+namespace llmserve::kernels::bench {
+namespace {
+
+std::vector<uint8_t> weights(DType t, int64_t n, int64_t k) {
+  std::vector<uint8_t> w(row_bytes(t, k) * n);
+  std::mt19937 rng(7);
+  for (auto& b : w) b = static_cast<uint8_t>(rng() & 0x77);  // keeps f16/bf16 fields finite
+  return w;
+}
+
+void BM_Matmul(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t K = state.range(1), N = state.range(2), M = state.range(3);
+  if (K % dtype_info(type).block_elems != 0) {
+    state.SkipWithError("K not a multiple of the block size");
+    return;
+  }
+  const auto w = weights(type, N, K);
+  const auto x = random_vec(M * K);
+  std::vector<float> y(M * N);
+  auto& pool = bench_pool();
+  for (auto _ : state) {
+    matmul(pool, x.data(), M, K, type, w.data(), N, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(w.size()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+
+void matmul_args(benchmark::internal::Benchmark* b) {
+  const DType types[] = {DType::F32, DType::F16,  DType::BF16, DType::Q8_0,
+                         DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K};
+  const int64_t shapes[][2] = {{576, 576}, {576, 192}, {576, 1536}, {576, 49152}, {1536, 576}};
+  for (DType t : types) {
+    for (auto [k, n] : shapes) {
+      if (k % dtype_info(t).block_elems != 0) continue;
+      for (int64_t m : {1, 4, 16, 512}) {
+        if (n == 49152 && m == 512) continue;  // LM head only runs on sampled rows
+        b->Args({static_cast<int64_t>(t), k, n, m});
+      }
+    }
+  }
+  b->ArgNames({"type", "K", "N", "M"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_Matmul)->Apply(matmul_args);
+
+// One decode step of matmuls with the model's layout: 30 layers of Q4_1 projections and a
+// Q8_0 LM head, each in its own buffer (as in the real model).
+void BM_DecodeStep(benchmark::State& state) {
+  const int64_t M = state.range(0);
+  struct Mat {
+    DType t;
+    int64_t n, k;
+    std::vector<uint8_t> w;
+  };
+  std::vector<Mat> mats;
+  for (int l = 0; l < 30; ++l) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{576, 576}, {192, 576}, {192, 576},
+                        {576, 576}, {1536, 576}, {1536, 576}, {576, 1536}}) {
+      mats.push_back({DType::Q4_1, n, k, weights(DType::Q4_1, n, k)});
+    }
+  }
+  mats.push_back({DType::Q8_0, 49152, 576, weights(DType::Q8_0, 49152, 576)});
+  size_t bytes = 0;
+  for (auto& m : mats) bytes += m.w.size();
+  const auto x = random_vec(M * 1536);
+  std::vector<float> y(M * 49152);
+  auto& pool = bench_pool();
+  for (auto _ : state) {
+    for (auto& m : mats) matmul(pool, x.data(), M, m.k, m.t, m.w.data(), m.n, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+}
+BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace llmserve::kernels::bench

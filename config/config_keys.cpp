@@ -1,0 +1,372 @@
+#include "config/config_keys.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <utility>
+
+#include "config/value_parse.h"
+
+namespace llmserve {
+namespace {
+
+using Aliases = std::vector<std::string_view>;
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string format_double(double v) {
+  char buf[64];
+  const auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  return ec == std::errc() ? std::string(buf, ptr) : std::to_string(v);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out += sep;
+    out += items[i];
+  }
+  return out;
+}
+
+// Scalar text or an error for null / list values.
+Result<std::string> scalar_of(const RawValue& v, KeyType type) {
+  if (v.kind == RawValue::Kind::kScalar) return v.scalar;
+  return invalid_argument("expected " + std::string(to_string(type)) + ", got " +
+                          (v.kind == RawValue::Kind::kNull ? "nothing (null)" : "a list"));
+}
+
+template <typename S>
+using SectionPtr = S Config::*;
+
+template <typename S, typename T>
+ConfigKey int_key(std::string_view section, std::string_view name, SectionPtr<S> sec, T S::*m,
+                  int64_t lo, int64_t hi, std::string help, Aliases aliases = {},
+                  bool power_of_two = false) {
+  std::string range = hi == kInt64Max
+                          ? ">= " + std::to_string(lo)
+                          : "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (power_of_two) range += ", power of two";
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    LLMSERVE_ASSIGN_OR_RETURN(const std::string text, scalar_of(raw, KeyType::kInt));
+    LLMSERVE_ASSIGN_OR_RETURN(const int64_t v, parse_int(text));
+    const bool pow2_ok = !power_of_two || (v > 0 && (v & (v - 1)) == 0);
+    if (v < lo || v > hi || !pow2_ok) {
+      const std::string bounds = hi == kInt64Max ? ">= " + std::to_string(lo)
+                                                 : "in [" + std::to_string(lo) + ", " +
+                                                       std::to_string(hi) + "]";
+      return invalid_argument(std::string(power_of_two ? "must be a power of two " : "must be ") +
+                              bounds + ", got " + std::to_string(v));
+    }
+    (c.*sec).*m = static_cast<T>(v);
+    return Status::ok();
+  };
+  auto get = [=](const Config& c) { return std::to_string((c.*sec).*m); };
+  return {section, name, KeyType::kInt, std::move(help), std::move(range), std::move(aliases),
+          false, set, get};
+}
+
+template <typename S>
+ConfigKey double_key(std::string_view section, std::string_view name, SectionPtr<S> sec,
+                     double S::*m, double lo, double hi, bool lo_open, std::string help,
+                     Aliases aliases = {}) {
+  const std::string range =
+      (lo_open ? "(" : "[") + format_double(lo) + ", " + format_double(hi) + "]";
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    LLMSERVE_ASSIGN_OR_RETURN(const std::string text, scalar_of(raw, KeyType::kDouble));
+    LLMSERVE_ASSIGN_OR_RETURN(const double v, parse_double(text));
+    if (v > hi || v < lo || (lo_open && v == lo)) {
+      return invalid_argument("must be a number in " + range + ", got " + format_double(v));
+    }
+    (c.*sec).*m = v;
+    return Status::ok();
+  };
+  auto get = [=](const Config& c) { return format_double((c.*sec).*m); };
+  return {section, name, KeyType::kDouble, std::move(help), range, std::move(aliases),
+          false, set, get};
+}
+
+template <typename S>
+ConfigKey size_key(std::string_view section, std::string_view name, SectionPtr<S> sec,
+                   uint64_t S::*m, uint64_t lo, uint64_t hi, std::string help,
+                   Aliases aliases = {}) {
+  const std::string range = "[" + format_size(lo) + ", " + format_size(hi) + "]";
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    LLMSERVE_ASSIGN_OR_RETURN(const std::string text, scalar_of(raw, KeyType::kSize));
+    LLMSERVE_ASSIGN_OR_RETURN(const uint64_t v, parse_size(text));
+    if (v < lo || v > hi) {
+      return invalid_argument("must be a size in " + range + ", got " + quoted(text) + " (" +
+                              std::to_string(v) + " bytes)");
+    }
+    (c.*sec).*m = v;
+    return Status::ok();
+  };
+  auto get = [=](const Config& c) { return format_size((c.*sec).*m); };
+  return {section, name, KeyType::kSize, std::move(help), range, std::move(aliases),
+          false, set, get};
+}
+
+template <typename S>
+ConfigKey bool_key(std::string_view section, std::string_view name, SectionPtr<S> sec,
+                   bool S::*m, std::string help, Aliases aliases = {}) {
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    LLMSERVE_ASSIGN_OR_RETURN(const std::string text, scalar_of(raw, KeyType::kBool));
+    LLMSERVE_ASSIGN_OR_RETURN(const bool v, parse_bool(text));
+    (c.*sec).*m = v;
+    return Status::ok();
+  };
+  auto get = [=](const Config& c) { return std::string((c.*sec).*m ? "true" : "false"); };
+  return {section, name, KeyType::kBool, std::move(help), "true|false", std::move(aliases),
+          false, set, get};
+}
+
+// A null value is the empty string ("key:" with nothing after it in YAML).
+template <typename S>
+ConfigKey string_key(std::string_view section, std::string_view name, SectionPtr<S> sec,
+                     std::string S::*m, bool non_empty, std::string help, Aliases aliases = {}) {
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    if (raw.kind == RawValue::Kind::kList) return invalid_argument("expected a string, got a list");
+    if (non_empty && trim(raw.scalar).empty()) return invalid_argument("must not be empty");
+    (c.*sec).*m = raw.kind == RawValue::Kind::kNull ? std::string() : raw.scalar;
+    return Status::ok();
+  };
+  auto get = [=](const Config& c) { return (c.*sec).*m; };
+  return {section, name, KeyType::kString, std::move(help), non_empty ? "non-empty" : "",
+          std::move(aliases), false, set, get};
+}
+
+// A scalar is read as a comma-separated list; null is the empty list.
+template <typename S>
+ConfigKey list_key(std::string_view section, std::string_view name, SectionPtr<S> sec,
+                   std::vector<std::string> S::*m, std::string help, Aliases aliases = {},
+                   bool secret = false) {
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    std::vector<std::string> items;
+    if (raw.kind == RawValue::Kind::kScalar) {
+      items = split_list(raw.scalar);
+    } else if (raw.kind == RawValue::Kind::kList) {
+      for (const std::string& item : raw.items) {
+        const std::string_view t = trim(item);
+        if (t.empty()) return invalid_argument("list items must not be empty");
+        items.emplace_back(t);
+      }
+    }
+    (c.*sec).*m = std::move(items);
+    return Status::ok();
+  };
+  auto get = [=](const Config& c) { return join((c.*sec).*m, ","); };
+  return {section, name, KeyType::kStringList, std::move(help), "", std::move(aliases),
+          secret, set, get};
+}
+
+template <typename S, typename E>
+ConfigKey enum_key(std::string_view section, std::string_view name, SectionPtr<S> sec, E S::*m,
+                   std::vector<E> choices, std::string help, Aliases aliases = {}) {
+  std::string range;
+  for (E e : choices) range += (range.empty() ? "" : "|") + std::string(to_string(e));
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    LLMSERVE_ASSIGN_OR_RETURN(const std::string text, scalar_of(raw, KeyType::kEnum));
+    std::string t(trim(text));
+    std::transform(t.begin(), t.end(), t.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    for (E e : choices) {
+      if (to_string(e) == t) {
+        (c.*sec).*m = e;
+        return Status::ok();
+      }
+    }
+    return invalid_argument("must be one of " + range + ", got " + quoted(text));
+  };
+  auto get = [=](const Config& c) { return std::string(to_string((c.*sec).*m)); };
+  return {section, name, KeyType::kEnum, std::move(help), range, std::move(aliases),
+          false, set, get};
+}
+
+std::vector<ConfigKey> build_table() {
+  using C = Config;
+  using SS = ServerSection;
+  using MS = ModelSection;
+  using ES = EngineSection;
+  using LS = LoggingSection;
+  constexpr uint64_t KiB = 1024, MiB = KiB << 10, GiB = MiB << 10, TiB = GiB << 10;
+  std::vector<ConfigKey> t;
+  // server
+  t.push_back(string_key("server", "host", &C::server, &SS::host, true,
+                         "Address both servers bind to (0.0.0.0 = every interface).", {"host"}));
+  t.push_back(int_key("server", "http_port", &C::server, &SS::http_port, 0, 65535,
+                      "HTTP (OpenAI API, /metrics) TCP port; 0 = a free port chosen by the OS.",
+                      {"http-port"}));
+  t.push_back(int_key("server", "grpc_port", &C::server, &SS::grpc_port, 0, 65535,
+                      "gRPC TCP port; 0 = a free port chosen by the OS.", {"grpc-port"}));
+  t.push_back(int_key("server", "http_threads", &C::server, &SS::http_threads, 0, 65536,
+                      "HTTP worker threads; each open stream holds one. 0 = max_num_seqs + 16."));
+  t.push_back(list_key("server", "api_keys", &C::server, &SS::api_keys,
+                       "Accepted API keys (Authorization: Bearer KEY). Empty, with no key file, "
+                       "= no authentication.",
+                       {"api-key"}, /*secret=*/true));
+  t.push_back(string_key("server", "api_key_file", &C::server, &SS::api_key_file, false,
+                         "File with more API keys, one per line ('#' starts a comment); "
+                         "\"\" = none."));
+  t.push_back(string_key("server", "tls_cert_file", &C::server, &SS::tls_cert_file, false,
+                         "TLS certificate chain (PEM) for HTTP and gRPC; \"\" = plain TCP."));
+  t.push_back(string_key("server", "tls_key_file", &C::server, &SS::tls_key_file, false,
+                         "TLS private key (PEM); set together with tls_cert_file."));
+  t.push_back(list_key("server", "cors_allow_origins", &C::server, &SS::cors_allow_origins,
+                       "Origins allowed by CORS (\"*\" = any). Empty = CORS off."));
+  t.push_back(size_key("server", "max_body_bytes", &C::server, &SS::max_body_bytes, KiB, GiB,
+                       "Largest request body, bytes (units allowed); larger bodies get 413."));
+  t.push_back(int_key("server", "max_waiting_requests", &C::server, &SS::max_waiting_requests, 1,
+                      1000000, "Requests allowed to wait for a slot; beyond it 429."));
+  t.push_back(int_key("server", "max_waiting_tokens", &C::server, &SS::max_waiting_tokens, 0,
+                      kInt64Max, "Prompt tokens allowed to wait; beyond it 429. 0 = no limit."));
+  t.push_back(double_key("server", "shutdown_grace_seconds", &C::server,
+                         &SS::shutdown_grace_seconds, 0, 86400, false,
+                         "Seconds in-flight streams may run after SIGTERM/SIGINT before exit."));
+  t.push_back(bool_key("server", "metrics_require_auth", &C::server, &SS::metrics_require_auth,
+                       "When API keys are set, /metrics needs one too (false = open)."));
+  t.push_back(double_key("server", "request_timeout_seconds", &C::server,
+                         &SS::request_timeout_seconds, 0, 86400 * 7, false,
+                         "Default deadline of a request, seconds (queue + generation); "
+                         "0 = none. A request's own timeout wins."));
+  t.push_back(double_key("server", "watchdog_seconds", &C::server, &SS::watchdog_seconds, 0,
+                         86400, true,
+                         "/ready turns false when work is pending and no engine step finished "
+                         "for this many seconds."));
+  t.push_back(int_key("server", "stream_buffer_tokens", &C::server, &SS::stream_buffer_tokens, 1,
+                      1 << 20,
+                      "Per-request output buffer, tokens; a client reading slower than this "
+                      "is cancelled."));
+  t.push_back(string_key("server", "served_model_name", &C::server, &SS::served_model_name, false,
+                         "Model id in the API (/v1/models, \"model\" fields); \"\" = the model "
+                         "file or directory name."));
+  // model
+  t.push_back(string_key("model", "path", &C::model, &MS::path, false,
+                         "GGUF file or Hugging Face model directory (config.json + "
+                         "*.safetensors + tokenizer.json).",
+                         {"model"}));
+  t.push_back(enum_key("model", "load_format", &C::model, &MS::load_format,
+                       {LoadFormat::kAuto, LoadFormat::kGguf, LoadFormat::kSafetensors,
+                        LoadFormat::kDummy},
+                       "auto = from the path; dummy = random weights shaped by dummy_preset "
+                       "(benchmarks).",
+                       {"load-format"}));
+  t.push_back(string_key("model", "dummy_preset", &C::model, &MS::dummy_preset, false,
+                         "Shape of the dummy model (e.g. llama-3.1-8b, llama-3.2-1b).",
+                         {"dummy-preset"}));
+  t.push_back(string_key("model", "chat_template", &C::model, &MS::chat_template, false,
+                         "Jinja chat template file overriding the model's; \"\" = the model's.",
+                         {"chat-template"}));
+  t.push_back(int_key("model", "max_model_len", &C::model, &MS::max_model_len, 0, 1 << 24,
+                      "Context length limit, tokens (prompt + output); 0 = the model's.",
+                      {"max-model-len"}));
+  // engine
+  t.push_back(enum_key("engine", "device", &C::engine, &ES::device,
+                       {DeviceKind::kAuto, DeviceKind::kCpu, DeviceKind::kCuda},
+                       "Backend: auto = CUDA when a GPU is present, else CPU.", {"device"}));
+  t.push_back(int_key("engine", "threads", &C::engine, &ES::threads, 0, 4096,
+                      "CPU compute threads; 0 = all cores.", {"threads"}));
+  t.push_back(size_key("engine", "kv_cache_bytes", &C::engine, &ES::kv_cache_bytes, MiB, 64 * TiB,
+                       "KV-cache memory on the CPU backend, bytes (units allowed).",
+                       {"kv-cache-bytes"}));
+  t.push_back(double_key("engine", "gpu_memory_utilization", &C::engine,
+                         &ES::gpu_memory_utilization, 0, 1, true,
+                         "Fraction of GPU memory the engine may use (weights + activations + "
+                         "KV cache).",
+                         {"gpu-memory-utilization"}));
+  t.push_back(int_key("engine", "block_size", &C::engine, &ES::block_size, 1, 256,
+                      "Tokens per KV-cache page.", {"block-size"}, /*power_of_two=*/true));
+  t.push_back(int_key("engine", "max_num_seqs", &C::engine, &ES::max_num_seqs, 1, 65536,
+                      "Most requests running in one step.", {"max-num-seqs"}));
+  t.push_back(int_key("engine", "max_num_batched_tokens", &C::engine,
+                      &ES::max_num_batched_tokens, 1, 1 << 22,
+                      "Token budget of one step (prefill + decode tokens); >= max_num_seqs.",
+                      {"max-num-batched-tokens"}));
+  t.push_back(bool_key("engine", "enable_prefix_caching", &C::engine, &ES::enable_prefix_caching,
+                       "Reuse KV pages of identical prompt prefixes across requests.",
+                       {"enable-prefix-caching"}));
+  t.push_back(bool_key("engine", "enable_chunked_prefill", &C::engine,
+                       &ES::enable_chunked_prefill,
+                       "Split long prompts over steps; when false, max_num_batched_tokens must "
+                       "hold a whole prompt.",
+                       {"enable-chunked-prefill"}));
+  t.push_back(int_key("engine", "seed", &C::engine, &ES::seed, 0, kInt64Max,
+                      "Seed of requests that bring none (each request still gets its own "
+                      "stream).",
+                      {"seed"}));
+  t.push_back(int_key("engine", "max_logprobs", &C::engine, &ES::max_logprobs, 0, 1024,
+                      "Largest logprobs / top_logprobs a request may ask for.",
+                      {"max-logprobs"}));
+  t.push_back(bool_key("engine", "cuda_graphs", &C::engine, &ES::cuda_graphs,
+                       "Capture decode steps in CUDA graphs (false = always eager).",
+                       {"cuda-graphs"}));
+  // logging
+  t.push_back(enum_key("logging", "level", &C::logging, &LS::level,
+                       {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
+                        LogLevel::kError},
+                       "Least severe level logged.", {"log-level"}));
+  t.push_back(enum_key("logging", "format", &C::logging, &LS::format,
+                       {LogFormat::kText, LogFormat::kJson},
+                       "text = human-readable lines; json = one JSON object per line.",
+                       {"log-format"}));
+  return t;
+}
+
+}  // namespace
+
+std::string_view to_string(KeyType t) {
+  switch (t) {
+    case KeyType::kBool: return "a boolean";
+    case KeyType::kInt: return "an integer";
+    case KeyType::kDouble: return "a number";
+    case KeyType::kSize: return "a size";
+    case KeyType::kString: return "a string";
+    case KeyType::kStringList: return "a list";
+    case KeyType::kEnum: return "a name";
+  }
+  return "a value";
+}
+
+std::string ConfigKey::full_name() const {
+  return std::string(section) + "." + std::string(name);
+}
+
+std::string ConfigKey::env_name() const {
+  std::string out = "LLMSERVE_" + std::string(section) + "_" + std::string(name);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return out;
+}
+
+std::string ConfigKey::flag_name() const {
+  std::string out = "--" + full_name();
+  std::replace(out.begin(), out.end(), '_', '-');
+  return out;
+}
+
+std::string ConfigKey::rule_text() const {
+  if (type == KeyType::kEnum) return "One of " + range + ".";
+  if (type == KeyType::kBool) return "true or false.";
+  if (range == "non-empty") return "Must not be empty.";
+  return range.empty() ? "" : "Range " + range + ".";
+}
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> kTable = build_table();
+  return kTable;
+}
+
+const std::vector<std::string_view>& config_sections() {
+  static const std::vector<std::string_view> kSections = {"server", "model", "engine", "logging"};
+  return kSections;
+}
+
+const ConfigKey* find_config_key(std::string_view section, std::string_view name) {
+  for (const ConfigKey& k : config_keys()) {
+    if (k.section == section && k.name == name) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace llmserve

@@ -1,0 +1,28 @@
+// Prefix-cache key of a full KV block: h_i = XXH3-128(h_{i-1} ‖ tokens of block i ‖ extra key),
+// with h_{-1} = 0. Equal hashes mean equal token prefixes (up to 128-bit collisions, which the
+// BlockPool guards against by also comparing the block's tokens and parent hash).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace llmserve {
+
+struct BlockHash {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  friend bool operator==(const BlockHash&, const BlockHash&) = default;
+};
+
+struct BlockHashHasher {
+  size_t operator()(const BlockHash& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 31)); }
+};
+
+// Hash of one full block given its parent's hash (BlockHash{} for the first block). extra_key is
+// the per-request hook (LoRA name, cache salt; later multimodal item hashes); empty for plain text.
+// Tokens are hashed as little-endian int32.
+BlockHash hash_block_tokens(const BlockHash& parent, std::span<const int32_t> tokens,
+                            std::span<const std::byte> extra_key = {});
+
+}  // namespace llmserve

@@ -1,0 +1,143 @@
+#include "engine/kv_cache/kv_cache_manager.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <string>
+
+namespace llmserve {
+
+KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching)
+    : pool_(num_blocks, block_size),
+      enable_prefix_caching_(enable_prefix_caching),
+      token_scratch_(block_size) {}
+
+int32_t KvCacheManager::num_blocks_for_budget(int64_t bytes, int64_t bytes_per_block) {
+  if (bytes <= 0 || bytes_per_block <= 0) return 0;
+  return static_cast<int32_t>(
+      std::min<int64_t>(bytes / bytes_per_block, std::numeric_limits<int32_t>::max()));
+}
+
+std::span<const int32_t> KvCacheManager::block_tokens(const Request& request, int32_t block_index) {
+  const int32_t bs = pool_.block_size();
+  const int32_t begin = block_index * bs;
+  if (begin + bs <= request.num_prompt_tokens()) {
+    return std::span<const int32_t>(request.prompt_token_ids).subspan(begin, bs);
+  }
+  for (int32_t i = 0; i < bs; ++i) token_scratch_[i] = request.token_at(begin + i);
+  return token_scratch_;
+}
+
+void KvCacheManager::ensure_block_hashes(Request& request, int32_t num_full_blocks) {
+  auto& hashes = request.kv.block_hashes;
+  const auto extra = std::as_bytes(std::span<const char>(request.cache_key));
+  while (static_cast<int32_t>(hashes.size()) < num_full_blocks) {
+    const int32_t i = static_cast<int32_t>(hashes.size());
+    const BlockHash parent = i == 0 ? BlockHash{} : hashes[i - 1];
+    hashes.push_back(hash_block_tokens(parent, block_tokens(request, i), extra));
+  }
+}
+
+CachedPrefix KvCacheManager::find_cached_prefix(Request& request) {
+  assert(request.kv.block_ids.empty());
+  prefix_scratch_.clear();
+  if (!enable_prefix_caching_) return {};
+  const int32_t max_blocks = (request.num_tokens() - 1) / pool_.block_size();
+  ensure_block_hashes(request, max_blocks);
+  BlockHash parent{};
+  for (int32_t i = 0; i < max_blocks; ++i) {
+    const BlockHash& h = request.kv.block_hashes[i];
+    const int32_t id = pool_.lookup(h, parent, block_tokens(request, i));
+    if (id < 0) break;
+    prefix_scratch_.push_back(id);
+    parent = h;
+  }
+  return CachedPrefix{static_cast<int32_t>(prefix_scratch_.size()) * pool_.block_size(),
+                      prefix_scratch_, request.num_tokens()};
+}
+
+bool KvCacheManager::allocate(Request& request, int32_t num_new_tokens,
+                              const CachedPrefix& prefix) {
+  auto& blocks = request.kv.block_ids;
+  assert(prefix.block_ids.empty() || blocks.empty());
+  const int64_t total =
+      int64_t{request.num_computed_tokens} + prefix.num_tokens + std::max(num_new_tokens, 0);
+  const int64_t bs = pool_.block_size();
+  const int64_t needed = (total + bs - 1) / bs;
+  const int64_t have = static_cast<int64_t>(blocks.size() + prefix.block_ids.size());
+  const int64_t new_blocks = std::max<int64_t>(0, needed - have);
+  int64_t free_hits = 0;
+  for (int32_t id : prefix.block_ids) free_hits += pool_.ref_count(id) == 0;
+  if (new_blocks > pool_.num_free_blocks() - free_hits) return false;
+
+  for (int32_t id : prefix.block_ids) {
+    pool_.touch(id);
+    blocks.push_back(id);
+  }
+  if (!prefix.block_ids.empty()) {
+    request.kv.num_cached_blocks = static_cast<int32_t>(prefix.block_ids.size());
+  }
+  pool_.allocate(static_cast<int32_t>(new_blocks), blocks);
+  if (enable_prefix_caching_ && prefix.num_query_tokens > 0) {
+    prefix_queries_ += prefix.num_query_tokens;
+    prefix_hits_ += prefix.num_tokens;
+  }
+  return true;
+}
+
+void KvCacheManager::cache_computed_blocks(Request& request) {
+  if (!enable_prefix_caching_) return;
+  auto& kv = request.kv;
+  const int32_t full = std::min<int32_t>(request.num_computed_tokens / pool_.block_size(),
+                                         static_cast<int32_t>(kv.block_ids.size()));
+  if (full <= kv.num_cached_blocks) return;
+  ensure_block_hashes(request, full);
+  for (int32_t i = kv.num_cached_blocks; i < full; ++i) {
+    const BlockHash parent = i == 0 ? BlockHash{} : kv.block_hashes[i - 1];
+    const int32_t id = kv.block_ids[i];
+    if (!pool_.is_cached(id)) {
+      pool_.cache_block(id, kv.block_hashes[i], parent, block_tokens(request, i));
+    }
+  }
+  kv.num_cached_blocks = full;
+}
+
+void KvCacheManager::free(Request& request) {
+  auto& blocks = request.kv.block_ids;
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) pool_.release(*it);
+  blocks.clear();
+  request.kv.num_cached_blocks = 0;
+}
+
+double KvCacheManager::usage() const {
+  const int32_t usable = pool_.num_usable_blocks();
+  return static_cast<double>(usable - pool_.num_free_blocks()) / usable;
+}
+
+Status KvCacheManager::check_invariants(std::span<const Request* const> requests) const {
+  LLMSERVE_RETURN_IF_ERROR(pool_.check_invariants());
+  std::vector<int32_t> holders(pool_.num_blocks(), 0);
+  for (const Request* r : requests) {
+    for (int32_t id : r->kv.block_ids) {
+      if (id <= kNullBlockId || id >= pool_.num_blocks()) {
+        return internal_error("request " + std::to_string(r->id) + " holds bad block id");
+      }
+      ++holders[id];
+    }
+    const int64_t need =
+        (int64_t{r->num_computed_tokens} + pool_.block_size() - 1) / pool_.block_size();
+    if (static_cast<int64_t>(r->kv.block_ids.size()) < need) {
+      return internal_error("request " + std::to_string(r->id) + " has too few blocks");
+    }
+  }
+  for (int32_t id = 1; id < pool_.num_blocks(); ++id) {
+    if (holders[id] != pool_.ref_count(id)) {
+      return internal_error("block " + std::to_string(id) + " ref count " +
+                            std::to_string(pool_.ref_count(id)) + " but " +
+                            std::to_string(holders[id]) + " holders");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace llmserve

@@ -1,0 +1,78 @@
+// KvCacheManager: the scheduler's view of the KV cache. Gives requests blocks for the tokens they
+// are about to compute, finds cached prefixes, registers newly computed full blocks in the prefix
+// cache and frees a request's blocks. It writes Request::kv and never Request::num_computed_tokens.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/kv_cache/block_pool.h"
+#include "engine/request.h"
+
+namespace llmserve {
+
+// Result of a prefix lookup: the first num_tokens tokens (a multiple of block_size) are cached in
+// block_ids. block_ids points into the manager and is valid until the next find_cached_prefix.
+struct CachedPrefix {
+  int32_t num_tokens = 0;
+  std::span<const int32_t> block_ids;
+  int32_t num_query_tokens = 0;  // counted as a prefix-cache query once allocate succeeds
+};
+
+class KvCacheManager {
+ public:
+  // num_blocks >= 2 (block 0 is reserved), block_size >= 1 tokens.
+  KvCacheManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching = true);
+
+  // Blocks that fit in a byte budget: floor(bytes / bytes_per_block), clamped to [0, INT32_MAX].
+  static int32_t num_blocks_for_budget(int64_t bytes, int64_t bytes_per_block);
+
+  // Longest run of cached full blocks from the request's start, always leaving its last token to
+  // compute. Precondition: the request holds no blocks. Fills request.kv.block_hashes lazily.
+  CachedPrefix find_cached_prefix(Request& request);
+  // Makes the request's blocks cover num_computed_tokens + prefix.num_tokens + num_new_tokens
+  // positions, first taking prefix's blocks (prefix from find_cached_prefix on this request, just
+  // before). Returns false, changing nothing, when too few blocks are free. The caller then sets
+  // num_computed_tokens += prefix.num_tokens.
+  [[nodiscard]] bool allocate(Request& request, int32_t num_new_tokens,
+                              const CachedPrefix& prefix = {});
+  // Registers the request's full blocks below num_computed_tokens in the prefix cache.
+  void cache_computed_blocks(Request& request);
+  // Returns the request's blocks to the free queue (cached ones stay cached until evicted).
+  void free(Request& request);
+  // Drops cached hashes of free blocks.
+  void reset_prefix_cache() { pool_.reset_prefix_cache(); }
+
+  std::span<const int32_t> block_table(const Request& request) const {
+    return request.kv.block_ids;
+  }
+  int32_t block_size() const { return pool_.block_size(); }
+  int32_t num_usable_blocks() const { return pool_.num_usable_blocks(); }
+  int32_t num_free_blocks() const { return pool_.num_free_blocks(); }
+  // Blocks held by requests / usable blocks, in [0, 1].
+  double usage() const;
+  bool prefix_caching_enabled() const { return enable_prefix_caching_; }
+  int64_t prefix_cache_queries() const { return prefix_queries_; }  // tokens looked up
+  int64_t prefix_cache_hits() const { return prefix_hits_; }        // tokens found cached
+  const BlockPool& pool() const { return pool_; }
+
+  // Pool invariants, plus: every block's ref count equals the number of the given requests that
+  // hold it (pass every request holding blocks; none when all have ended), and each request's
+  // blocks cover its computed tokens.
+  Status check_invariants(std::span<const Request* const> requests = {}) const;
+
+ private:
+  void ensure_block_hashes(Request& request, int32_t num_full_blocks);
+  std::span<const int32_t> block_tokens(const Request& request, int32_t block_index);
+
+  BlockPool pool_;
+  bool enable_prefix_caching_;
+  int64_t prefix_queries_ = 0;
+  int64_t prefix_hits_ = 0;
+  std::vector<int32_t> token_scratch_;
+  std::vector<int32_t> prefix_scratch_;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,148 @@
+// config.json (HF transformers) -> ModelConfig.
+#include <nlohmann/json.hpp>
+
+#include "engine/model/model_config.h"
+
+namespace llmserve {
+namespace {
+
+using nlohmann::json;
+
+Status read_int(const json& j, const char* key, int64_t* out, bool required) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) {
+    if (required) return invalid_argument(std::string("config.json: missing key '") + key + "'");
+    return Status::ok();
+  }
+  if (it->is_number_unsigned()) {
+    const uint64_t v = it->get<uint64_t>();
+    if (v > (uint64_t{1} << 62)) {
+      return invalid_argument(std::string("config.json: '") + key + "' is too large");
+    }
+    *out = static_cast<int64_t>(v);
+  } else if (it->is_number_integer()) {
+    *out = it->get<int64_t>();
+  } else {
+    return invalid_argument(std::string("config.json: '") + key + "' must be an integer");
+  }
+  return Status::ok();
+}
+
+Status read_float(const json& j, const char* key, float* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_number()) {
+    return invalid_argument(std::string("config.json: '") + key + "' must be a number");
+  }
+  *out = it->get<float>();
+  return Status::ok();
+}
+
+// A token id given as an integer or (eos) a list of integers.
+Status read_ids(const json& j, const char* key, std::vector<int32_t>* out) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  auto one = [&](const json& v) -> Status {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+      return invalid_argument(std::string("config.json: '") + key + "' must be token ids");
+    }
+    out->push_back(static_cast<int32_t>(v.get<int64_t>()));
+    return Status::ok();
+  };
+  if (it->is_array()) {
+    for (const json& v : *it) LLMSERVE_RETURN_IF_ERROR(one(v));
+    return Status::ok();
+  }
+  return one(*it);
+}
+
+Status read_rope_scaling(const json& j, RopeScaling* rs) {
+  auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return Status::ok();
+  if (!it->is_object()) return invalid_argument("config.json: 'rope_scaling' must be an object");
+  const json& r = *it;
+  std::string type;
+  for (const char* k : {"rope_type", "type"}) {
+    if (auto t = r.find(k); t != r.end() && t->is_string()) {
+      type = t->get<std::string>();
+      break;
+    }
+  }
+  if (type.empty() || type == "default") return Status::ok();
+  if (type == "linear") {
+    rs->type = RopeScalingType::kLinear;
+  } else if (type == "llama3") {
+    rs->type = RopeScalingType::kLlama3;
+  } else {
+    return unimplemented("config.json: rope_scaling type '" + type +
+                         "' not supported (linear, llama3 are)");
+  }
+  LLMSERVE_RETURN_IF_ERROR(read_float(r, "factor", &rs->factor));
+  LLMSERVE_RETURN_IF_ERROR(read_float(r, "low_freq_factor", &rs->low_freq_factor));
+  LLMSERVE_RETURN_IF_ERROR(read_float(r, "high_freq_factor", &rs->high_freq_factor));
+  return read_int(r, "original_max_position_embeddings", &rs->original_max_position, false);
+}
+
+Result<ModelConfig> parse_config(const json& j) {
+  if (!j.is_object()) return invalid_argument("config.json: top level must be an object");
+  ModelConfig c;
+  auto mt = j.find("model_type");
+  if (mt == j.end() || !mt->is_string()) {
+    return invalid_argument("config.json: missing string key 'model_type'");
+  }
+  c.architecture = mt->get<std::string>();
+  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2") {
+    return unimplemented("config.json: model_type '" + c.architecture +
+                         "' not supported (llama, mistral, qwen2 are)");
+  }
+  c.rope_interleaved = false;
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "hidden_size", &c.hidden_size, true));
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", &c.num_layers, true));
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "num_attention_heads", &c.num_heads, true));
+  c.num_kv_heads = c.num_heads;
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "num_key_value_heads", &c.num_kv_heads, false));
+  if (c.num_heads <= 0) return invalid_argument("config.json: num_attention_heads must be > 0");
+  c.head_dim = c.hidden_size / c.num_heads;
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "head_dim", &c.head_dim, false));
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "intermediate_size", &c.ffn_size, true));
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "vocab_size", &c.vocab_size, true));
+  c.max_context = 2048;
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "max_position_embeddings", &c.max_context, false));
+  c.rms_norm_eps = 1e-6f;
+  LLMSERVE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", &c.rms_norm_eps));
+  c.rope_theta = 10000.0f;
+  LLMSERVE_RETURN_IF_ERROR(read_float(j, "rope_theta", &c.rope_theta));
+  LLMSERVE_RETURN_IF_ERROR(read_rope_scaling(j, &c.rope_scaling));
+  if (auto t = j.find("tie_word_embeddings"); t != j.end() && !t->is_null()) {
+    if (!t->is_boolean()) return invalid_argument("config.json: 'tie_word_embeddings' must be bool");
+    c.tie_word_embeddings = t->get<bool>();
+  }
+  c.attention_bias = c.architecture == "qwen2";
+  if (auto t = j.find("attention_bias"); t != j.end() && t->is_boolean()) {
+    c.attention_bias = t->get<bool>();
+  }
+  std::vector<int32_t> bos, pad;
+  LLMSERVE_RETURN_IF_ERROR(read_ids(j, "bos_token_id", &bos));
+  LLMSERVE_RETURN_IF_ERROR(read_ids(j, "eos_token_id", &c.eos_ids));
+  LLMSERVE_RETURN_IF_ERROR(read_ids(j, "pad_token_id", &pad));
+  c.bos_id = bos.empty() ? -1 : bos[0];
+  c.eos_id = c.eos_ids.empty() ? -1 : c.eos_ids[0];
+  c.pad_id = pad.empty() ? -1 : pad[0];
+  Status st = c.validate();
+  if (!st.is_ok()) return Status(st.code(), "config.json: " + st.message());
+  return c;
+}
+
+}  // namespace
+
+Result<ModelConfig> model_config_from_hf_json(std::string_view json_text) {
+  const json j = json::parse(json_text.begin(), json_text.end(), nullptr, false);
+  if (j.is_discarded()) return invalid_argument("config.json: not valid JSON");
+  try {
+    return parse_config(j);
+  } catch (const std::exception& e) {
+    return invalid_argument(std::string("config.json: ") + e.what());
+  }
+}
+
+}  // namespace llmserve

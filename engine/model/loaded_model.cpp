@@ -1,0 +1,78 @@
+#include <numeric>
+
+#include "engine/model/model_weights.h"
+
+namespace llmserve {
+
+int64_t TensorView::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+const TensorView* LoadedModel::tensor(std::string_view canonical_name) const {
+  auto it = index_.find(std::string(canonical_name));
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+uint64_t LoadedModel::parameter_count() const {
+  uint64_t n = 0;
+  for (const TensorView& t : tensors_) n += static_cast<uint64_t>(t.num_elements());
+  return n;
+}
+
+uint64_t LoadedModel::weight_bytes() const {
+  uint64_t n = 0;
+  for (const TensorView& t : tensors_) n += t.nbytes;
+  return n;
+}
+
+Status LoadedModel::add_tensor(TensorView view) {
+  if (!index_.emplace(view.name, tensors_.size()).second) {
+    return data_loss(path_ + ": tensor '" + view.name + "' appears twice");
+  }
+  tensors_.push_back(std::move(view));
+  return Status::ok();
+}
+
+Status LoadedModel::check_tensors() const {
+  const ModelConfig& c = config_;
+  auto expect = [&](const std::string& name, std::vector<int64_t> shape) -> Status {
+    const TensorView* t = tensor(name);
+    if (t == nullptr) return data_loss(path_ + ": missing tensor '" + name + "'");
+    if (t->shape != shape) {
+      auto str = [](const std::vector<int64_t>& s) {
+        std::string out = "[";
+        for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+        return out + "]";
+      };
+      return data_loss(path_ + ": tensor '" + name + "' has shape " + str(t->shape) +
+                       ", the config implies " + str(shape));
+    }
+    return Status::ok();
+  };
+  const int64_t h = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
+  LLMSERVE_RETURN_IF_ERROR(expect("token_embd.weight", {c.vocab_size, h}));
+  LLMSERVE_RETURN_IF_ERROR(expect("output_norm.weight", {h}));
+  if (!c.tie_word_embeddings) LLMSERVE_RETURN_IF_ERROR(expect("output.weight", {c.vocab_size, h}));
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    auto b = [i](std::string_view s) { return block_tensor_name(i, s); };
+    LLMSERVE_RETURN_IF_ERROR(expect(b("attn_norm.weight"), {h}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("attn_q.weight"), {q, h}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("attn_k.weight"), {kv, h}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("attn_v.weight"), {kv, h}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("attn_output.weight"), {h, q}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_norm.weight"), {h}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_gate.weight"), {c.ffn_size, h}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_up.weight"), {c.ffn_size, h}));
+    LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_down.weight"), {h, c.ffn_size}));
+    if (c.attention_bias) {
+      LLMSERVE_RETURN_IF_ERROR(expect(b("attn_q.bias"), {q}));
+      LLMSERVE_RETURN_IF_ERROR(expect(b("attn_k.bias"), {kv}));
+      LLMSERVE_RETURN_IF_ERROR(expect(b("attn_v.bias"), {kv}));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace llmserve

@@ -1,0 +1,144 @@
+#include "engine/model/model_config.h"
+
+#include <cmath>
+
+#include "engine/model/gguf_file.h"
+
+namespace llmserve {
+
+std::string_view rope_scaling_name(RopeScalingType t) {
+  switch (t) {
+    case RopeScalingType::kNone: return "none";
+    case RopeScalingType::kLinear: return "linear";
+    case RopeScalingType::kLlama3: return "llama3";
+  }
+  return "unknown";
+}
+
+std::string ModelConfig::kv_bytes_formula(int bytes_per_element) const {
+  return "2 x " + std::to_string(num_layers) + " layers x " + std::to_string(num_kv_heads) +
+         " kv_heads x " + std::to_string(head_dim) + " head_dim x " +
+         std::to_string(bytes_per_element) + " bytes = " +
+         std::to_string(kv_bytes_per_token(bytes_per_element)) + " bytes/token";
+}
+
+Status ModelConfig::validate() const {
+  auto positive = [](int64_t v, const char* name) -> Status {
+    if (v <= 0 || v > (int64_t{1} << 31)) {
+      return invalid_argument(std::string("model config: ") + name + " = " + std::to_string(v) +
+                              " is out of range");
+    }
+    return Status::ok();
+  };
+  LLMSERVE_RETURN_IF_ERROR(positive(hidden_size, "hidden_size"));
+  LLMSERVE_RETURN_IF_ERROR(positive(num_layers, "num_layers"));
+  LLMSERVE_RETURN_IF_ERROR(positive(num_heads, "num_heads"));
+  LLMSERVE_RETURN_IF_ERROR(positive(num_kv_heads, "num_kv_heads"));
+  LLMSERVE_RETURN_IF_ERROR(positive(head_dim, "head_dim"));
+  LLMSERVE_RETURN_IF_ERROR(positive(ffn_size, "ffn_size"));
+  LLMSERVE_RETURN_IF_ERROR(positive(vocab_size, "vocab_size"));
+  LLMSERVE_RETURN_IF_ERROR(positive(max_context, "max_context"));
+  if (num_heads % num_kv_heads != 0) {
+    return invalid_argument("model config: num_heads " + std::to_string(num_heads) +
+                            " is not a multiple of num_kv_heads " + std::to_string(num_kv_heads));
+  }
+  if (head_dim % 2 != 0) {
+    return invalid_argument("model config: head_dim " + std::to_string(head_dim) + " is odd");
+  }
+  if (!(rms_norm_eps > 0.0f) || !std::isfinite(rms_norm_eps)) {
+    return invalid_argument("model config: rms_norm_eps must be positive");
+  }
+  if (!(rope_theta > 0.0f) || !std::isfinite(rope_theta)) {
+    return invalid_argument("model config: rope_theta must be positive");
+  }
+  if (rope_scaling.type != RopeScalingType::kNone &&
+      (!(rope_scaling.factor > 0.0f) || !std::isfinite(rope_scaling.factor))) {
+    return invalid_argument("model config: rope scaling factor must be positive");
+  }
+  if (rope_scaling.type == RopeScalingType::kLlama3 &&
+      (rope_scaling.original_max_position <= 0 ||
+       !(rope_scaling.high_freq_factor > rope_scaling.low_freq_factor))) {
+    return invalid_argument(
+        "model config: llama3 rope scaling needs original_max_position > 0 and "
+        "high_freq_factor > low_freq_factor");
+  }
+  for (int32_t id : {bos_id, eos_id, pad_id}) {
+    if (id < -1 || id >= vocab_size) {
+      return invalid_argument("model config: special token id " + std::to_string(id) +
+                              " outside the vocabulary of " + std::to_string(vocab_size));
+    }
+  }
+  return Status::ok();
+}
+
+Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
+  ModelConfig c;
+  const auto arch = gguf.get_string("general.architecture");
+  if (!arch) return data_loss("gguf: missing string key general.architecture");
+  c.architecture = std::string(*arch);
+  if (c.architecture == "llama" || c.architecture == "mistral") {
+    c.rope_interleaved = true;  // llama.cpp's converter permuted the Q/K rows
+  } else if (c.architecture == "qwen2") {
+    c.rope_interleaved = false;
+  } else {
+    return unimplemented("gguf: architecture '" + c.architecture +
+                         "' not supported (llama, mistral, qwen2 are)");
+  }
+  const std::string p = c.architecture + ".";
+  auto need = [&](const std::string& key, int64_t* out) -> Status {
+    const auto v = gguf.get_i64(key);
+    if (!v) return data_loss("gguf: missing or non-integer key " + key);
+    *out = *v;
+    return Status::ok();
+  };
+  LLMSERVE_RETURN_IF_ERROR(need(p + "embedding_length", &c.hidden_size));
+  LLMSERVE_RETURN_IF_ERROR(need(p + "block_count", &c.num_layers));
+  LLMSERVE_RETURN_IF_ERROR(need(p + "attention.head_count", &c.num_heads));
+  LLMSERVE_RETURN_IF_ERROR(need(p + "feed_forward_length", &c.ffn_size));
+  LLMSERVE_RETURN_IF_ERROR(need(p + "context_length", &c.max_context));
+  c.num_kv_heads = gguf.get_i64(p + "attention.head_count_kv").value_or(c.num_heads);
+  if (c.num_heads <= 0) return data_loss("gguf: " + p + "attention.head_count must be positive");
+  c.head_dim = gguf.get_i64(p + "attention.key_length").value_or(c.hidden_size / c.num_heads);
+  c.rms_norm_eps = gguf.get_f32(p + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
+  c.rope_theta = gguf.get_f32(p + "rope.freq_base").value_or(10000.0f);
+
+  const std::string_view stype = gguf.get_string(p + "rope.scaling.type").value_or("none");
+  if (stype == "linear") {
+    c.rope_scaling.type = RopeScalingType::kLinear;
+    c.rope_scaling.factor = gguf.get_f32(p + "rope.scaling.factor").value_or(1.0f);
+  } else if (stype == "llama3") {
+    c.rope_scaling.type = RopeScalingType::kLlama3;
+    c.rope_scaling.factor = gguf.get_f32(p + "rope.scaling.factor").value_or(8.0f);
+    c.rope_scaling.low_freq_factor = gguf.get_f32(p + "rope.scaling.low_freq_factor").value_or(1.0f);
+    c.rope_scaling.high_freq_factor =
+        gguf.get_f32(p + "rope.scaling.high_freq_factor").value_or(4.0f);
+    c.rope_scaling.original_max_position =
+        gguf.get_i64(p + "rope.scaling.original_context_length").value_or(8192);
+  } else if (stype != "none") {
+    return unimplemented("gguf: " + p + "rope.scaling.type '" + std::string(stype) +
+                         "' not supported (none, linear, llama3 are)");
+  }
+
+  if (auto v = gguf.get_i64(p + "vocab_size")) {
+    c.vocab_size = *v;
+  } else if (const GgufTensorInfo* emb = gguf.find_tensor("token_embd.weight");
+             emb && emb->ne.size() == 2) {
+    c.vocab_size = emb->ne[1];
+  } else if (auto toks = gguf.get_string_array("tokenizer.ggml.tokens")) {
+    c.vocab_size = static_cast<int64_t>(toks->size());
+  }
+  c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  c.attention_bias = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.bos_id = gguf.get_i32("tokenizer.ggml.bos_token_id").value_or(-1);
+  c.eos_id = gguf.get_i32("tokenizer.ggml.eos_token_id").value_or(-1);
+  c.pad_id = gguf.get_i32("tokenizer.ggml.padding_token_id").value_or(-1);
+  if (c.eos_id >= 0) c.eos_ids.push_back(c.eos_id);
+  if (auto eot = gguf.get_i32("tokenizer.ggml.eot_token_id"); eot && *eot != c.eos_id) {
+    c.eos_ids.push_back(*eot);
+  }
+  Status st = c.validate();
+  if (!st.is_ok()) return Status(StatusCode::kDataLoss, "gguf: " + st.message());
+  return c;
+}
+
+}  // namespace llmserve

@@ -1,0 +1,49 @@
+// Canonical (GGUF) tensor names and the HF -> canonical mapping.
+#include <array>
+#include <charconv>
+#include <utility>
+
+#include "engine/model/model_weights.h"
+
+namespace llmserve {
+
+std::string block_tensor_name(int64_t layer, std::string_view suffix) {
+  return "blk." + std::to_string(layer) + "." + std::string(suffix);
+}
+
+std::string canonical_tensor_name(std::string_view hf) {
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!hf.starts_with(kLayers)) return {};
+  hf.remove_prefix(kLayers.size());
+  int64_t layer = -1;
+  const auto [ptr, ec] = std::from_chars(hf.data(), hf.data() + hf.size(), layer);
+  if (ec != std::errc() || ptr == hf.data() || ptr == hf.data() + hf.size() || *ptr != '.') {
+    return {};
+  }
+  const std::string_view rest = hf.substr(static_cast<size_t>(ptr - hf.data()) + 1);
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kMap{{
+      {"input_layernorm.weight", "attn_norm.weight"},
+      {"post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"self_attn.q_proj.weight", "attn_q.weight"},
+      {"self_attn.k_proj.weight", "attn_k.weight"},
+      {"self_attn.v_proj.weight", "attn_v.weight"},
+      {"self_attn.o_proj.weight", "attn_output.weight"},
+      {"self_attn.q_proj.bias", "attn_q.bias"},
+      {"self_attn.k_proj.bias", "attn_k.bias"},
+      {"self_attn.v_proj.bias", "attn_v.bias"},
+      {"self_attn.o_proj.bias", "attn_output.bias"},
+      {"mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"mlp.up_proj.weight", "ffn_up.weight"},
+      {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.down_proj.bias", "ffn_down.bias"},
+  }};
+  for (const auto& [from, to] : kMap) {
+    if (rest == from) return block_tensor_name(layer, to);
+  }
+  return {};
+}
+
+}  // namespace llmserve

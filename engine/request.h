@@ -1,0 +1,95 @@
+// Request: the engine's per-request state, owned by the Scheduler and read by the runner.
+// Token ids are int32. A request's tokens are its prompt followed by its outputs so far;
+// positions [0, num_computed_tokens) have their K/V in the request's KV blocks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/kv_cache/block_hash.h"
+
+namespace llmserve {
+
+enum class RequestStatus : uint8_t {
+  kWaiting,    // queued, holds no KV blocks
+  kRunning,    // admitted, holds KV blocks
+  kPreempted,  // was running, blocks freed, queued again to be recomputed
+  kFinished,   // done; see finish_reason
+};
+
+enum class FinishReason : uint8_t {
+  kNone,
+  kStop,    // EOS, stop token or stop string (decided by the caller)
+  kLength,  // max_tokens or max_model_len reached
+  kAbort,   // aborted by the client or the server
+};
+
+inline const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kNone:
+      break;
+  }
+  return "none";
+}
+
+// The KV-cache view of a request, kept up to date by KvCacheManager.
+struct RequestKvState {
+  std::vector<int32_t> block_ids;       // block table: block i holds positions [i*B, (i+1)*B)
+  std::vector<BlockHash> block_hashes;  // chained hashes of the request's full blocks (lazy)
+  int32_t num_cached_blocks = 0;        // leading blocks already registered in the prefix cache
+};
+
+struct Request {
+  using Clock = std::chrono::steady_clock;
+
+  uint64_t id = 0;
+  uint64_t arrival_seq = 0;  // arrival order, assigned by Scheduler::add_request
+  Clock::time_point arrival_time{};
+  int32_t priority = 0;  // lower value is served first (vLLM convention)
+
+  std::vector<int32_t> prompt_token_ids;  // non-empty
+  std::vector<int32_t> output_token_ids;  // sampled so far
+  int32_t max_tokens = 16;                // limit on output tokens, >= 1
+
+  int32_t num_computed_tokens = 0;  // tokens whose K/V is in the cache
+  int32_t num_cached_tokens = -1;   // prefix-cache hit at first admission; -1 before it
+  int32_t num_preemptions = 0;
+
+  RequestStatus status = RequestStatus::kWaiting;
+  FinishReason finish_reason = FinishReason::kNone;
+
+  // Requests with the same non-zero group (the n > 1 samples of one prompt) are admitted one
+  // after the other so later ones reuse the first one's prompt blocks through the prefix cache.
+  uint64_t group_id = 0;
+  // Extra bytes mixed into every block hash (LoRA adapter, cache salt): requests with different
+  // keys never share blocks. Empty for plain text requests.
+  std::string cache_key;
+  // Opaque handle to state kept by others (the sampler's slot); the scheduler never reads it.
+  uint64_t user_handle = 0;
+
+  RequestKvState kv;
+
+  int32_t num_prompt_tokens() const { return static_cast<int32_t>(prompt_token_ids.size()); }
+  int32_t num_output_tokens() const { return static_cast<int32_t>(output_token_ids.size()); }
+  int32_t num_tokens() const { return num_prompt_tokens() + num_output_tokens(); }
+  // Token at position pos, 0 <= pos < num_tokens().
+  int32_t token_at(int32_t pos) const {
+    return pos < num_prompt_tokens() ? prompt_token_ids[pos]
+                                     : output_token_ids[pos - num_prompt_tokens()];
+  }
+  bool is_finished() const { return status == RequestStatus::kFinished; }
+  // Tokens whose K/V must still be computed before the next token can be sampled.
+  int32_t num_uncomputed_tokens() const { return num_tokens() - num_computed_tokens; }
+  // Decoding: one token left to compute and it is a sampled one.
+  bool is_decoding() const { return num_uncomputed_tokens() == 1 && !output_token_ids.empty(); }
+};
+
+}  // namespace llmserve

@@ -1,0 +1,62 @@
+// Turns one logits row per sample into a token (DESIGN §6). Per row, in order: logit_bias,
+// min_tokens masking, repetition / presence / frequency penalties (logits_processor.h), then
+// temperature (< 1e-5 = greedy argmax, ties to the lowest id), top_k, top_p (on the top-k
+// renormalised distribution), min_p, and an inverse-CDF draw with the sample's own RNG (one
+// draw per token, greedy included). Each row's result depends only on that row, its params and
+// its state, never on the batch. Logprobs are the raw model log-softmax (vLLM's default), not
+// the processed distribution. Not thread-safe: one Sampler per thread (buffers are reused).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "engine/generate_request.h"
+#include "engine/runner/sampling_state.h"
+#include "engine/sampling_params.h"
+
+namespace llmserve {
+
+struct SampleResult {
+  int32_t token_id = -1;
+  std::optional<TokenLogprob> logprob;  // set when params.logprobs >= 0
+};
+
+struct SampleRow {
+  const float* logits = nullptr;  // [vocab_size] raw model logits
+  const SamplingParams* params = nullptr;
+  SamplingState* state = nullptr;
+};
+
+class Sampler {
+ public:
+  static constexpr float kGreedyTemperature = 1e-5f;
+
+  // eos_ids: the tokens that end generation (the tokenizer's stop ids); min_tokens masks them.
+  Sampler(int32_t vocab_size, std::vector<int32_t> eos_ids);
+
+  // logits.size() must be vocab_size. Appends the chosen token to `state`.
+  SampleResult sample(std::span<const float> logits, const SamplingParams& params,
+                      SamplingState& state);
+  std::vector<SampleResult> sample_batch(std::span<const SampleRow> rows);
+
+  int32_t vocab_size() const { return vocab_size_; }
+  const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+
+ private:
+  int32_t argmax(std::span<const float> logits) const;  // -1 when no finite logit
+  int32_t draw(const SamplingParams& params, double u);
+  void select_top_k(int32_t k);
+  void select_top_p(float top_p, float temperature, float max_logit, bool sorted);
+  TokenLogprob logprobs(std::span<const float> raw, int32_t token, int32_t n);
+
+  int32_t vocab_size_;
+  std::vector<int32_t> eos_ids_;
+  std::vector<float> work_;      // processed logits
+  std::vector<int32_t> cand_;    // candidate ids
+  std::vector<float> weights_;   // exp((logit - max) / T) per candidate
+  std::vector<int32_t> ids_;     // scratch for logprob top-N
+};
+
+}  // namespace llmserve

@@ -1,0 +1,44 @@
+// What the sampler remembers about one sample between steps: its RNG and the token history the
+// penalties read. The engine keeps one per sample (n per request) for the request's lifetime,
+// across preemptions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/runner/request_rng.h"
+#include "engine/sampling_params.h"
+
+namespace llmserve {
+
+class SamplingState {
+ public:
+  // seed: resolve_seed(...) below. The prompt is kept (as a sorted set) only when the
+  // repetition penalty is on; output counts only when some penalty is on.
+  SamplingState(const SamplingParams& params, std::span<const int32_t> prompt_ids, uint64_t seed);
+
+  // The RNG seed of sample `index`: params.seed when set, else one derived from the server
+  // seed and the engine's request id.
+  static uint64_t resolve_seed(const SamplingParams& params, uint64_t server_seed,
+                               uint64_t request_id, int32_t index);
+
+  // Records a sampled token (the Sampler calls this).
+  void append(int32_t token_id);
+
+  int32_t num_generated() const { return num_generated_; }
+  RequestRng& rng() { return rng_; }
+  const std::vector<int32_t>& prompt_set() const { return prompt_set_; }  // sorted, unique
+  const std::unordered_map<int32_t, int32_t>& output_counts() const { return output_counts_; }
+  bool in_prompt(int32_t token_id) const;
+
+ private:
+  RequestRng rng_;
+  bool track_output_;
+  int32_t num_generated_ = 0;
+  std::vector<int32_t> prompt_set_;
+  std::unordered_map<int32_t, int32_t> output_counts_;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,277 @@
+#include "engine/scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cassert>
+#include <string>
+
+namespace llmserve {
+
+Result<std::unique_ptr<Scheduler>> Scheduler::create(const SchedulerConfig& config,
+                                                     KvCacheManager kv_cache) {
+  LLMSERVE_RETURN_IF_ERROR(config.validate());
+  return std::unique_ptr<Scheduler>(new Scheduler(config, std::move(kv_cache)));
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, KvCacheManager kv_cache)
+    : config_(config), kv_(std::move(kv_cache)) {
+  running_.reserve(config_.max_num_seqs);
+  output_.scheduled.reserve(config_.max_num_seqs);
+}
+
+Status Scheduler::add_request(Request request) {
+  const std::string who = "request " + std::to_string(request.id) + ": ";
+  if (requests_.contains(request.id)) return invalid_argument(who + "duplicate id");
+  if (request.prompt_token_ids.empty()) return invalid_argument(who + "empty prompt");
+  if (request.max_tokens < 1) return invalid_argument(who + "max_tokens must be >= 1");
+  if (request.num_prompt_tokens() >= config_.max_model_len) {
+    return invalid_argument(who + "prompt has " + std::to_string(request.num_prompt_tokens()) +
+                            " tokens; max_model_len is " + std::to_string(config_.max_model_len));
+  }
+  const int64_t max_len = std::min<int64_t>(
+      int64_t{request.num_prompt_tokens()} + request.max_tokens, config_.max_model_len);
+  const int64_t max_blocks = (max_len + kv_.block_size() - 1) / kv_.block_size();
+  if (max_blocks > kv_.num_usable_blocks()) {
+    return resource_exhausted(who + "needs up to " + std::to_string(max_blocks) +
+                              " KV blocks; the cache has " +
+                              std::to_string(kv_.num_usable_blocks()));
+  }
+  request.arrival_seq = next_arrival_seq_++;
+  request.status = RequestStatus::kWaiting;
+  request.finish_reason = FinishReason::kNone;
+  request.num_computed_tokens = 0;
+  request.num_cached_tokens = -1;
+  request.num_preemptions = 0;
+  request.kv = {};
+  auto owned = std::make_unique<Request>(std::move(request));
+  waiting_.insert(owned.get());
+  requests_.emplace(owned->id, std::move(owned));
+  return Status::ok();
+}
+
+Status Scheduler::abort_request(uint64_t id) {
+  if (!requests_.contains(id)) return not_found("request " + std::to_string(id) + ": unknown id");
+  pending_aborts_.push_back(id);
+  return Status::ok();
+}
+
+Status Scheduler::finish(uint64_t id, FinishReason reason) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->is_finished()) {
+    return not_found("request " + std::to_string(id) + ": unknown or finished");
+  }
+  finish_request(*it->second, reason);
+  return Status::ok();
+}
+
+const Request* Scheduler::find(uint64_t id) const {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+void Scheduler::finish_request(Request& request, FinishReason reason) {
+  if (request.status == RequestStatus::kRunning) {
+    running_.erase(std::find(running_.begin(), running_.end(), &request));
+  } else {
+    waiting_.erase(&request);
+  }
+  kv_.free(request);
+  request.status = RequestStatus::kFinished;
+  request.finish_reason = reason;
+  finished_since_step_.push_back({request.id, reason});
+  finished_to_erase_.push_back(request.id);
+}
+
+void Scheduler::preempt(Request& request) {
+  kv_.free(request);
+  request.num_computed_tokens = 0;
+  request.status = RequestStatus::kPreempted;
+  ++request.num_preemptions;
+  ++total_preemptions_;
+  waiting_.insert(&request);
+  output_.preempted_ids.push_back(request.id);
+}
+
+void Scheduler::emit(Request& request, int32_t num_new_tokens, bool is_new) {
+  ScheduledRequest s;
+  s.request = &request;
+  s.request_id = request.id;
+  s.num_computed_tokens = request.num_computed_tokens;
+  s.num_new_tokens = num_new_tokens;
+  s.block_table = kv_.block_table(request);
+  s.sample = request.num_computed_tokens + num_new_tokens == request.num_tokens();
+  s.is_new = is_new;
+  output_.scheduled.push_back(s);
+  auto& st = output_.stats;
+  st.num_scheduled_tokens += num_new_tokens;
+  if (request.is_decoding()) {
+    st.num_decode_tokens += num_new_tokens;
+  } else {
+    st.num_prefill_tokens += num_new_tokens;
+  }
+}
+
+const SchedulerOutput& Scheduler::schedule() {
+  for (uint64_t id : finished_to_erase_) requests_.erase(id);
+  finished_to_erase_.clear();
+
+  output_.step++;
+  output_.scheduled.clear();
+  output_.preempted_ids.clear();
+  output_.stats = {};
+  for (uint64_t id : pending_aborts_) {
+    auto it = requests_.find(id);
+    if (it != requests_.end() && !it->second->is_finished()) {
+      finish_request(*it->second, FinishReason::kAbort);
+    }
+  }
+  pending_aborts_.clear();
+  output_.finished.swap(finished_since_step_);
+  finished_since_step_.clear();
+
+  int32_t budget = config_.max_num_batched_tokens;
+  schedule_running(budget);
+  if (output_.preempted_ids.empty()) schedule_waiting(budget);
+
+  auto& st = output_.stats;
+  st.num_scheduled_requests = static_cast<int32_t>(output_.scheduled.size());
+  st.num_running = num_running();
+  st.num_waiting = num_waiting();
+  st.num_preempted = static_cast<int32_t>(output_.preempted_ids.size());
+  st.kv_usage = kv_.usage();
+  return output_;
+}
+
+void Scheduler::schedule_running(int32_t& budget) {
+  int32_t pending_decodes = 0;
+  for (const Request* r : running_) pending_decodes += r->is_decoding();
+
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Request& r = *running_[i];
+    int32_t num_new;
+    if (r.is_decoding()) {
+      --pending_decodes;
+      num_new = 1;
+    } else {
+      // Leave one token of budget for each decode still to come in this loop.
+      const int32_t left = r.num_uncomputed_tokens();
+      num_new = std::min(left, budget - pending_decodes);
+      if (num_new <= 0 || (!config_.enable_chunked_prefill && num_new < left)) continue;
+    }
+    bool scheduled = true;
+    while (!kv_.allocate(r, num_new)) {
+      Request* victim = running_.back();
+      running_.pop_back();
+      if (victim != &r && victim->is_decoding()) --pending_decodes;
+      preempt(*victim);
+      if (victim == &r) {
+        scheduled = false;
+        break;
+      }
+    }
+    if (!scheduled) break;
+    emit(r, num_new, /*is_new=*/false);
+    budget -= num_new;
+  }
+}
+
+// Prompt tokens a group sibling could take from the prefix cache: its full blocks, less the
+// block holding the last prompt token (always computed).
+int32_t Scheduler::shareable_prompt_tokens(const Request& r) const {
+  const int32_t bs = kv_.block_size();
+  return (r.num_prompt_tokens() - 1) / bs * bs;
+}
+
+bool Scheduler::group_is_prefilling(uint64_t group_id) {
+  return std::find(prefilling_groups_.begin(), prefilling_groups_.end(), group_id) !=
+         prefilling_groups_.end();
+}
+
+void Scheduler::schedule_waiting(int32_t& budget) {
+  const bool gate_groups = kv_.prefix_caching_enabled();
+  bool groups_known = false;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (budget <= 0 || num_running() >= config_.max_num_seqs) break;
+    Request& r = **it;
+    if (gate_groups && r.group_id != 0) {
+      if (!groups_known) {
+        prefilling_groups_.clear();
+        for (const Request* q : running_) {
+          if (q->group_id != 0 && q->num_computed_tokens < shareable_prompt_tokens(*q)) {
+            prefilling_groups_.push_back(q->group_id);
+          }
+        }
+        groups_known = true;
+      }
+      if (group_is_prefilling(r.group_id)) {
+        ++it;
+        continue;
+      }
+    }
+    const CachedPrefix prefix = kv_.find_cached_prefix(r);
+    const int32_t left = r.num_tokens() - prefix.num_tokens;
+    const int32_t num_new = std::min(left, budget);
+    if (!config_.enable_chunked_prefill && num_new < left) break;
+    if (!kv_.allocate(r, num_new, prefix)) break;
+
+    it = waiting_.erase(it);
+    r.num_computed_tokens = prefix.num_tokens;
+    if (r.num_cached_tokens < 0) r.num_cached_tokens = prefix.num_tokens;
+    r.status = RequestStatus::kRunning;
+    running_.insert(std::upper_bound(running_.begin(), running_.end(), &r, ArrivalOrder{}), &r);
+    if (gate_groups && r.group_id != 0 && r.num_computed_tokens < shareable_prompt_tokens(r)) {
+      prefilling_groups_.push_back(r.group_id);
+    }
+    emit(r, num_new, /*is_new=*/true);
+    budget -= num_new;
+  }
+}
+
+const std::vector<FinishedRequest>& Scheduler::update(const SchedulerOutput& output,
+                                                      std::span<const int32_t> sampled_tokens) {
+  update_finished_.clear();
+  size_t next_sample = 0;
+  for (const ScheduledRequest& s : output.scheduled) {
+    auto it = requests_.find(s.request_id);
+    if (it == requests_.end() || it->second->is_finished()) {
+      next_sample += s.sample;
+      continue;
+    }
+    Request& r = *it->second;
+    assert(r.num_computed_tokens == s.num_computed_tokens);
+    r.num_computed_tokens += s.num_new_tokens;
+    kv_.cache_computed_blocks(r);
+    if (!s.sample) continue;
+    assert(next_sample < sampled_tokens.size());
+    if (next_sample >= sampled_tokens.size()) break;
+    r.output_token_ids.push_back(sampled_tokens[next_sample++]);
+    if (r.num_output_tokens() >= r.max_tokens || r.num_tokens() >= config_.max_model_len) {
+      finish_request(r, FinishReason::kLength);
+      update_finished_.push_back({r.id, FinishReason::kLength});
+    }
+  }
+  return update_finished_;
+}
+
+Status Scheduler::check_invariants() const {
+  std::vector<const Request*> holders;
+  for (const auto& [id, r] : requests_) {
+    const bool running = r->status == RequestStatus::kRunning;
+    if (!running && !r->kv.block_ids.empty()) {
+      return internal_error("request " + std::to_string(id) + " holds blocks but is not running");
+    }
+    if (running) holders.push_back(r.get());
+  }
+  if (holders.size() != running_.size()) return internal_error("running list out of sync");
+  if (num_running() > config_.max_num_seqs) return internal_error("max_num_seqs exceeded");
+  if (!std::is_sorted(running_.begin(), running_.end(), ArrivalOrder{})) {
+    return internal_error("running list not in (priority, arrival) order");
+  }
+  for (const Request* r : waiting_) {
+    if (r->status != RequestStatus::kWaiting && r->status != RequestStatus::kPreempted) {
+      return internal_error("request " + std::to_string(r->id) + " queued but not waiting");
+    }
+  }
+  return kv_.check_invariants(holders);
+}
+
+}  // namespace llmserve

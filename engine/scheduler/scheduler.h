@@ -1,0 +1,96 @@
+// Scheduler: vLLM-V1-style token-budget continuous batching (DESIGN.md §4). One thread (the
+// engine's) owns it. Each step: running requests in (priority, arrival) order — a decode takes 1
+// token, an unfinished prefill the rest of its tokens cut to the budget left after reserving one
+// token for every later decode; when blocks run out the lowest-priority, latest-arrived running
+// request is preempted (recompute). Then waiting requests in (priority, arrival) order, with a
+// prefix-cache lookup, while budget, max_num_seqs and blocks allow.
+//
+// n > 1 samples: the caller adds one request per sample with the same prompt and a shared
+// group_id; a group member is not admitted while another member is still computing the prompt's
+// full blocks, so the later members reuse those blocks through the prefix cache (no copy-on-write:
+// each member computes its own last, partial prompt block).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/kv_cache/kv_cache_manager.h"
+#include "engine/request.h"
+#include "engine/scheduler/scheduler_config.h"
+#include "engine/scheduler/scheduler_output.h"
+
+namespace llmserve {
+
+class Scheduler {
+ public:
+  static Result<std::unique_ptr<Scheduler>> create(const SchedulerConfig& config,
+                                                   KvCacheManager kv_cache);
+
+  // Queues a request (status, counters and KV state are reset; arrival_seq assigned). Fails on a
+  // duplicate id, an empty prompt, max_tokens < 1, a prompt of max_model_len tokens or more, or a
+  // request whose largest footprint can never fit in the KV cache.
+  Status add_request(Request request);
+  // Marks a request for abort; at the next schedule() its blocks are freed and it is reported in
+  // SchedulerOutput::finished with kAbort. Unknown ids give kNotFound.
+  Status abort_request(uint64_t id);
+  // Ends a request now (EOS, stop string: decided by the caller), freeing its blocks. kNotFound if
+  // unknown or already finished.
+  Status finish(uint64_t id, FinishReason reason);
+
+  // Decides the next step. The reference stays valid until the next schedule().
+  const SchedulerOutput& schedule();
+  // Applies the step's results: advances computed tokens, caches full blocks, appends one sampled
+  // token per entry of output.scheduled with sample == true (in that order) and applies the length
+  // stops (max_tokens, max_model_len). output is the last schedule()'s. Returns the requests this
+  // call finished; they stay readable through find() until the next schedule().
+  const std::vector<FinishedRequest>& update(const SchedulerOutput& output,
+                                             std::span<const int32_t> sampled_tokens);
+
+  const Request* find(uint64_t id) const;
+  int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
+  int64_t num_preemptions() const { return total_preemptions_; }
+  const SchedulerConfig& config() const { return config_; }
+  const KvCacheManager& kv_cache() const { return kv_; }
+  // Queue/KV consistency (running hold blocks, waiting hold none, ref counts match); O(blocks).
+  Status check_invariants() const;
+
+ private:
+  struct ArrivalOrder {
+    bool operator()(const Request* a, const Request* b) const {
+      return a->priority != b->priority ? a->priority < b->priority
+                                        : a->arrival_seq < b->arrival_seq;
+    }
+  };
+
+  Scheduler(const SchedulerConfig& config, KvCacheManager kv_cache);
+  void schedule_running(int32_t& budget);
+  void schedule_waiting(int32_t& budget);
+  void preempt(Request& request);
+  void finish_request(Request& request, FinishReason reason);
+  bool group_is_prefilling(uint64_t group_id);
+  int32_t shareable_prompt_tokens(const Request& r) const;
+  void emit(Request& request, int32_t num_new_tokens, bool is_new);
+
+  SchedulerConfig config_;
+  KvCacheManager kv_;
+  std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
+  std::vector<Request*> running_;  // sorted by ArrivalOrder
+  std::set<Request*, ArrivalOrder> waiting_;
+  std::vector<uint64_t> pending_aborts_;
+  std::vector<uint64_t> finished_to_erase_;
+  std::vector<FinishedRequest> finished_since_step_;
+  std::vector<FinishedRequest> update_finished_;
+  std::vector<uint64_t> prefilling_groups_;
+  SchedulerOutput output_;
+  uint64_t next_arrival_seq_ = 0;
+  int64_t total_preemptions_ = 0;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,54 @@
+// What one Scheduler::schedule() decides: the requests that run this step, how many tokens each,
+// where their K/V lives, which of them sample, and who left since the previous step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/request.h"
+
+namespace llmserve {
+
+struct ScheduledRequest {
+  const Request* request = nullptr;  // valid until the next schedule()
+  uint64_t request_id = 0;
+  int32_t num_computed_tokens = 0;  // before this step; new tokens are positions
+  int32_t num_new_tokens = 0;       // [num_computed_tokens, num_computed_tokens + num_new_tokens)
+  std::span<const int32_t> block_table;  // covers every position above; valid until update()
+  bool sample = false;  // the last new token's logits are sampled (all known tokens computed)
+  bool is_new = false;  // first step since admission (new, or resumed after a preemption)
+};
+
+struct FinishedRequest {
+  uint64_t request_id = 0;
+  FinishReason reason = FinishReason::kNone;
+};
+
+struct SchedulerStats {
+  int32_t num_scheduled_tokens = 0;
+  int32_t num_prefill_tokens = 0;  // prompt chunks and recompute after preemption
+  int32_t num_decode_tokens = 0;   // one per decoding request
+  int32_t num_scheduled_requests = 0;
+  int32_t num_running = 0;  // after this step's decisions
+  int32_t num_waiting = 0;
+  int32_t num_preempted = 0;  // this step
+  double kv_usage = 0.0;      // after this step's allocations
+};
+
+struct SchedulerOutput {
+  uint64_t step = 0;
+  std::vector<ScheduledRequest> scheduled;  // running ones first, then newly admitted
+  std::vector<uint64_t> preempted_ids;      // preempted this step (blocks freed, re-queued)
+  std::vector<FinishedRequest> finished;    // finished or aborted since the last step; blocks freed
+  SchedulerStats stats;
+
+  int32_t num_sampled() const {
+    int32_t n = 0;
+    for (const auto& s : scheduled) n += s.sample;
+    return n;
+  }
+  bool empty() const { return scheduled.empty(); }
+};
+
+}  // namespace llmserve

@@ -1,0 +1,200 @@
+#include "engine/tokenizer/bpe_tokenizer.h"
+
+#include "engine/tokenizer/byte_unicode_map.h"
+#include "engine/tokenizer/utf8.h"
+
+namespace llmserve {
+namespace {
+
+constexpr std::string_view kSpaceMark = "\xE2\x96\x81";  // U+2581 "▁"
+
+bool is_matchable_special(TokenType t) {
+  return t == TokenType::kControl || t == TokenType::kUserDefined || t == TokenType::kUnknown;
+}
+
+// "<0xNN>" -> NN, or -1.
+int parse_byte_token(std::string_view s) {
+  if (s.size() != 6 || s.substr(0, 3) != "<0x" || s[5] != '>') return -1;
+  int v = 0;
+  for (char c : s.substr(3, 2)) {
+    v <<= 4;
+    if (c >= '0' && c <= '9') v |= c - '0';
+    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
+    else return -1;
+  }
+  return v;
+}
+
+std::string byte_level_bytes(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  for (size_t pos = 0; pos < token.size();) {
+    const size_t start = pos;
+    const uint32_t cp = utf8_next(token, pos);
+    const int b = unicode_to_byte(cp);
+    if (b >= 0) {
+      out.push_back(static_cast<char>(b));
+    } else {
+      out.append(token.substr(start, pos - start));
+    }
+  }
+  return out;
+}
+
+std::string sentencepiece_bytes(std::string_view token) {
+  std::string out;
+  out.reserve(token.size());
+  for (size_t pos = 0; pos < token.size();) {
+    if (token.compare(pos, kSpaceMark.size(), kSpaceMark) == 0) {
+      out.push_back(' ');
+      pos += kSpaceMark.size();
+    } else {
+      out.push_back(token[pos++]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Tokenizer>> BpeTokenizer::build(TokenizerSpec spec) {
+  std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(spec)));
+  LLMSERVE_RETURN_IF_ERROR(tok->init());
+  return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+Status BpeTokenizer::init() {
+  const auto n = static_cast<int32_t>(spec_.tokens.size());
+  if (n == 0) return invalid_argument("tokenizer vocab is empty");
+  if (!spec_.token_types.empty() && spec_.token_types.size() != spec_.tokens.size()) {
+    return invalid_argument("tokenizer token_type count " + std::to_string(spec_.token_types.size()) +
+                            " differs from the token count " + std::to_string(n));
+  }
+  for (int32_t id : {spec_.bos_id, spec_.eos_id, spec_.unk_id, spec_.pad_id}) {
+    if (id >= n) return invalid_argument("special token id " + std::to_string(id) + " is past the vocab");
+  }
+  const bool spm = spec_.kind == TokenizerKind::kSentencePieceBpe;
+  BpeModel::Options options;
+  options.merge_by_score = spm && spec_.merges.empty();
+  options.byte_fallback = spm;
+  options.fuse_unk = spm;
+  options.ignore_merges = spec_.ignore_merges;
+  LLMSERVE_ASSIGN_OR_RETURN(BpeModel model, BpeModel::create(spec_, options));
+  model_ = std::make_unique<BpeModel>(std::move(model));
+  if (!spm) {
+    std::vector<std::string> patterns = spec_.pre_patterns;
+    if (patterns.empty()) {
+      LLMSERVE_ASSIGN_OR_RETURN(patterns, PreTokenizer::patterns_for(spec_.pre));
+    }
+    LLMSERVE_ASSIGN_OR_RETURN(pre_, PreTokenizer::create(patterns));
+  }
+
+  std::vector<std::pair<std::string_view, int32_t>> specials;
+  bytes_.resize(n);
+  for (int32_t id = 0; id < n; ++id) {
+    const std::string& text = spec_.tokens[id];
+    const TokenType t = type_of(id);
+    if (is_matchable_special(t)) {
+      specials.emplace_back(text, id);
+      bytes_[id] = text;
+    } else if (spm) {
+      const int b = parse_byte_token(text);
+      bytes_[id] = (b >= 0 && (t == TokenType::kByte || spec_.token_types.empty()))
+                       ? std::string(1, static_cast<char>(b))
+                       : sentencepiece_bytes(text);
+    } else {
+      bytes_[id] = byte_level_bytes(text);
+    }
+  }
+  specials_ = SpecialTokenSplitter(std::move(specials));
+  return Status::ok();
+}
+
+TokenType BpeTokenizer::type_of(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= spec_.token_types.size()) return TokenType::kNormal;
+  return spec_.token_types[id];
+}
+
+void BpeTokenizer::encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const {
+  if (spec_.kind == TokenizerKind::kSentencePieceBpe) {
+    std::string word;
+    word.reserve(text.size() + text.size() / 2 + 3);
+    if (spec_.add_space_prefix) {
+      const bool starts_with_mark = text.substr(0, kSpaceMark.size()) == kSpaceMark ||
+                                    (!text.empty() && text[0] == ' ');
+      if (!spec_.space_prefix_first_only || (at_start && !starts_with_mark)) word.append(kSpaceMark);
+    }
+    for (char c : text) {
+      if (c == ' ') {
+        word.append(kSpaceMark);
+      } else {
+        word.push_back(c);
+      }
+    }
+    model_->encode_word(word, out);
+    return;
+  }
+  std::vector<std::string_view> pieces;
+  pre_->split(text, pieces);
+  std::string word;
+  for (std::string_view piece : pieces) {
+    word.clear();
+    for (char c : piece) word.append(byte_to_unicode(static_cast<uint8_t>(c)));
+    model_->encode_word(word, out);
+  }
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,
+                                          bool parse_special) const {
+  std::vector<int32_t> out;
+  if (add_special && spec_.add_bos && spec_.bos_id >= 0) out.push_back(spec_.bos_id);
+  const std::string clean = utf8_sanitize(text);
+  std::vector<SpecialTokenSplitter::Fragment> fragments;
+  if (parse_special) {
+    specials_.split(clean, fragments);
+  } else if (!clean.empty()) {
+    fragments.push_back({clean, -1});
+  }
+  for (const auto& f : fragments) {
+    if (f.id >= 0) {
+      out.push_back(f.id);
+    } else {
+      encode_text(f.text, f.text.data() == clean.data(), out);
+    }
+  }
+  if (add_special && spec_.add_eos && spec_.eos_id >= 0) out.push_back(spec_.eos_id);
+  return out;
+}
+
+std::string BpeTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {
+  std::string out;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab_size()) continue;
+    if (skip_special && is_special(id)) continue;
+    out.append(bytes_[id]);
+  }
+  if (spec_.kind == TokenizerKind::kSentencePieceBpe && spec_.add_space_prefix && !out.empty() &&
+      out[0] == ' ') {
+    out.erase(0, 1);
+  }
+  return out;
+}
+
+std::string BpeTokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return bytes_[id];
+}
+
+const std::string& BpeTokenizer::token_text(int32_t id) const {
+  static const std::string kEmpty;
+  if (id < 0 || id >= vocab_size()) return kEmpty;
+  return spec_.tokens[id];
+}
+
+bool BpeTokenizer::is_special(int32_t id) const {
+  const TokenType t = type_of(id);
+  return t == TokenType::kControl || t == TokenType::kUnknown;
+}
+
+}  // namespace llmserve

@@ -1,0 +1,102 @@
+#include "llmserve/kernels/attention.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/attention_core.h"
+
+namespace llmserve::kernels {
+namespace {
+
+// Attends every partition of one query group in order, then merges: the shared per-query path.
+void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
+                  float scale, int64_t ctx, float* out) {
+  const int D = kv.shape.head_dim;
+  const int64_t P = cpu::num_partitions(ctx);
+  const int64_t rec = cpu::partial_floats(G, D);
+  thread_local std::vector<float> recs;
+  if (recs.size() < static_cast<size_t>(P * rec)) recs.resize(P * rec);
+  for (int64_t p = 0; p < P; ++p) {
+    const int64_t s = p * kAttentionPartition, e = std::min(ctx, s + kAttentionPartition);
+    cpu::attend_partition(kv, table, kv_head, q, G, scale, s, e, recs.data() + p * rec);
+  }
+  cpu::merge_partials(recs.data(), static_cast<int>(P), G, D, out);
+}
+
+}  // namespace
+
+void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
+                       const int32_t* query_start, const int32_t* seq_lens, int64_t B,
+                       int num_heads, float scale, float* out) {
+  const int KVH = kv.shape.num_kv_heads, D = kv.shape.head_dim;
+  const int G = num_heads / KVH;
+  const int64_t T = query_start[B];
+  // Request of each token, so tasks can be (token, kv head).
+  thread_local std::vector<int32_t> owner_tls;
+  std::vector<int32_t>& owner = owner_tls;  // workers must see the caller's vector
+  owner.resize(T);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = query_start[b]; t < query_start[b + 1]; ++t) owner[t] = static_cast<int32_t>(b);
+  }
+  const int64_t n = T * KVH;
+  pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      // Zig-zag order balances the causal triangle across the static ranges.
+      const int64_t task = (k % 2 == 0) ? k / 2 : n - 1 - k / 2;
+      const int64_t t = task / KVH;
+      const int h = static_cast<int>(task % KVH);
+      const int64_t b = owner[t];
+      const int64_t q_len = query_start[b + 1] - query_start[b];
+      const int64_t ctx = seq_lens[b] - q_len + (t - query_start[b]) + 1;
+      const int64_t row = (t * num_heads + static_cast<int64_t>(h) * G) * D;
+      attend_query(kv, kv.block_tables + b * kv.max_blocks_per_seq, h, q + row, G, scale, ctx,
+                   out + row);
+    }
+  });
+}
+
+void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const int32_t* seq_lens,
+                      int64_t B, int num_heads, float scale, float* out) {
+  const int KVH = kv.shape.num_kv_heads, D = kv.shape.head_dim;
+  const int G = num_heads / KVH;
+  const int64_t rec = cpu::partial_floats(G, D);
+  // Task list: (request, partition); each task covers all kv heads of one partition.
+  thread_local std::vector<int64_t> first_part_tls;
+  thread_local std::vector<float> recs_tls;
+  std::vector<int64_t>& first_part = first_part_tls;  // workers must see the caller's vectors
+  std::vector<float>& recs = recs_tls;
+  first_part.resize(B + 1);
+  first_part[0] = 0;
+  for (int64_t b = 0; b < B; ++b) first_part[b + 1] = first_part[b] + cpu::num_partitions(seq_lens[b]);
+  const int64_t total = first_part[B];
+  if (recs.size() < static_cast<size_t>(total * KVH * rec)) recs.resize(total * KVH * rec);
+  const int64_t n = total * KVH;
+  pool.parallel_for(n, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t part = k / KVH;
+      const int h = static_cast<int>(k % KVH);
+      const int64_t b = std::upper_bound(first_part.begin(), first_part.begin() + B + 1, part) -
+                        first_part.begin() - 1;
+      const int64_t p = part - first_part[b];
+      const int64_t ctx = seq_lens[b];
+      const int64_t s = p * kAttentionPartition, e = std::min(ctx, s + kAttentionPartition);
+      // Records of one (request, head) are contiguous over partitions for the merge.
+      float* r = recs.data() + ((first_part[b] * KVH) + h * (first_part[b + 1] - first_part[b]) + p) * rec;
+      cpu::attend_partition(kv, kv.block_tables + b * kv.max_blocks_per_seq, h,
+                            q + (b * num_heads + static_cast<int64_t>(h) * G) * D, G, scale, s, e,
+                            r);
+    }
+  });
+  pool.parallel_for(B * KVH, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      const int64_t b = k / KVH;
+      const int h = static_cast<int>(k % KVH);
+      const int64_t P = first_part[b + 1] - first_part[b];
+      const float* r = recs.data() + (first_part[b] * KVH + h * P) * rec;
+      cpu::merge_partials(r, static_cast<int>(P), G, D,
+                          out + (b * num_heads + static_cast<int64_t>(h) * G) * D);
+    }
+  });
+}
+
+}  // namespace llmserve::kernels

@@ -1,0 +1,69 @@
+#include "kernels/cpu/quantize_activations.h"
+
+#include <immintrin.h>
+
+namespace llmserve::kernels::cpu {
+namespace {
+
+// Max |x| over n (multiple of 8) floats.
+float abs_max(const float* x, int n) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  return _mm_cvtss_f32(h);
+}
+
+// Rounds n (multiple of 32) values x * inv to int8 (nearest even) into q; returns sum of q.
+int32_t quantize_block(const float* x, int n, float inv, int8_t* q) {
+  const __m256 vinv = _mm256_set1_ps(inv);
+  __m256i total = _mm256_setzero_si256();
+  for (int i = 0; i < n; i += 32) {
+    __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
+    __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
+    __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), vinv));
+    __m256i d = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), vinv));
+    total = _mm256_add_epi32(total, _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)));
+    __m256i ab = _mm256_packs_epi32(a, b);
+    __m256i cd = _mm256_packs_epi32(c, d);
+    __m256i abcd = _mm256_packs_epi16(ab, cd);
+    // packs interleaves 128-bit lanes: restore element order.
+    abcd = _mm256_permutevar8x32_epi32(abcd, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + i), abcd);
+  }
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+  s = _mm_hadd_epi32(s, s);
+  s = _mm_hadd_epi32(s, s);
+  return _mm_cvtsi128_si32(s);
+}
+
+}  // namespace
+
+void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out) {
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    const float amax = abs_max(xb, kQK);
+    const float d = amax / 127.0f;
+    out[b].d = d;
+    out[b].sum = quantize_block(xb, kQK, d > 0.0f ? 1.0f / d : 0.0f, out[b].qs);
+  }
+}
+
+void quantize_row_act_q8k(const float* x, int64_t k, BlockQ8_K* out) {
+  for (int64_t b = 0; b < k / kQKK; ++b) {
+    const float* xb = x + b * kQKK;
+    const float amax = abs_max(xb, kQKK);
+    const float d = amax / 127.0f;
+    out[b].d = d;
+    quantize_block(xb, kQKK, d > 0.0f ? 1.0f / d : 0.0f, out[b].qs);
+    for (int j = 0; j < kQKK / 16; ++j) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += out[b].qs[j * 16 + i];
+      out[b].bsums[j] = static_cast<int16_t>(s);
+    }
+  }
+}
+
+}  // namespace llmserve::kernels::cpu

@@ -1,0 +1,37 @@
+// Attention over the paged KV cache (layout in kv_cache_ops.h), f32, grouped-query: query head h
+// reads kv head h / (num_heads / num_kv_heads). Keys are split into fixed partitions of
+// kAttentionPartition positions whose partial softmax results are merged with log-sum-exp in
+// order, so a query's output depends only on its own inputs: prefill and decode kernels give
+// bit-identical results for the same query, alone or in any batch.
+#pragma once
+
+#include <cstdint>
+
+#include "llmserve/kernels/kv_cache_ops.h"
+#include "llmserve/kernels/thread_pool.h"
+
+namespace llmserve::kernels {
+
+inline constexpr int kAttentionPartition = 256;
+
+struct PagedKv {
+  KvCacheShape shape;
+  const float* k_cache;
+  const float* v_cache;
+  const int32_t* block_tables;  // [B, max_blocks_per_seq] block ids per request
+  int64_t max_blocks_per_seq;
+};
+
+// Varlen causal attention. q/out: [T, num_heads, head_dim]; request b owns query rows
+// [query_start[b], query_start[b+1]) and seq_lens[b] cached tokens including those new ones
+// (already written by write_kv); its query i sits at position seq_lens[b] - q_len_b + i and
+// attends positions 0..that position. scale is usually 1/sqrt(head_dim).
+void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
+                       const int32_t* query_start, const int32_t* seq_lens, int64_t B,
+                       int num_heads, float scale, float* out);
+
+// One query per request at position seq_lens[b] - 1. q/out: [B, num_heads, head_dim].
+void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const int32_t* seq_lens,
+                      int64_t B, int num_heads, float scale, float* out);
+
+}  // namespace llmserve::kernels

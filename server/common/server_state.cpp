@@ -1,0 +1,74 @@
+#include "server/common/server_state.h"
+
+namespace llmserve {
+
+const char* reject_reason_name(RejectReason r) {
+  switch (r) {
+    case RejectReason::kNone: return "none";
+    case RejectReason::kDraining: return "draining";
+    case RejectReason::kNotReady: return "not_ready";
+    case RejectReason::kQueueFull: return "queue_full";
+    case RejectReason::kTooManyConcurrent: return "too_many_concurrent";
+  }
+  return "unknown";
+}
+
+ServerState::ServerState(Engine* engine, ServerOptions options)
+    : engine_(engine), options_(std::move(options)) {}
+
+std::string ServerState::model_name() const {
+  if (!options_.served_model_name.empty()) return options_.served_model_name;
+  return engine_ ? engine_->model_name() : std::string();
+}
+
+bool ServerState::ready(std::string* why) const {
+  auto fail = [&](const char* reason) {
+    if (why) *why = reason;
+    return false;
+  };
+  if (engine_ == nullptr) return fail("model not loaded");
+  if (draining_) return fail("draining");
+  const EngineStats s = engine_->stats();
+  const double window_ms = options_.watchdog_seconds * 1000.0;
+  if (s.has_pending_work && window_ms > 0 && static_cast<double>(s.last_step_age_ms) > window_ms) {
+    return fail("engine has pending work but has not stepped within the watchdog window");
+  }
+  return true;
+}
+
+Status ServerState::admit(RejectReason* reason, int max_in_flight) {
+  *reason = RejectReason::kNone;
+  if (draining_) {
+    *reason = RejectReason::kDraining;
+    return unavailable("the server is shutting down");
+  }
+  if (engine_ == nullptr) {
+    *reason = RejectReason::kNotReady;
+    return unavailable("the model is not loaded");
+  }
+  const EngineStats s = engine_->stats();
+  if (options_.max_waiting_requests > 0 && s.requests_waiting >= options_.max_waiting_requests) {
+    *reason = RejectReason::kQueueFull;
+    return resource_exhausted("the waiting queue is full (" + std::to_string(s.requests_waiting) +
+                              " requests waiting); retry later");
+  }
+  if (options_.max_waiting_tokens > 0 && s.waiting_prompt_tokens >= options_.max_waiting_tokens) {
+    *reason = RejectReason::kQueueFull;
+    return resource_exhausted("the waiting queue is full (" +
+                              std::to_string(s.waiting_prompt_tokens) +
+                              " prompt tokens waiting); retry later");
+  }
+  if (max_in_flight > 0 && in_flight_.load() >= max_in_flight) {
+    *reason = RejectReason::kTooManyConcurrent;
+    return resource_exhausted("too many concurrent requests (limit " +
+                              std::to_string(max_in_flight) + "); retry later");
+  }
+  return Status::ok();
+}
+
+std::unique_ptr<ServerState::Slot> ServerState::take_slot() {
+  in_flight_.fetch_add(1);
+  return std::make_unique<Slot>(&in_flight_);
+}
+
+}  // namespace llmserve

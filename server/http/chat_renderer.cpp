@@ -1,0 +1,22 @@
+#include "server/http/chat_renderer.h"
+
+#include "engine/chat/chat_template.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace llmserve {
+
+ChatRenderer make_chat_renderer(const Engine& engine) {
+  const ChatTemplate* tmpl = engine.chat_template();
+  if (tmpl == nullptr) return ChatRenderer();
+  const Tokenizer& tok = engine.tokenizer();
+  const TokenizerSpec& spec = tok.spec();
+  const std::string bos = spec.bos_id >= 0 ? tok.token_text(spec.bos_id) : std::string();
+  const std::string eos = spec.eos_id >= 0 ? tok.token_text(spec.eos_id) : std::string();
+  return [tmpl, bos, eos](const nlohmann::json& messages,
+                          bool add_generation_prompt) -> Result<std::string> {
+    return apply_chat_template(*tmpl, messages, add_generation_prompt, bos, eos,
+                               nlohmann::json::object());
+  };
+}
+
+}  // namespace llmserve

@@ -1,0 +1,12 @@
+// The ChatRenderer for an engine: its model's chat template with the tokenizer's BOS / EOS
+// strings. Empty when the model has no template.
+#pragma once
+
+#include "engine/engine.h"
+#include "server/http/chat_request.h"
+
+namespace llmserve {
+
+ChatRenderer make_chat_renderer(const Engine& engine);
+
+}  // namespace llmserve

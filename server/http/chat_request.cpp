@@ -1,0 +1,129 @@
+#include "server/http/chat_request.h"
+
+#include "server/http/json_fields.h"
+
+namespace llmserve {
+
+using json_fields::field_error;
+using json_fields::present;
+using nlohmann::json;
+
+namespace {
+
+bool known_role(const std::string& role) {
+  return role == "system" || role == "developer" || role == "user" || role == "assistant" ||
+         role == "tool";
+}
+
+Result<std::string> flatten_content(const json& content, size_t i) {
+  const std::string where = "messages[" + std::to_string(i) + "].content";
+  std::string text;
+  for (size_t k = 0; k < content.size(); ++k) {
+    const json& part = content[k];
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+      return field_error(where, "each content part must be an object with a string 'type'");
+    }
+    const std::string type = part["type"].get<std::string>();
+    if (type != "text") {
+      return field_error(where, "content part type '" + type + "' is not supported (only text)");
+    }
+    if (!part.contains("text") || !part["text"].is_string()) {
+      return field_error(where, "a text part needs a string 'text'");
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<json> normalize_chat_messages(const json& messages) {
+  if (!messages.is_array()) return field_error("messages", "expected a list of messages");
+  if (messages.empty()) return field_error("messages", "must contain at least one message");
+  json out = json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return field_error(where, "expected an object");
+    if (!m.contains("role") || !m["role"].is_string()) {
+      return field_error(where + ".role", "is required and must be a string");
+    }
+    const std::string role = m["role"].get<std::string>();
+    if (!known_role(role)) {
+      return field_error(where + ".role",
+                         "unknown role '" + role +
+                             "' (expected system, developer, user, assistant or tool)");
+    }
+    json nm = json::object();
+    nm["role"] = role;
+    const bool has_content = m.contains("content") && !m["content"].is_null();
+    if (!has_content) {
+      if (role != "assistant") return field_error(where + ".content", "is required");
+      nm["content"] = "";
+    } else if (m["content"].is_string()) {
+      nm["content"] = m["content"];
+    } else if (m["content"].is_array()) {
+      LLMSERVE_ASSIGN_OR_RETURN(std::string text, flatten_content(m["content"], i));
+      nm["content"] = std::move(text);
+    } else {
+      return field_error(where + ".content", "expected a string or a list of content parts");
+    }
+    if (m.contains("name") && !m["name"].is_null()) {
+      if (!m["name"].is_string()) return field_error(where + ".name", "expected a string");
+      nm["name"] = m["name"];
+    }
+    if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) {
+      nm["tool_call_id"] = m["tool_call_id"];
+    }
+    out.push_back(std::move(nm));
+  }
+  return out;
+}
+
+Result<ParsedChat> parse_chat_request(std::string_view body_text, const Tokenizer& tokenizer,
+                                      const ChatRenderer& render, const RequestLimits& limits) {
+  LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text));
+  ParsedChat out;
+  if (!present(body, "messages")) return field_error("messages", "is required");
+  LLMSERVE_ASSIGN_OR_RETURN(json messages, normalize_chat_messages(body.at("messages")));
+  if (present(body, "tools")) {
+    const json& t = body.at("tools");
+    if (!t.is_array()) return field_error("tools", "expected a list");
+    if (!t.empty()) return field_error("tools", "tool calling is not supported by this server");
+  }
+  if (present(body, "response_format")) {
+    const json& rf = body.at("response_format");
+    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) {
+      return field_error("response_format", "expected an object with a string 'type'");
+    }
+    if (rf["type"] != "text") {
+      return field_error("response_format", "only {\"type\": \"text\"} is supported");
+    }
+  }
+  LLMSERVE_RETURN_IF_ERROR(parse_generation_fields(body, limits, &out.fields));
+  if (present(body, "logprobs")) {
+    if (!body.at("logprobs").is_boolean()) {
+      return field_error("logprobs", "expected a boolean for chat completions");
+    }
+    out.logprobs = body.at("logprobs").get<bool>();
+  }
+  if (present(body, "top_logprobs")) {
+    LLMSERVE_RETURN_IF_ERROR(
+        json_fields::read_int32(body, "top_logprobs", 0, limits.max_logprobs, &out.top_logprobs));
+    if (!out.logprobs) return field_error("top_logprobs", "requires logprobs to be true");
+  }
+  out.fields.params.logprobs = out.logprobs ? out.top_logprobs : -1;
+  bool add_generation_prompt = true;
+  LLMSERVE_RETURN_IF_ERROR(
+      json_fields::read_bool(body, "add_generation_prompt", &add_generation_prompt));
+  if (!render) return invalid_argument("this model has no chat template; use /v1/completions");
+  LLMSERVE_ASSIGN_OR_RETURN(out.prompt_text, render(messages, add_generation_prompt));
+  out.prompt_token_ids =
+      tokenizer.encode(out.prompt_text, /*add_special=*/false, /*parse_special=*/true);
+  if (out.prompt_token_ids.empty()) return field_error("messages", "rendered to an empty prompt");
+  LLMSERVE_RETURN_IF_ERROR(fit_context(static_cast<int64_t>(out.prompt_token_ids.size()), limits,
+                                       /*default_max=*/0, &out.fields));
+  return out;
+}
+
+}  // namespace llmserve

@@ -1,0 +1,206 @@
+// POST /v1/completions and POST /v1/chat/completions: admission, parsing, submission, and the
+// response as one JSON body or as an SSE stream that cancels the job when the client goes away.
+#include <chrono>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "server/common/generation_job.h"
+#include "server/http/completion_request.h"
+#include "server/http/http_context.h"
+#include "server/http/openai_response.h"
+#include "server/http/sse.h"
+
+namespace llmserve {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr auto kKeepAliveInterval = std::chrono::seconds(5);
+
+struct Prepared {
+  GenerationFields fields;
+  std::vector<std::vector<int32_t>> prompts;
+  int32_t logprobs = -1;
+};
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Everything a streaming response keeps alive after the handler returns.
+struct StreamState {
+  std::unique_ptr<ServerState::Slot> slot;
+  std::unique_ptr<GenerationJob> job;
+  std::unique_ptr<ActiveRequests::Registration> registration;
+  std::unique_ptr<ResponseBuilder> builder;
+  Clock::time_point last_write = Clock::now();
+  bool done = false;
+
+  ~StreamState() {
+    registration.reset();  // before the job it points to
+    job.reset();           // cancels when unfinished
+  }
+};
+
+bool write_all(httplib::DataSink& sink, const std::string& s) {
+  return sink.is_writable() && sink.write(s.data(), s.size());
+}
+
+// One provider call: wait for engine output (bounded), write it. False stops the response.
+bool pump(StreamState& st, httplib::DataSink& sink) {
+  if (st.done) return false;
+  auto ev = st.job->next(kPollInterval);
+  if (!ev) {
+    if (st.job->timed_out()) {
+      if (Clock::now() - st.last_write >= kKeepAliveInterval) {
+        // Probe the connection so a silent disconnect is noticed during a long prefill.
+        if (!write_all(sink, sse::comment("keep-alive"))) {
+          st.job->cancel();
+          return false;
+        }
+        st.last_write = Clock::now();
+      }
+      return true;
+    }
+    // Every stream ended.
+    std::string tail;
+    if (!st.builder->error().is_ok()) {
+      tail += sse::event(json::parse(error_body(http_error_from_status(st.builder->error()))));
+    }
+    if (auto u = st.builder->usage_chunk()) tail += sse::event(*u);
+    tail += sse::done();
+    st.done = true;
+    const bool ok = write_all(sink, tail);
+    sink.done();
+    return ok;
+  }
+  std::string data;
+  for (const auto& chunk : st.builder->chunks_for(ev->prompt_index, ev->output)) {
+    data += sse::event(chunk);
+  }
+  if (data.empty()) return true;
+  if (!write_all(sink, data)) {
+    st.job->cancel();
+    return false;
+  }
+  st.last_write = Clock::now();
+  return true;
+}
+
+void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& req,
+                       httplib::Response& res) {
+  const int retry = ctx.state.options().retry_after_seconds;
+  RejectReason reason = RejectReason::kNone;
+  Status admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
+  if (!admitted.is_ok()) {
+    ctx.metrics.count_rejection(reject_reason_name(reason));
+    send_status_error(res, admitted, retry);
+    return;
+  }
+  auto slot = ctx.state.take_slot();
+  Engine& engine = *ctx.state.engine();
+  const RequestLimits limits = ctx.limits();
+
+  Prepared prep;
+  if (kind == ApiKind::kCompletion) {
+    auto parsed = parse_completion_request(req.body, engine.tokenizer(), limits);
+    if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
+    prep.fields = std::move(parsed->fields);
+    prep.prompts = std::move(parsed->prompts);
+    prep.logprobs = parsed->logprobs;
+  } else {
+    auto parsed = parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
+    if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
+    prep.fields = std::move(parsed->fields);
+    prep.prompts.push_back(std::move(parsed->prompt_token_ids));
+    prep.logprobs = parsed->logprobs ? parsed->top_logprobs : -1;
+  }
+  Status valid = prep.fields.params.validate(limits.vocab_size, limits.max_logprobs);
+  if (!valid.is_ok()) return send_status_error(res, valid, retry);
+  auto deadline = request_deadline(req, prep.fields.timeout_seconds,
+                                   ctx.state.options().request_timeout_seconds);
+  if (!deadline.is_ok()) return send_status_error(res, deadline.status(), retry);
+
+  const std::string id = request_id_of(res);
+  ResponseContext rc;
+  rc.kind = kind;
+  rc.id = id;
+  rc.model = ctx.state.model_name();
+  rc.created = unix_now();
+  rc.n = prep.fields.params.n;
+  rc.num_prompts = prep.prompts.size();
+  rc.logprobs = prep.logprobs;
+  rc.include_usage = prep.fields.include_usage;
+  rc.tokenizer = &engine.tokenizer();
+  const bool stream = prep.fields.stream;
+
+  auto job = GenerationJob::start(
+      engine, make_generate_requests(prep.fields, std::move(prep.prompts), id, *deadline));
+  if (!job.is_ok()) {
+    if (job.status().code() == StatusCode::kResourceExhausted) {
+      ctx.metrics.count_rejection("queue_full");
+    }
+    return send_status_error(res, job.status(), retry);
+  }
+
+  auto st = std::make_shared<StreamState>();
+  st->slot = std::move(slot);
+  st->job = std::move(job).value();
+  st->registration = ctx.state.active().add(id, st->job.get());
+  st->builder = std::make_unique<ResponseBuilder>(rc);
+
+  if (!stream) {
+    const auto give_up = deadline->has_value()
+                             ? **deadline + std::chrono::seconds(30)
+                             : Clock::time_point::max();
+    while (true) {
+      auto ev = st->job->next(kPollInterval);
+      if (ev) {
+        st->builder->accumulate(ev->prompt_index, ev->output);
+        continue;
+      }
+      if (!st->job->timed_out()) break;
+      if (Clock::now() > give_up) {
+        st->job->cancel();
+        return send_status_error(res, {StatusCode::kDeadlineExceeded, "request timed out"}, retry);
+      }
+    }
+    if (!st->builder->error().is_ok()) return send_status_error(res, st->builder->error(), retry);
+    send_json(res, 200, st->builder->final_response());
+    return;
+  }
+
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st](size_t /*offset*/, httplib::DataSink& sink) { return pump(*st, sink); },
+      [st](bool success) {
+        if (!st->job->finished()) {
+          spdlog::debug("stream ended early (success={}); cancelling", success);
+          st->job->cancel();
+        }
+        st->registration.reset();
+        st->slot.reset();
+      });
+}
+
+}  // namespace
+
+void register_generation_routes(httplib::Server& server, HttpContext& ctx) {
+  server.Post("/v1/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(ctx, ApiKind::kCompletion, req, res);
+  });
+  server.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(ctx, ApiKind::kChat, req, res);
+  });
+}
+
+}  // namespace llmserve

@@ -1,0 +1,59 @@
+#include "server/http/http_context.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "server/http/json_fields.h"
+
+namespace llmserve {
+
+RequestLimits HttpContext::limits() const {
+  RequestLimits l;
+  Engine* e = state.engine();
+  if (e != nullptr) {
+    l.vocab_size = e->tokenizer().vocab_size();
+    l.max_model_len = e->max_model_len();
+    l.max_logprobs = e->options().max_logprobs;
+  }
+  l.model_name = state.model_name();
+  return l;
+}
+
+void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(json_fields::dump(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const HttpError& e) {
+  res.status = e.status;
+  if (e.retry_after_seconds > 0) res.set_header("Retry-After", std::to_string(e.retry_after_seconds));
+  res.set_content(error_body(e), "application/json");
+}
+
+Result<std::optional<std::chrono::steady_clock::time_point>> request_deadline(
+    const httplib::Request& req, std::optional<double> body_timeout, double default_seconds) {
+  double seconds = default_seconds;
+  if (body_timeout) {
+    seconds = *body_timeout;
+  } else if (req.has_header("X-Request-Timeout")) {
+    const std::string v = req.get_header_value("X-Request-Timeout");
+    char* end = nullptr;
+    const double t = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !std::isfinite(t) || t <= 0 || t > 86400) {
+      return json_fields::field_error("X-Request-Timeout",
+                                      "must be a number of seconds in (0, 86400], got '" + v + "'");
+    }
+    seconds = t;
+  }
+  if (seconds <= 0) return std::optional<std::chrono::steady_clock::time_point>();
+  return std::optional<std::chrono::steady_clock::time_point>(
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(seconds)));
+}
+
+std::string request_id_of(const httplib::Response& res) {
+  return res.get_header_value("X-Request-Id");
+}
+
+}  // namespace llmserve

@@ -1,0 +1,46 @@
+// What every HTTP route handler shares, and small response helpers. Internal to server/http.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "server/common/api_keys.h"
+#include "server/common/server_state.h"
+#include "server/http/chat_request.h"
+#include "server/http/http_error.h"
+#include "server/http/request_limits.h"
+#include "server/metrics/server_metrics.h"
+
+namespace llmserve {
+
+struct HttpContext {
+  ServerState& state;
+  ServerMetrics& metrics;
+  ApiKeys keys;
+  ChatRenderer chat_renderer;
+
+  RequestLimits limits() const;
+};
+
+void send_json(httplib::Response& res, int status, const nlohmann::json& body);
+void send_error(httplib::Response& res, const HttpError& e);
+inline void send_status_error(httplib::Response& res, const Status& s, int retry_after) {
+  send_error(res, http_error_from_status(s, retry_after));
+}
+
+// The request's deadline from the body's `timeout`, else the X-Request-Timeout header (seconds),
+// else the server default. Bad header values are INVALID_ARGUMENT.
+Result<std::optional<std::chrono::steady_clock::time_point>> request_deadline(
+    const httplib::Request& req, std::optional<double> body_timeout, double default_seconds);
+
+// The id the pre-routing handler put in the X-Request-Id response header.
+std::string request_id_of(const httplib::Response& res);
+
+void register_generation_routes(httplib::Server& server, HttpContext& ctx);
+void register_info_routes(httplib::Server& server, HttpContext& ctx);
+
+}  // namespace llmserve

@@ -1,0 +1,36 @@
+// The one mapping from Status to an HTTP error response in OpenAI's shape:
+//   {"error": {"message": ..., "type": ..., "param": ... | null, "code": ... | null}}
+#pragma once
+
+#include <string>
+
+#include "engine/core/status.h"
+
+namespace llmserve {
+
+struct HttpError {
+  int status = 500;
+  std::string message;
+  std::string type;   // "invalid_request_error", "authentication_error", ...
+  std::string param;  // "" -> null
+  std::string code;   // "" -> null
+  int retry_after_seconds = 0;  // > 0: send Retry-After
+};
+
+// INVALID_ARGUMENT -> 400 (param taken from a "<field>: " message prefix; "model" ->
+// code model_not_found), OUT_OF_RANGE -> 400 context_length_exceeded, NOT_FOUND -> 404,
+// UNIMPLEMENTED -> 400, RESOURCE_EXHAUSTED -> 429 + Retry-After, UNAVAILABLE -> 503 +
+// Retry-After, DEADLINE_EXCEEDED -> 504, CANCELLED -> 499, others -> 500.
+HttpError http_error_from_status(const Status& status, int retry_after_seconds = 1);
+
+HttpError unauthorized_error();                      // 401 invalid_api_key
+HttpError not_found_error(const std::string& what);  // 404
+HttpError payload_too_large_error(size_t limit);     // 413
+
+// The JSON body text.
+std::string error_body(const HttpError& e);
+
+// "<field>: message" -> "field"; "" when the message has no such prefix.
+std::string param_from_message(const std::string& message);
+
+}  // namespace llmserve

@@ -1,0 +1,189 @@
+#include "server/http/http_server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "server/http/http_context.h"
+
+namespace llmserve {
+
+namespace {
+
+bool is_public_path(const std::string& path) { return path == "/health" || path == "/ready"; }
+
+std::string new_request_id(const std::string& prefix) {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                   (counter.fetch_add(1) * 0x9E3779B97F4A7C15ull));
+  static const char* kHex = "0123456789abcdef";
+  std::string id = prefix;
+  uint64_t a = rng(), b = rng();
+  for (int i = 0; i < 16; ++i) id += kHex[(a >> (i * 4)) & 15];
+  for (int i = 0; i < 8; ++i) id += kHex[(b >> (i * 4)) & 15];
+  return id;
+}
+
+// Client-supplied ids are kept when short and printable, so they can be echoed in headers.
+bool acceptable_client_id(const std::string& id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '-' || c == '_' || c == '.' || c == ':';
+  });
+}
+
+std::string id_prefix(const std::string& path) {
+  if (path == "/v1/chat/completions") return "chatcmpl-";
+  if (path == "/v1/completions") return "cmpl-";
+  return "req-";
+}
+
+bool origin_allowed(const std::vector<std::string>& allow, const std::string& origin) {
+  for (const auto& a : allow) {
+    if (a == "*" || a == origin) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string http_route_label(const std::string& method, const std::string& path) {
+  static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/models",
+                                  "/tokenize",       "/detokenize",          "/version",
+                                  "/health",         "/ready",               "/metrics"};
+  for (const char* r : kRoutes) {
+    if (path == r) return r;
+  }
+  if (path.rfind("/v1/requests/", 0) == 0) {
+    return method == "DELETE" ? "/v1/requests/{id}" : "/v1/requests/{id}/cancel";
+  }
+  return "other";
+}
+
+HttpServer::HttpServer(ServerState& state, ServerMetrics& metrics, ChatRenderer chat_renderer)
+    : state_(state),
+      ctx_(new HttpContext{state, metrics, ApiKeys(state.options().api_keys),
+                           std::move(chat_renderer)}) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::configure() {
+  const ServerOptions& o = state_.options();
+  httplib::Server& s = *server_;
+  HttpContext& ctx = *ctx_;
+  const int threads = std::max(o.http_threads, 4);
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  s.set_payload_max_length(o.max_body_bytes);
+  s.set_keep_alive_timeout(o.keep_alive_timeout_seconds);
+  s.set_read_timeout(30, 0);
+  s.set_write_timeout(30, 0);
+
+  s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    const ServerOptions& opt = ctx.state.options();
+    const std::string client_id = req.get_header_value("X-Request-Id");
+    res.set_header("X-Request-Id",
+                   acceptable_client_id(client_id) ? client_id : new_request_id(id_prefix(req.path)));
+    if (!opt.cors_allow_origins.empty() && req.has_header("Origin")) {
+      const std::string origin = req.get_header_value("Origin");
+      if (origin_allowed(opt.cors_allow_origins, origin)) {
+        res.set_header("Access-Control-Allow-Origin", origin);
+        res.set_header("Vary", "Origin");
+        if (req.method == "OPTIONS") {
+          res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+          res.set_header("Access-Control-Allow-Headers",
+                         "Authorization, Content-Type, X-Request-Id, X-Request-Timeout");
+          res.set_header("Access-Control-Max-Age", "600");
+          res.status = 204;
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
+    }
+    const bool needs_key = !is_public_path(req.path) &&
+                           !(req.path == "/metrics" && !opt.metrics_require_auth);
+    if (needs_key && !ctx.keys.authorize(req.get_header_value("Authorization"))) {
+      send_error(res, unauthorized_error());
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    const bool needs_engine = !is_public_path(req.path) && req.path != "/metrics" &&
+                              req.path != "/version";
+    if (needs_engine && ctx.state.engine() == nullptr) {
+      send_status_error(res, unavailable("the model is not loaded yet"), opt.retry_after_seconds);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  s.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    if (res.status == 413) {
+      send_error(res, payload_too_large_error(ctx.state.options().max_body_bytes));
+    } else if (res.status == 404) {
+      send_error(res, not_found_error("no route for " + req.method + " " + req.path));
+    } else if (res.status == 405) {
+      send_error(res, HttpError{405, "method not allowed", "invalid_request_error", "", "", 0});
+    } else {
+      HttpError e{res.status, httplib::status_message(res.status), "invalid_request_error", "",
+                  "", 0};
+      if (res.status >= 500) e.type = "server_error";
+      send_error(res, e);
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  s.set_exception_handler(
+      [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        spdlog::error("HTTP {} {}: unhandled exception: {}", req.method, req.path, what);
+        send_error(res, HttpError{500, "internal server error", "server_error", "",
+                                  "internal_error", 0});
+      });
+
+  s.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    ctx.metrics.count_http(http_route_label(req.method, req.path), res.status);
+  });
+
+  register_generation_routes(s, ctx);
+  register_info_routes(s, ctx);
+}
+
+Status HttpServer::start() {
+  const ServerOptions& o = state_.options();
+  if (o.tls_enabled()) {
+    auto ssl = std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
+    if (!ssl->is_valid()) {
+      return invalid_argument("server.tls_cert_file / server.tls_key_file: cannot load '" +
+                              o.tls_cert_file + "' / '" + o.tls_key_file + "'");
+    }
+    server_ = std::move(ssl);
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
+  configure();
+  if (o.http_port == 0) {
+    port_ = server_->bind_to_any_port(o.host);
+  } else {
+    port_ = server_->bind_to_port(o.host, o.http_port) ? o.http_port : -1;
+  }
+  if (port_ <= 0) {
+    return unavailable("cannot bind HTTP on " + o.host + ":" + std::to_string(o.http_port));
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return Status::ok();
+}
+
+void HttpServer::stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace llmserve

@@ -1,0 +1,126 @@
+#include "server/http/json_fields.h"
+
+#include <cmath>
+#include <limits>
+
+namespace llmserve::json_fields {
+
+namespace {
+
+std::string fmt_double(double v) {
+  std::string s = std::to_string(v);
+  while (s.find('.') != std::string::npos && (s.back() == '0' || s.back() == '.')) {
+    const bool dot = s.back() == '.';
+    s.pop_back();
+    if (dot) break;
+  }
+  return s;
+}
+
+std::string type_name(const json& v) {
+  if (v.is_number_integer()) return "integer";
+  if (v.is_number_float()) return "number";
+  return v.type_name();
+}
+
+}  // namespace
+
+Status field_error(std::string_view field, std::string_view message) {
+  std::string m(field);
+  m += ": ";
+  m += message;
+  return invalid_argument(std::move(m));
+}
+
+bool present(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it != body.end() && !it->is_null();
+}
+
+Status read_bool(const json& body, const char* key, bool* out) {
+  if (!present(body, key)) return Status::ok();
+  const json& v = body.at(key);
+  if (!v.is_boolean()) return field_error(key, "expected a boolean, got " + type_name(v));
+  *out = v.get<bool>();
+  return Status::ok();
+}
+
+Status read_int(const json& body, const char* key, int64_t lo, int64_t hi, int64_t* out) {
+  if (!present(body, key)) return Status::ok();
+  const json& v = body.at(key);
+  const std::string range = " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  if (!v.is_number_integer()) {
+    return field_error(key, "expected an integer" + range + ", got " + type_name(v));
+  }
+  int64_t x = 0;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return field_error(key, "must be" + range + ", got " + std::to_string(u));
+    }
+    x = static_cast<int64_t>(u);
+  } else {
+    x = v.get<int64_t>();
+  }
+  if (x < lo || x > hi) return field_error(key, "must be" + range + ", got " + std::to_string(x));
+  *out = x;
+  return Status::ok();
+}
+
+Status read_int32(const json& body, const char* key, int32_t lo, int32_t hi, int32_t* out) {
+  int64_t x = *out;
+  LLMSERVE_RETURN_IF_ERROR(read_int(body, key, lo, hi, &x));
+  *out = static_cast<int32_t>(x);
+  return Status::ok();
+}
+
+Status read_number(const json& body, const char* key, double lo, double hi, double* out,
+                   bool lo_open, bool hi_open) {
+  if (!present(body, key)) return Status::ok();
+  const json& v = body.at(key);
+  const std::string range = std::string(lo_open ? " in (" : " in [") + fmt_double(lo) + ", " +
+                            fmt_double(hi) + (hi_open ? ")" : "]");
+  if (!v.is_number()) return field_error(key, "expected a number" + range + ", got " + type_name(v));
+  const double x = v.get<double>();
+  const bool bad = !std::isfinite(x) || (lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi);
+  if (bad) return field_error(key, "must be" + range + ", got " + v.dump());
+  *out = x;
+  return Status::ok();
+}
+
+Status read_float(const json& body, const char* key, double lo, double hi, float* out,
+                  bool lo_open, bool hi_open) {
+  double x = *out;
+  LLMSERVE_RETURN_IF_ERROR(read_number(body, key, lo, hi, &x, lo_open, hi_open));
+  *out = static_cast<float>(x);
+  return Status::ok();
+}
+
+Status read_string(const json& body, const char* key, std::string* out) {
+  if (!present(body, key)) return Status::ok();
+  const json& v = body.at(key);
+  if (!v.is_string()) return field_error(key, "expected a string, got " + type_name(v));
+  *out = v.get<std::string>();
+  return Status::ok();
+}
+
+Result<json> parse_object(std::string_view text) {
+  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Parse again with exceptions only to get the position for the message.
+    try {
+      (void)json::parse(text.begin(), text.end());
+    } catch (const json::parse_error& e) {
+      return invalid_argument(std::string("request body is not valid JSON: ") + e.what());
+    }
+    return invalid_argument("request body is not valid JSON");
+  }
+  if (!j.is_object()) {
+    return invalid_argument("request body must be a JSON object, got " + type_name(j));
+  }
+  return j;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace llmserve::json_fields

@@ -1,0 +1,40 @@
+// Typed, range-checked reads of optional JSON fields. A missing field or null leaves the output
+// untouched; a wrong type or range gives INVALID_ARGUMENT whose message starts "<field>: ".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/status.h"
+
+namespace llmserve::json_fields {
+
+using nlohmann::json;
+
+// INVALID_ARGUMENT "<field>: <message>" (http_error extracts the field as OpenAI's `param`).
+Status field_error(std::string_view field, std::string_view message);
+
+// Whether `body` has `key` with a non-null value.
+bool present(const json& body, const char* key);
+
+Status read_bool(const json& body, const char* key, bool* out);
+Status read_int(const json& body, const char* key, int64_t lo, int64_t hi, int64_t* out);
+Status read_int32(const json& body, const char* key, int32_t lo, int32_t hi, int32_t* out);
+// Numbers (integer or float). lo_open / hi_open exclude the bound.
+Status read_number(const json& body, const char* key, double lo, double hi, double* out,
+                   bool lo_open = false, bool hi_open = false);
+Status read_float(const json& body, const char* key, double lo, double hi, float* out,
+                  bool lo_open = false, bool hi_open = false);
+Status read_string(const json& body, const char* key, std::string* out);
+
+// Parses `text` as a JSON object; malformed JSON or a non-object is INVALID_ARGUMENT.
+Result<json> parse_object(std::string_view text);
+
+// Serializes with invalid UTF-8 replaced by U+FFFD (never throws).
+std::string dump(const json& j);
+
+}  // namespace llmserve::json_fields

@@ -1,0 +1,198 @@
+#include "server/http/openai_response.h"
+
+namespace llmserve {
+
+using nlohmann::json;
+
+json usage_json(const Usage& u) {
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_prompt_tokens > 0) {
+    j["prompt_tokens_details"] = {{"cached_tokens", u.cached_prompt_tokens}};
+  }
+  return j;
+}
+
+ResponseBuilder::ResponseBuilder(ResponseContext ctx)
+    : ctx_(std::move(ctx)),
+      choices_(ctx_.num_prompts * static_cast<size_t>(std::max(ctx_.n, 1))),
+      usage_(ctx_.num_prompts) {}
+
+size_t ResponseBuilder::choice_index(size_t prompt_index, const StepOutput& out) const {
+  const size_t i = prompt_index * static_cast<size_t>(std::max(ctx_.n, 1)) +
+                   static_cast<size_t>(std::max(out.index, 0));
+  return i < choices_.size() ? i : choices_.size() - 1;
+}
+
+void ResponseBuilder::note_usage(size_t prompt_index, const StepOutput& out) {
+  if (prompt_index < usage_.size()) usage_[prompt_index] = out.usage;
+  if (out.finish == FinishReason::kError && error_.is_ok()) {
+    error_ = out.error.is_ok() ? internal_error("generation failed") : out.error;
+  }
+}
+
+Usage ResponseBuilder::total_usage() const {
+  Usage t;
+  for (const auto& u : usage_) {
+    t.prompt_tokens += u.prompt_tokens;
+    t.completion_tokens += u.completion_tokens;
+    t.cached_prompt_tokens += u.cached_prompt_tokens;
+  }
+  return t;
+}
+
+std::string ResponseBuilder::token_string(int32_t id) const {
+  return ctx_.tokenizer ? ctx_.tokenizer->token_bytes(id) : std::to_string(id);
+}
+
+json ResponseBuilder::logprobs_json(const std::vector<TokenLogprob>& lps,
+                                    const std::vector<size_t>& offsets) const {
+  if (ctx_.kind == ApiKind::kChat) {
+    auto bytes_of = [](const std::string& s) {
+      json b = json::array();
+      for (unsigned char c : s) b.push_back(static_cast<int>(c));
+      return b;
+    };
+    json content = json::array();
+    for (const auto& lp : lps) {
+      const std::string tok = token_string(lp.token_id);
+      json top = json::array();
+      for (const auto& t : lp.top) {
+        const std::string ts = token_string(t.token_id);
+        top.push_back({{"token", ts}, {"logprob", t.logprob}, {"bytes", bytes_of(ts)}});
+      }
+      content.push_back({{"token", tok},
+                         {"logprob", lp.logprob},
+                         {"bytes", bytes_of(tok)},
+                         {"top_logprobs", std::move(top)}});
+    }
+    return json{{"content", std::move(content)}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
+       text_offset = json::array();
+  for (size_t i = 0; i < lps.size(); ++i) {
+    tokens.push_back(token_string(lps[i].token_id));
+    token_logprobs.push_back(lps[i].logprob);
+    json t = json::object();
+    for (const auto& x : lps[i].top) t[token_string(x.token_id)] = x.logprob;
+    top.push_back(std::move(t));
+    text_offset.push_back(i < offsets.size() ? offsets[i] : 0);
+  }
+  return json{{"tokens", std::move(tokens)},
+              {"token_logprobs", std::move(token_logprobs)},
+              {"top_logprobs", std::move(top)},
+              {"text_offset", std::move(text_offset)}};
+}
+
+json ResponseBuilder::chunk_base() const {
+  json j = {{"id", ctx_.id},
+            {"object", ctx_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+            {"created", ctx_.created},
+            {"model", ctx_.model},
+            {"choices", json::array()}};
+  if (ctx_.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOutput& out) {
+  note_usage(prompt_index, out);
+  const size_t ci = choice_index(prompt_index, out);
+  Choice& c = choices_[ci];
+  std::vector<size_t> offsets;
+  for (const auto& lp : out.logprobs) {
+    offsets.push_back(c.bytes);
+    c.bytes += token_string(lp.token_id).size();
+  }
+  const bool want_lp = ctx_.logprobs >= 0 && !out.logprobs.empty();
+  const bool finished = out.finish != FinishReason::kNone;
+  std::vector<json> chunks;
+  if (ctx_.kind == ApiKind::kChat) {
+    if (!c.role_sent) {
+      json j = chunk_base();
+      j["choices"].push_back({{"index", ci},
+                              {"delta", {{"role", "assistant"}, {"content", ""}}},
+                              {"logprobs", nullptr},
+                              {"finish_reason", nullptr}});
+      chunks.push_back(std::move(j));
+      c.role_sent = true;
+    }
+    if (!out.text.empty() || want_lp) {
+      json j = chunk_base();
+      j["choices"].push_back({{"index", ci},
+                              {"delta", {{"content", out.text}}},
+                              {"logprobs", want_lp ? logprobs_json(out.logprobs, offsets) : json()},
+                              {"finish_reason", nullptr}});
+      chunks.push_back(std::move(j));
+    }
+    if (finished) {
+      json j = chunk_base();
+      j["choices"].push_back({{"index", ci},
+                              {"delta", json::object()},
+                              {"logprobs", nullptr},
+                              {"finish_reason", finish_reason_name(out.finish)}});
+      chunks.push_back(std::move(j));
+    }
+    return chunks;
+  }
+  if (!out.text.empty() || want_lp || finished) {
+    json j = chunk_base();
+    json choice = {{"index", ci},
+                   {"text", out.text},
+                   {"logprobs", want_lp ? logprobs_json(out.logprobs, offsets) : json()},
+                   {"finish_reason", finished ? json(finish_reason_name(out.finish)) : json()}};
+    if (finished && !out.stop_reason.empty()) choice["stop_reason"] = out.stop_reason;
+    j["choices"].push_back(std::move(choice));
+    chunks.push_back(std::move(j));
+  }
+  return chunks;
+}
+
+std::optional<json> ResponseBuilder::usage_chunk() const {
+  if (!ctx_.include_usage) return std::nullopt;
+  json j = chunk_base();
+  j["usage"] = usage_json(total_usage());
+  return j;
+}
+
+void ResponseBuilder::accumulate(size_t prompt_index, const StepOutput& out) {
+  note_usage(prompt_index, out);
+  Choice& c = choices_[choice_index(prompt_index, out)];
+  for (const auto& lp : out.logprobs) {
+    c.text_offsets.push_back(c.bytes);
+    c.bytes += token_string(lp.token_id).size();
+    c.logprobs.push_back(lp);
+  }
+  c.text += out.text;
+  if (out.finish != FinishReason::kNone) {
+    c.finish = out.finish;
+    c.stop_reason = out.stop_reason;
+  }
+}
+
+json ResponseBuilder::final_response() const {
+  json choices = json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    const json finish = c.finish == FinishReason::kNone ? json() : json(finish_reason_name(c.finish));
+    const json lp = ctx_.logprobs >= 0 ? logprobs_json(c.logprobs, c.text_offsets) : json();
+    if (ctx_.kind == ApiKind::kChat) {
+      choices.push_back({{"index", i},
+                         {"message", {{"role", "assistant"}, {"content", c.text}}},
+                         {"logprobs", lp},
+                         {"finish_reason", finish}});
+    } else {
+      json choice = {{"index", i}, {"text", c.text}, {"logprobs", lp}, {"finish_reason", finish}};
+      if (!c.stop_reason.empty()) choice["stop_reason"] = c.stop_reason;
+      choices.push_back(std::move(choice));
+    }
+  }
+  return json{{"id", ctx_.id},
+              {"object", ctx_.kind == ApiKind::kChat ? "chat.completion" : "text_completion"},
+              {"created", ctx_.created},
+              {"model", ctx_.model},
+              {"choices", std::move(choices)},
+              {"usage", usage_json(total_usage())}};
+}
+
+}  // namespace llmserve

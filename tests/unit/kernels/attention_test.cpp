@@ -1,0 +1,223 @@
+// write_kv, prefill and decode attention against a double-precision reference that reads K/V
+// through the block tables. Outputs are convex combinations of V rows in [-1, 1], so f32 error is
+// bounded by a few ulps per accumulated term: 2e-5 absolute is ample for contexts <= 400.
+#include "llmserve/kernels/attention.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "kernel_test_util.h"
+#include "llmserve/kernels/kv_cache_ops.h"
+
+namespace llmserve::kernels {
+namespace {
+
+using testing::random_floats;
+
+struct CacheCase {
+  KvCacheShape shape;
+  int num_heads;
+  std::vector<int32_t> seq_lens, q_lens, block_tables;
+  int64_t max_blocks;
+  std::vector<float> k_cache, v_cache;
+  // Full K/V per request, [len, kv_heads, head_dim], to check against.
+  std::vector<std::vector<float>> k_all, v_all;
+
+  PagedKv view() const {
+    return PagedKv{shape, k_cache.data(), v_cache.data(), block_tables.data(), max_blocks};
+  }
+};
+
+// Random pages for each request (shuffled block ids), all tokens written with write_kv in two
+// calls (history, then the new ones), mimicking chunked prefill.
+CacheCase make_setup(std::mt19937& rng, int head_dim, int kv_heads, int ratio, int block_size,
+                 std::vector<int32_t> seq_lens, std::vector<int32_t> q_lens) {
+  CacheCase s;
+  s.seq_lens = std::move(seq_lens);
+  s.q_lens = std::move(q_lens);
+  s.num_heads = kv_heads * ratio;
+  const int64_t B = s.seq_lens.size();
+  s.max_blocks = 0;
+  int64_t total_blocks = 0;
+  for (auto L : s.seq_lens) {
+    const int64_t nb = (L + block_size - 1) / block_size;
+    s.max_blocks = std::max(s.max_blocks, nb);
+    total_blocks += nb;
+  }
+  total_blocks += 3;  // unused blocks too
+  s.shape = KvCacheShape{total_blocks, kv_heads, block_size, head_dim};
+  std::vector<int32_t> ids(total_blocks);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  s.block_tables.assign(B * s.max_blocks, -1);
+  const size_t cache = static_cast<size_t>(total_blocks) * kv_heads * block_size * head_dim;
+  s.k_cache.assign(cache, NAN);  // unwritten slots must never be read
+  s.v_cache.assign(cache, NAN);
+  int64_t next = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t L = s.seq_lens[b];
+    const int64_t nb = (L + block_size - 1) / block_size;
+    for (int64_t i = 0; i < nb; ++i) s.block_tables[b * s.max_blocks + i] = ids[next++];
+    s.k_all.push_back(random_floats(rng, L * kv_heads * head_dim));
+    s.v_all.push_back(random_floats(rng, L * kv_heads * head_dim));
+    std::vector<int32_t> slots(L);
+    for (int64_t p = 0; p < L; ++p) {
+      slots[p] = s.block_tables[b * s.max_blocks + p / block_size] * block_size + p % block_size;
+    }
+    const int64_t hist = L - s.q_lens[b];
+    const int64_t row = static_cast<int64_t>(kv_heads) * head_dim;
+    write_kv(s.shape, s.k_all[b].data(), s.v_all[b].data(), slots.data(), hist, s.k_cache.data(),
+             s.v_cache.data());
+    write_kv(s.shape, s.k_all[b].data() + hist * row, s.v_all[b].data() + hist * row,
+             slots.data() + hist, L - hist, s.k_cache.data(), s.v_cache.data());
+  }
+  return s;
+}
+
+// Reference output of one query head attending positions 0..pos of request b.
+void reference(const CacheCase& s, int64_t b, const float* q, int head, int64_t pos, float scale,
+               float* out) {
+  const int D = s.shape.head_dim, KVH = s.shape.num_kv_heads;
+  const int kvh = head / (s.num_heads / KVH);
+  std::vector<double> sc(pos + 1);
+  double mx = -1e300;
+  for (int64_t j = 0; j <= pos; ++j) {
+    const float* k = s.k_all[b].data() + (j * KVH + kvh) * D;
+    double d = 0;
+    for (int i = 0; i < D; ++i) d += static_cast<double>(q[i]) * k[i];
+    sc[j] = d * scale;
+    mx = std::max(mx, sc[j]);
+  }
+  double sum = 0;
+  for (auto& v : sc) sum += (v = std::exp(v - mx));
+  for (int i = 0; i < D; ++i) {
+    double acc = 0;
+    for (int64_t j = 0; j <= pos; ++j) acc += sc[j] * s.v_all[b][(j * KVH + kvh) * D + i];
+    out[i] = static_cast<float>(acc / sum);
+  }
+}
+
+TEST(KvCache, WriteKvPlacesRowsBySlot) {
+  std::mt19937 rng(3);
+  const KvCacheShape shape{4, 2, 3, 8};
+  const auto k = random_floats(rng, 5 * 2 * 8), v = random_floats(rng, 5 * 2 * 8);
+  const std::vector<int32_t> slots = {7, 0, -1, 11, 5};
+  std::vector<float> kc(4 * 2 * 3 * 8, 0.0f), vc(kc.size(), 0.0f);
+  write_kv(shape, k.data(), v.data(), slots.data(), 5, kc.data(), vc.data());
+  int written = 0;
+  for (int t = 0; t < 5; ++t) {
+    if (slots[t] < 0) continue;
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 8; ++i) {
+        // HND: [block][head][offset][dim]
+        const size_t idx = ((slots[t] / 3 * 2 + h) * 3 + slots[t] % 3) * 8 + i;
+        EXPECT_EQ(kc[idx], k[(t * 2 + h) * 8 + i]);
+        EXPECT_EQ(vc[idx], v[(t * 2 + h) * 8 + i]);
+        ++written;
+      }
+    }
+  }
+  EXPECT_EQ(written, 4 * 2 * 8);
+  EXPECT_EQ(std::count(kc.begin(), kc.end(), 0.0f), static_cast<long>(kc.size()) - written);
+}
+
+struct Grid {
+  int head_dim, ratio, block_size;
+};
+
+class AttentionGrid : public ::testing::TestWithParam<Grid> {};
+
+TEST_P(AttentionGrid, PrefillAndDecodeMatchReference) {
+  const auto [D, ratio, bs] = GetParam();
+  const int KVH = 2;
+  std::mt19937 rng(D * 100 + ratio * 10 + bs);
+  // Mixed batch: full prompt, chunk after a cached prefix, single-token, long (> 1 partition).
+  CacheCase s = make_setup(rng, D, KVH, ratio, bs, {17, 40, 33, 300}, {17, 9, 1, 6});
+  const int H = s.num_heads;
+  const int64_t B = s.seq_lens.size();
+  std::vector<int32_t> qs(B + 1, 0);
+  for (int64_t b = 0; b < B; ++b) qs[b + 1] = qs[b] + s.q_lens[b];
+  const int64_t T = qs[B];
+  const auto q = random_floats(rng, T * H * D, -2.0f, 2.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  ThreadPool pool(2);
+  std::vector<float> out(T * H * D, NAN);
+  prefill_attention(pool, s.view(), q.data(), qs.data(), s.seq_lens.data(), B, H, scale,
+                    out.data());
+  std::vector<float> ref(D);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < s.q_lens[b]; ++i) {
+      const int64_t t = qs[b] + i, pos = s.seq_lens[b] - s.q_lens[b] + i;
+      for (int h = 0; h < H; ++h) {
+        reference(s, b, q.data() + (t * H + h) * D, h, pos, scale, ref.data());
+        for (int d = 0; d < D; ++d) {
+          ASSERT_NEAR(out[(t * H + h) * D + d], ref[d], 2e-5)
+              << "b=" << b << " t=" << t << " h=" << h << " d=" << d;
+        }
+      }
+    }
+  }
+
+  // Decode: the last query of each request, alone and batched, equals prefill bit for bit.
+  std::vector<float> qd(B * H * D), dec(B * H * D, NAN);
+  for (int64_t b = 0; b < B; ++b) {
+    std::memcpy(qd.data() + b * H * D, q.data() + (qs[b + 1] - 1) * H * D, H * D * sizeof(float));
+  }
+  decode_attention(pool, s.view(), qd.data(), s.seq_lens.data(), B, H, scale, dec.data());
+  for (int64_t b = 0; b < B; ++b) {
+    EXPECT_EQ(0, std::memcmp(dec.data() + b * H * D, out.data() + (qs[b + 1] - 1) * H * D,
+                             H * D * sizeof(float)))
+        << "decode vs prefill, request " << b;
+    PagedKv one = s.view();
+    one.block_tables += b * s.max_blocks;
+    std::vector<float> alone(H * D);
+    ThreadPool pool1(1);
+    decode_attention(pool1, one, qd.data() + b * H * D, s.seq_lens.data() + b, 1, H, scale,
+                     alone.data());
+    EXPECT_EQ(0, std::memcmp(alone.data(), dec.data() + b * H * D, H * D * sizeof(float)))
+        << "decode alone vs batched, request " << b;
+  }
+}
+
+std::vector<Grid> grid() {
+  std::vector<Grid> g;
+  for (int d : {64, 128}) {
+    for (int r : {1, 3, 4, 8}) {
+      for (int bs : {1, 16, 32}) g.push_back({d, r, bs});
+    }
+  }
+  return g;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionGrid, ::testing::ValuesIn(grid()),
+                         [](const auto& info) {
+                           return "D" + std::to_string(info.param.head_dim) + "_G" +
+                                  std::to_string(info.param.ratio) + "_BS" +
+                                  std::to_string(info.param.block_size);
+                         });
+
+// A request's prefill rows do not depend on the other requests of the batch.
+TEST(Attention, PrefillBatchInvariant) {
+  std::mt19937 rng(9);
+  CacheCase s = make_setup(rng, 64, 3, 3, 16, {50, 270, 20}, {50, 30, 5});
+  const int H = s.num_heads, D = 64;
+  std::vector<int32_t> qs = {0, 50, 80, 85};
+  const auto q = random_floats(rng, 85 * H * D);
+  ThreadPool pool(2);
+  std::vector<float> all(85 * H * D), alone(30 * H * D);
+  prefill_attention(pool, s.view(), q.data(), qs.data(), s.seq_lens.data(), 3, H, 0.125f,
+                    all.data());
+  PagedKv one = s.view();
+  one.block_tables += s.max_blocks;
+  const std::vector<int32_t> qs1 = {0, 30};
+  prefill_attention(pool, one, q.data() + 50 * H * D, qs1.data(), s.seq_lens.data() + 1, 1, H,
+                    0.125f, alone.data());
+  EXPECT_EQ(0, std::memcmp(alone.data(), all.data() + 50 * H * D, alone.size() * sizeof(float)));
+}
+
+}  // namespace
+}  // namespace llmserve::kernels
