@@ -8,38 +8,52 @@ namespace llmserve {
 
 std::string_view to_string(LoadFormat v) {
   switch (v) {
-    case LoadFormat::kAuto: return "auto";
-    case LoadFormat::kGguf: return "gguf";
-    case LoadFormat::kSafetensors: return "safetensors";
-    case LoadFormat::kDummy: return "dummy";
+    case LoadFormat::kAuto:
+      return "auto";
+    case LoadFormat::kGguf:
+      return "gguf";
+    case LoadFormat::kSafetensors:
+      return "safetensors";
+    case LoadFormat::kDummy:
+      return "dummy";
   }
   return "?";
 }
 
 std::string_view to_string(DeviceKind v) {
   switch (v) {
-    case DeviceKind::kAuto: return "auto";
-    case DeviceKind::kCpu: return "cpu";
-    case DeviceKind::kCuda: return "cuda";
+    case DeviceKind::kAuto:
+      return "auto";
+    case DeviceKind::kCpu:
+      return "cpu";
+    case DeviceKind::kCuda:
+      return "cuda";
   }
   return "?";
 }
 
 std::string_view to_string(LogLevel v) {
   switch (v) {
-    case LogLevel::kTrace: return "trace";
-    case LogLevel::kDebug: return "debug";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kWarn: return "warn";
-    case LogLevel::kError: return "error";
+    case LogLevel::kTrace:
+      return "trace";
+    case LogLevel::kDebug:
+      return "debug";
+    case LogLevel::kInfo:
+      return "info";
+    case LogLevel::kWarn:
+      return "warn";
+    case LogLevel::kError:
+      return "error";
   }
   return "?";
 }
 
 std::string_view to_string(LogFormat v) {
   switch (v) {
-    case LogFormat::kText: return "text";
-    case LogFormat::kJson: return "json";
+    case LogFormat::kText:
+      return "text";
+    case LogFormat::kJson:
+      return "json";
   }
   return "?";
 }

@@ -23,47 +23,47 @@ std::string_view to_string(LogLevel v);
 std::string_view to_string(LogFormat v);
 
 struct ServerSection {
-  std::string host = "127.0.0.1";                  // bind address for both servers
-  int http_port = 8000;                            // 0 = any free port (the OS picks)
-  int grpc_port = 50051;                           // 0 = any free port (the OS picks)
-  int http_threads = 0;                            // 0 = max_num_seqs + 16 (resolved at load)
-  std::vector<std::string> api_keys;               // empty (and no key file) = auth off
-  std::string api_key_file;                        // one key per line, '#' comments; "" = none
-  std::string tls_cert_file;                       // PEM; set together with tls_key_file
-  std::string tls_key_file;                        // PEM
-  std::vector<std::string> cors_allow_origins;     // empty = CORS off; "*" = any origin
-  uint64_t max_body_bytes = 8ull << 20;            // bytes; larger bodies get 413
-  int max_waiting_requests = 1024;                 // queue bound; beyond it 429
-  int64_t max_waiting_tokens = 0;                  // prompt tokens queued; 0 = no limit
-  double shutdown_grace_seconds = 30.0;            // drain time for in-flight streams
-  bool metrics_require_auth = true;                // /metrics needs a key when keys are set
-  double request_timeout_seconds = 0.0;            // default per-request deadline; 0 = none
-  double watchdog_seconds = 60.0;                  // /ready false if no step for this long
-  int stream_buffer_tokens = 4096;                 // per-request output buffer, in tokens
-  std::string served_model_name;                   // "" = derived from model.path
+  std::string host = "127.0.0.1";               // bind address for both servers
+  int http_port = 8000;                         // 0 = any free port (the OS picks)
+  int grpc_port = 50051;                        // 0 = any free port (the OS picks)
+  int http_threads = 0;                         // 0 = max_num_seqs + 16 (resolved at load)
+  std::vector<std::string> api_keys;            // empty (and no key file) = auth off
+  std::string api_key_file;                     // one key per line, '#' comments; "" = none
+  std::string tls_cert_file;                    // PEM; set together with tls_key_file
+  std::string tls_key_file;                     // PEM
+  std::vector<std::string> cors_allow_origins;  // empty = CORS off; "*" = any origin
+  uint64_t max_body_bytes = 8ull << 20;         // bytes; larger bodies get 413
+  int max_waiting_requests = 1024;              // queue bound; beyond it 429
+  int64_t max_waiting_tokens = 0;               // prompt tokens queued; 0 = no limit
+  double shutdown_grace_seconds = 30.0;         // drain time for in-flight streams
+  bool metrics_require_auth = true;             // /metrics needs a key when keys are set
+  double request_timeout_seconds = 0.0;         // default per-request deadline; 0 = none
+  double watchdog_seconds = 60.0;               // /ready false if no step for this long
+  int stream_buffer_tokens = 4096;              // per-request output buffer, in tokens
+  std::string served_model_name;                // "" = derived from model.path
 };
 
 struct ModelSection {
   std::string path = "models/SmolLM2-135M-Instruct.Q4_1.gguf";  // GGUF file or HF directory
-  LoadFormat load_format = LoadFormat::kAuto;                    // auto: from the path
+  LoadFormat load_format = LoadFormat::kAuto;                   // auto: from the path
   std::string dummy_preset = "llama-3.1-8b";                    // shape for load_format dummy
-  std::string chat_template;                                     // Jinja file; "" = model's own
-  int max_model_len = 0;                                         // tokens; 0 = from the model
+  std::string chat_template;                                    // Jinja file; "" = model's own
+  int max_model_len = 0;                                        // tokens; 0 = from the model
 };
 
 struct EngineSection {
-  DeviceKind device = DeviceKind::kAuto;   // auto = CUDA when a GPU is present, else CPU
-  int threads = 0;                         // CPU compute threads; 0 = all cores
-  uint64_t kv_cache_bytes = 1ull << 30;    // CPU KV-cache budget, bytes
-  double gpu_memory_utilization = 0.9;     // fraction of GPU memory the engine may use
-  int block_size = 16;                     // tokens per KV page; power of two in [1, 256]
-  int max_num_seqs = 256;                  // running requests per step
-  int max_num_batched_tokens = 2048;       // token budget per step
+  DeviceKind device = DeviceKind::kAuto;  // auto = CUDA when a GPU is present, else CPU
+  int threads = 0;                        // CPU compute threads; 0 = all cores
+  uint64_t kv_cache_bytes = 1ull << 30;   // CPU KV-cache budget, bytes
+  double gpu_memory_utilization = 0.9;    // fraction of GPU memory the engine may use
+  int block_size = 16;                    // tokens per KV page; power of two in [1, 256]
+  int max_num_seqs = 256;                 // running requests per step
+  int max_num_batched_tokens = 2048;      // token budget per step
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
-  uint64_t seed = 0;                       // server seed for requests without their own
-  int max_logprobs = 20;                   // largest logprobs / top_logprobs a request may ask
-  bool cuda_graphs = true;                 // capture decode steps in CUDA graphs
+  uint64_t seed = 0;        // server seed for requests without their own
+  int max_logprobs = 20;    // largest logprobs / top_logprobs a request may ask
+  bool cuda_graphs = true;  // capture decode steps in CUDA graphs
 };
 
 struct LoggingSection {

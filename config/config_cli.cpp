@@ -8,13 +8,20 @@ namespace {
 
 std::string type_name(const ConfigKey& k) {
   switch (k.type) {
-    case KeyType::kInt: return "INT";
-    case KeyType::kDouble: return "NUM";
-    case KeyType::kSize: return "SIZE";
-    case KeyType::kString: return "TEXT";
-    case KeyType::kStringList: return "LIST";
-    case KeyType::kEnum: return "{" + k.range + "}";
-    case KeyType::kBool: return "";
+    case KeyType::kInt:
+      return "INT";
+    case KeyType::kDouble:
+      return "NUM";
+    case KeyType::kSize:
+      return "SIZE";
+    case KeyType::kString:
+      return "TEXT";
+    case KeyType::kStringList:
+      return "LIST";
+    case KeyType::kEnum:
+      return "{" + k.range + "}";
+    case KeyType::kBool:
+      return "";
   }
   return "";
 }
@@ -48,16 +55,16 @@ void add_config_options(CLI::App& cmd, ConfigFlags& flags) {
                      std::string(kConfigFileEnv) + ".")
       ->type_name("FILE");
   for (std::string_view section : config_sections()) {
-    CLI::Option_group* group =
-        cmd.add_option_group(std::string(section), "Configuration keys of " +
-                                                       std::string(section) + ":");
+    CLI::Option_group* group = cmd.add_option_group(
+        std::string(section), "Configuration keys of " + std::string(section) + ":");
     for (const ConfigKey& k : config_keys()) {
       if (k.section != section) continue;
       CLI::Option* opt = nullptr;
       if (k.type == KeyType::kBool) {
         opt = group->add_flag(flag_names(k))->description(description(k));
       } else {
-        opt = group->add_option(flag_names(k))->description(description(k))->type_name(type_name(k));
+        opt =
+            group->add_option(flag_names(k))->description(description(k))->type_name(type_name(k));
         if (k.type == KeyType::kStringList) {
           opt->take_all()->delimiter(',');
         } else {

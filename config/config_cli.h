@@ -38,7 +38,6 @@ struct ConfigFlags {
 void add_config_options(CLI::App& cmd, ConfigFlags& flags);
 
 // The whole load: file from --config (or $LLMSERVE_CONFIG), then env, then flags.
-Result<Config> load_config(const ConfigFlags& flags,
-                           const std::map<std::string, std::string>& env);
+Result<Config> load_config(const ConfigFlags& flags, const std::map<std::string, std::string>& env);
 
 }  // namespace llmserve

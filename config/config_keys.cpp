@@ -14,7 +14,9 @@ namespace {
 using Aliases = std::vector<std::string_view>;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoted(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
 
 std::string format_double(double v) {
   char buf[64];
@@ -45,18 +47,17 @@ template <typename S, typename T>
 ConfigKey int_key(std::string_view section, std::string_view name, SectionPtr<S> sec, T S::*m,
                   int64_t lo, int64_t hi, std::string help, Aliases aliases = {},
                   bool power_of_two = false) {
-  std::string range = hi == kInt64Max
-                          ? ">= " + std::to_string(lo)
-                          : "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+  std::string range = hi == kInt64Max ? ">= " + std::to_string(lo)
+                                      : "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (power_of_two) range += ", power of two";
   auto set = [=](Config& c, const RawValue& raw) -> Status {
     LLMSERVE_ASSIGN_OR_RETURN(const std::string text, scalar_of(raw, KeyType::kInt));
     LLMSERVE_ASSIGN_OR_RETURN(const int64_t v, parse_int(text));
     const bool pow2_ok = !power_of_two || (v > 0 && (v & (v - 1)) == 0);
     if (v < lo || v > hi || !pow2_ok) {
-      const std::string bounds = hi == kInt64Max ? ">= " + std::to_string(lo)
-                                                 : "in [" + std::to_string(lo) + ", " +
-                                                       std::to_string(hi) + "]";
+      const std::string bounds =
+          hi == kInt64Max ? ">= " + std::to_string(lo)
+                          : "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
       return invalid_argument(std::string(power_of_two ? "must be a power of two " : "must be ") +
                               bounds + ", got " + std::to_string(v));
     }
@@ -64,8 +65,9 @@ ConfigKey int_key(std::string_view section, std::string_view name, SectionPtr<S>
     return Status::ok();
   };
   auto get = [=](const Config& c) { return std::to_string((c.*sec).*m); };
-  return {section, name, KeyType::kInt, std::move(help), std::move(range), std::move(aliases),
-          false, set, get};
+  return {
+      section, name, KeyType::kInt, std::move(help), std::move(range), std::move(aliases), false,
+      set,     get};
 }
 
 template <typename S>
@@ -84,8 +86,8 @@ ConfigKey double_key(std::string_view section, std::string_view name, SectionPtr
     return Status::ok();
   };
   auto get = [=](const Config& c) { return format_double((c.*sec).*m); };
-  return {section, name, KeyType::kDouble, std::move(help), range, std::move(aliases),
-          false, set, get};
+  return {section, name, KeyType::kDouble, std::move(help), range, std::move(aliases), false,
+          set,     get};
 }
 
 template <typename S>
@@ -104,13 +106,13 @@ ConfigKey size_key(std::string_view section, std::string_view name, SectionPtr<S
     return Status::ok();
   };
   auto get = [=](const Config& c) { return format_size((c.*sec).*m); };
-  return {section, name, KeyType::kSize, std::move(help), range, std::move(aliases),
-          false, set, get};
+  return {section, name, KeyType::kSize, std::move(help), range, std::move(aliases), false,
+          set,     get};
 }
 
 template <typename S>
-ConfigKey bool_key(std::string_view section, std::string_view name, SectionPtr<S> sec,
-                   bool S::*m, std::string help, Aliases aliases = {}) {
+ConfigKey bool_key(std::string_view section, std::string_view name, SectionPtr<S> sec, bool S::*m,
+                   std::string help, Aliases aliases = {}) {
   auto set = [=](Config& c, const RawValue& raw) -> Status {
     LLMSERVE_ASSIGN_OR_RETURN(const std::string text, scalar_of(raw, KeyType::kBool));
     LLMSERVE_ASSIGN_OR_RETURN(const bool v, parse_bool(text));
@@ -118,8 +120,8 @@ ConfigKey bool_key(std::string_view section, std::string_view name, SectionPtr<S
     return Status::ok();
   };
   auto get = [=](const Config& c) { return std::string((c.*sec).*m ? "true" : "false"); };
-  return {section, name, KeyType::kBool, std::move(help), "true|false", std::move(aliases),
-          false, set, get};
+  return {section, name, KeyType::kBool, std::move(help), "true|false", std::move(aliases), false,
+          set,     get};
 }
 
 // A null value is the empty string ("key:" with nothing after it in YAML).
@@ -133,8 +135,15 @@ ConfigKey string_key(std::string_view section, std::string_view name, SectionPtr
     return Status::ok();
   };
   auto get = [=](const Config& c) { return (c.*sec).*m; };
-  return {section, name, KeyType::kString, std::move(help), non_empty ? "non-empty" : "",
-          std::move(aliases), false, set, get};
+  return {section,
+          name,
+          KeyType::kString,
+          std::move(help),
+          non_empty ? "non-empty" : "",
+          std::move(aliases),
+          false,
+          set,
+          get};
 }
 
 // A scalar is read as a comma-separated list; null is the empty list.
@@ -157,8 +166,8 @@ ConfigKey list_key(std::string_view section, std::string_view name, SectionPtr<S
     return Status::ok();
   };
   auto get = [=](const Config& c) { return join((c.*sec).*m, ","); };
-  return {section, name, KeyType::kStringList, std::move(help), "", std::move(aliases),
-          secret, set, get};
+  return {section, name, KeyType::kStringList, std::move(help), "", std::move(aliases), secret,
+          set,     get};
 }
 
 template <typename S, typename E>
@@ -180,8 +189,8 @@ ConfigKey enum_key(std::string_view section, std::string_view name, SectionPtr<S
     return invalid_argument("must be one of " + range + ", got " + quoted(text));
   };
   auto get = [=](const Config& c) { return std::string(to_string((c.*sec).*m)); };
-  return {section, name, KeyType::kEnum, std::move(help), range, std::move(aliases),
-          false, set, get};
+  return {section, name, KeyType::kEnum, std::move(help), range, std::move(aliases), false,
+          set,     get};
 }
 
 std::vector<ConfigKey> build_table() {
@@ -230,8 +239,8 @@ std::vector<ConfigKey> build_table() {
                          &SS::request_timeout_seconds, 0, 86400 * 7, false,
                          "Default deadline of a request, seconds (queue + generation); "
                          "0 = none. A request's own timeout wins."));
-  t.push_back(double_key("server", "watchdog_seconds", &C::server, &SS::watchdog_seconds, 0,
-                         86400, true,
+  t.push_back(double_key("server", "watchdog_seconds", &C::server, &SS::watchdog_seconds, 0, 86400,
+                         true,
                          "/ready turns false when work is pending and no engine step finished "
                          "for this many seconds."));
   t.push_back(int_key("server", "stream_buffer_tokens", &C::server, &SS::stream_buffer_tokens, 1,
@@ -246,12 +255,12 @@ std::vector<ConfigKey> build_table() {
                          "GGUF file or Hugging Face model directory (config.json + "
                          "*.safetensors + tokenizer.json).",
                          {"model"}));
-  t.push_back(enum_key("model", "load_format", &C::model, &MS::load_format,
-                       {LoadFormat::kAuto, LoadFormat::kGguf, LoadFormat::kSafetensors,
-                        LoadFormat::kDummy},
-                       "auto = from the path; dummy = random weights shaped by dummy_preset "
-                       "(benchmarks).",
-                       {"load-format"}));
+  t.push_back(
+      enum_key("model", "load_format", &C::model, &MS::load_format,
+               {LoadFormat::kAuto, LoadFormat::kGguf, LoadFormat::kSafetensors, LoadFormat::kDummy},
+               "auto = from the path; dummy = random weights shaped by dummy_preset "
+               "(benchmarks).",
+               {"load-format"}));
   t.push_back(string_key("model", "dummy_preset", &C::model, &MS::dummy_preset, false,
                          "Shape of the dummy model (e.g. llama-3.1-8b, llama-3.2-1b).",
                          {"dummy-preset"}));
@@ -279,15 +288,14 @@ std::vector<ConfigKey> build_table() {
                       "Tokens per KV-cache page.", {"block-size"}, /*power_of_two=*/true));
   t.push_back(int_key("engine", "max_num_seqs", &C::engine, &ES::max_num_seqs, 1, 65536,
                       "Most requests running in one step.", {"max-num-seqs"}));
-  t.push_back(int_key("engine", "max_num_batched_tokens", &C::engine,
-                      &ES::max_num_batched_tokens, 1, 1 << 22,
+  t.push_back(int_key("engine", "max_num_batched_tokens", &C::engine, &ES::max_num_batched_tokens,
+                      1, 1 << 22,
                       "Token budget of one step (prefill + decode tokens); >= max_num_seqs.",
                       {"max-num-batched-tokens"}));
   t.push_back(bool_key("engine", "enable_prefix_caching", &C::engine, &ES::enable_prefix_caching,
                        "Reuse KV pages of identical prompt prefixes across requests.",
                        {"enable-prefix-caching"}));
-  t.push_back(bool_key("engine", "enable_chunked_prefill", &C::engine,
-                       &ES::enable_chunked_prefill,
+  t.push_back(bool_key("engine", "enable_chunked_prefill", &C::engine, &ES::enable_chunked_prefill,
                        "Split long prompts over steps; when false, max_num_batched_tokens must "
                        "hold a whole prompt.",
                        {"enable-chunked-prefill"}));
@@ -296,20 +304,18 @@ std::vector<ConfigKey> build_table() {
                       "stream).",
                       {"seed"}));
   t.push_back(int_key("engine", "max_logprobs", &C::engine, &ES::max_logprobs, 0, 1024,
-                      "Largest logprobs / top_logprobs a request may ask for.",
-                      {"max-logprobs"}));
+                      "Largest logprobs / top_logprobs a request may ask for.", {"max-logprobs"}));
   t.push_back(bool_key("engine", "cuda_graphs", &C::engine, &ES::cuda_graphs,
                        "Capture decode steps in CUDA graphs (false = always eager).",
                        {"cuda-graphs"}));
   // logging
-  t.push_back(enum_key("logging", "level", &C::logging, &LS::level,
-                       {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn,
-                        LogLevel::kError},
-                       "Least severe level logged.", {"log-level"}));
-  t.push_back(enum_key("logging", "format", &C::logging, &LS::format,
-                       {LogFormat::kText, LogFormat::kJson},
-                       "text = human-readable lines; json = one JSON object per line.",
-                       {"log-format"}));
+  t.push_back(enum_key(
+      "logging", "level", &C::logging, &LS::level,
+      {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarn, LogLevel::kError},
+      "Least severe level logged.", {"log-level"}));
+  t.push_back(
+      enum_key("logging", "format", &C::logging, &LS::format, {LogFormat::kText, LogFormat::kJson},
+               "text = human-readable lines; json = one JSON object per line.", {"log-format"}));
   return t;
 }
 
@@ -317,13 +323,20 @@ std::vector<ConfigKey> build_table() {
 
 std::string_view to_string(KeyType t) {
   switch (t) {
-    case KeyType::kBool: return "a boolean";
-    case KeyType::kInt: return "an integer";
-    case KeyType::kDouble: return "a number";
-    case KeyType::kSize: return "a size";
-    case KeyType::kString: return "a string";
-    case KeyType::kStringList: return "a list";
-    case KeyType::kEnum: return "a name";
+    case KeyType::kBool:
+      return "a boolean";
+    case KeyType::kInt:
+      return "an integer";
+    case KeyType::kDouble:
+      return "a number";
+    case KeyType::kSize:
+      return "a size";
+    case KeyType::kString:
+      return "a string";
+    case KeyType::kStringList:
+      return "a list";
+    case KeyType::kEnum:
+      return "a name";
   }
   return "a value";
 }

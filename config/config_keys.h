@@ -34,8 +34,8 @@ struct ConfigKey {
   std::string_view section;  // "engine"
   std::string_view name;     // "block_size"
   KeyType type;
-  std::string help;           // what it does, with its unit
-  std::string range;          // "[1, 256], power of two", "auto|cpu|cuda", "" when any value
+  std::string help;   // what it does, with its unit
+  std::string range;  // "[1, 256], power of two", "auto|cpu|cuda", "" when any value
   std::vector<std::string_view> aliases;  // short flags without dashes, e.g. "block-size"
   bool secret = false;                    // masked by describe()
   // Types, checks and stores `value`; the error message names neither the key nor the source.

@@ -112,15 +112,15 @@ Status finalize_config(Config& config) {
                             std::to_string(s.http_port));
   }
   if (e.max_num_batched_tokens < e.max_num_seqs) {
-    return invalid_argument(named(config, "engine.max_num_batched_tokens") + ": must be >= " +
-                            named(config, "engine.max_num_seqs") + ", got " +
+    return invalid_argument(named(config, "engine.max_num_batched_tokens") +
+                            ": must be >= " + named(config, "engine.max_num_seqs") + ", got " +
                             std::to_string(e.max_num_batched_tokens) + " < " +
                             std::to_string(e.max_num_seqs));
   }
   if (!e.enable_chunked_prefill && m.max_model_len > 0 &&
       e.max_num_batched_tokens < m.max_model_len) {
-    return invalid_argument(named(config, "engine.max_num_batched_tokens") + ": must be >= " +
-                            named(config, "model.max_model_len") +
+    return invalid_argument(named(config, "engine.max_num_batched_tokens") +
+                            ": must be >= " + named(config, "model.max_model_len") +
                             " when engine.enable_chunked_prefill is false, got " +
                             std::to_string(e.max_num_batched_tokens) + " < " +
                             std::to_string(m.max_model_len));

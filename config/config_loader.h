@@ -18,7 +18,7 @@ namespace llmserve {
 
 // One value set from the command line.
 struct ConfigOverride {
-  std::string key;     // "engine.block_size"
+  std::string key;  // "engine.block_size"
   RawValue value;
   std::string source;  // "flag --block-size"
 };

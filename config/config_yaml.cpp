@@ -20,17 +20,23 @@ std::string where(const std::string& source, const YAML::Node& node) {
 
 std::string node_kind(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "nothing (null)";
-    default: return "a scalar";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "nothing (null)";
+    default:
+      return "a scalar";
   }
 }
 
 Result<RawValue> raw_of(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Null: return RawValue::null();
-    case YAML::NodeType::Scalar: return RawValue::text(node.Scalar());
+    case YAML::NodeType::Null:
+      return RawValue::null();
+    case YAML::NodeType::Scalar:
+      return RawValue::text(node.Scalar());
     case YAML::NodeType::Sequence: {
       std::vector<std::string> items;
       for (const YAML::Node& item : node) {
@@ -41,7 +47,8 @@ Result<RawValue> raw_of(const YAML::Node& node) {
       }
       return RawValue::list(std::move(items));
     }
-    default: return invalid_argument("expected a value, got " + node_kind(node));
+    default:
+      return invalid_argument("expected a value, got " + node_kind(node));
   }
 }
 
@@ -61,8 +68,7 @@ Status apply_section(Config& config, std::string_view section, const YAML::Node&
     const std::string at = where(source, key_node);
     const ConfigKey* key = find_config_key(section, name);
     if (key == nullptr) {
-      return invalid_argument(at + ": " + full + ": unknown key" +
-                              unknown_key_hint(section, name));
+      return invalid_argument(at + ": " + full + ": unknown key" + unknown_key_hint(section, name));
     }
     if (!seen.insert(name).second) return invalid_argument(at + ": " + full + ": duplicate key");
     Result<RawValue> raw = raw_of(value_node);
@@ -80,7 +86,8 @@ Status apply_root(Config& config, const YAML::Node& root, const std::string& sou
   if (!root.IsMap()) {
     return invalid_argument(where(source, root) +
                             ": expected a mapping of sections (server, model, engine, logging), "
-                            "got " + node_kind(root));
+                            "got " +
+                            node_kind(root));
   }
   std::set<std::string> seen;
   for (const auto& kv : root) {
@@ -92,7 +99,8 @@ Status apply_root(Config& config, const YAML::Node& root, const std::string& sou
     if (std::find(sections.begin(), sections.end(), name) == sections.end()) {
       return invalid_argument(at + ": " + name + ": unknown section" + unknown_section_hint(name));
     }
-    if (!seen.insert(name).second) return invalid_argument(at + ": " + name + ": duplicate section");
+    if (!seen.insert(name).second)
+      return invalid_argument(at + ": " + name + ": duplicate section");
     LLMSERVE_RETURN_IF_ERROR(apply_section(config, name, body, source, keys_seen));
   }
   return Status::ok();

@@ -18,7 +18,9 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+std::string quoted(std::string_view s) {
+  return "\"" + std::string(s) + "\"";
+}
 
 }  // namespace
 
@@ -66,8 +68,8 @@ Result<uint64_t> parse_size(std::string_view text) {
   const Status bad = invalid_argument(
       "expected a size in bytes (e.g. 1048576, 512MiB, 2GiB, 8MB), got " + quoted(text));
   size_t num_end = 0;
-  while (num_end < t.size() && (std::isdigit(static_cast<unsigned char>(t[num_end])) ||
-                                t[num_end] == '.')) {
+  while (num_end < t.size() &&
+         (std::isdigit(static_cast<unsigned char>(t[num_end])) || t[num_end] == '.')) {
     ++num_end;
   }
   const std::string_view number = t.substr(0, num_end);
@@ -86,8 +88,8 @@ Result<uint64_t> parse_size(std::string_view text) {
       {"tib", 1099511627776.0},
       {"", 1.0},
   }};
-  const auto it = std::find_if(kUnits.begin(), kUnits.end(),
-                               [&](const auto& u) { return u.first == unit; });
+  const auto it =
+      std::find_if(kUnits.begin(), kUnits.end(), [&](const auto& u) { return u.first == unit; });
   if (it == kUnits.end()) return bad;
 
   if (number.find('.') == std::string_view::npos) {
@@ -105,7 +107,8 @@ Result<uint64_t> parse_size(std::string_view text) {
   const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), x);
   if (ec != std::errc() || ptr != number.data() + number.size()) return bad;
   const double bytes = std::floor(x * it->second);
-  if (!(bytes < 18446744073709551616.0)) return invalid_argument("size too large, got " + quoted(text));
+  if (!(bytes < 18446744073709551616.0))
+    return invalid_argument("size too large, got " + quoted(text));
   return static_cast<uint64_t>(bytes);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/generate_request.h"  // FinishReason
 #include "engine/kv_cache/block_hash.h"
 
 namespace llmserve {
@@ -18,27 +19,6 @@ enum class RequestStatus : uint8_t {
   kPreempted,  // was running, blocks freed, queued again to be recomputed
   kFinished,   // done; see finish_reason
 };
-
-enum class FinishReason : uint8_t {
-  kNone,
-  kStop,    // EOS, stop token or stop string (decided by the caller)
-  kLength,  // max_tokens or max_model_len reached
-  kAbort,   // aborted by the client or the server
-};
-
-inline const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kStop:
-      return "stop";
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kAbort:
-      return "abort";
-    case FinishReason::kNone:
-      break;
-  }
-  return "none";
-}
 
 // The KV-cache view of a request, kept up to date by KvCacheManager.
 struct RequestKvState {
@@ -57,7 +37,7 @@ struct Request {
 
   std::vector<int32_t> prompt_token_ids;  // non-empty
   std::vector<int32_t> output_token_ids;  // sampled so far
-  int32_t max_tokens = 16;                // limit on output tokens, >= 1
+  int32_t max_tokens = 16;  // limit on output tokens; 0 = compute the prompt only, sample nothing
 
   int32_t num_computed_tokens = 0;  // tokens whose K/V is in the cache
   int32_t num_cached_tokens = -1;   // prefix-cache hit at first admission; -1 before it

@@ -64,7 +64,12 @@ void BM_PrefillAttention(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * kHeads * kDim * T * (T + 1) / 2 * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_PrefillAttention)->Arg(128)->Arg(512)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_PrefillAttention)
+    ->Arg(128)
+    ->Arg(512)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace llmserve::kernels::bench

@@ -37,13 +37,13 @@ void BM_Matmul(benchmark::State& state) {
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(w.size()) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(std::string(dtype_name(type)));
 }
 
 void matmul_args(benchmark::internal::Benchmark* b) {
-  const DType types[] = {DType::F32, DType::F16,  DType::BF16, DType::Q8_0,
+  const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
                          DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K};
   const int64_t shapes[][2] = {{576, 576}, {576, 192}, {576, 1536}, {576, 49152}, {1536, 576}};
   for (DType t : types) {
@@ -70,8 +70,13 @@ void BM_DecodeStep(benchmark::State& state) {
   };
   std::vector<Mat> mats;
   for (int l = 0; l < 30; ++l) {
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{576, 576}, {192, 576}, {192, 576},
-                        {576, 576}, {1536, 576}, {1536, 576}, {576, 1536}}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{576, 576},
+                        {192, 576},
+                        {192, 576},
+                        {576, 576},
+                        {1536, 576},
+                        {1536, 576},
+                        {576, 1536}}) {
       mats.push_back({DType::Q4_1, n, k, weights(DType::Q4_1, n, k)});
     }
   }

@@ -5,6 +5,7 @@
 
 #include "engine/chat/jinja_builtins.h"
 #include "engine/chat/jinja_evaluator.h"
+#include "engine/chat/jinja_unicode.h"
 
 namespace llmserve::jinja {
 namespace {
@@ -52,14 +53,7 @@ Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string&
     if (name == "upper") return Value(py_upper(s));
     if (name == "lower") return Value(py_lower(s));
     if (name == "capitalize") return Value(py_capitalize(s));
-    std::string out = s;
-    bool prev_cased = false;
-    for (char& c : out) {
-      bool alpha = std::isalpha(static_cast<unsigned char>(c));
-      if (alpha) c = prev_cased ? static_cast<char>(std::tolower(c)) : static_cast<char>(std::toupper(c));
-      prev_cased = alpha;
-    }
-    return Value(std::move(out));
+    return Value(unicode_title(s));
   }
   if (name == "startswith" || name == "endswith") {
     LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind(name, args, {"prefix"}));
@@ -278,35 +272,23 @@ std::string py_strip(std::string_view s, const Value* chars, bool left, bool rig
   return std::string(s.substr(b, e - b));
 }
 
-std::string py_upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string py_lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string py_capitalize(std::string_view s) {
-  std::string out = py_lower(s);
-  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
-  return out;
-}
+std::string py_upper(std::string_view s) { return unicode_upper(s); }
+std::string py_lower(std::string_view s) { return unicode_lower(s); }
+std::string py_capitalize(std::string_view s) { return unicode_capitalize(s); }
 
 std::string py_title_words(std::string_view s) {
   // jinja2: re.split(r"([-\s({\[<]+)") then item[0].upper() + item[1:].lower() per piece.
-  std::string out(s);
+  std::string out;
   bool at_start = true;
-  for (char& c : out) {
-    unsigned char u = static_cast<unsigned char>(c);
-    bool sep = is_py_space(u) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+  for (uint32_t cp : decode_utf8(s)) {
+    bool sep = (cp < 0x80 && is_py_space(static_cast<unsigned char>(cp))) || cp == '-' || cp == '(' ||
+               cp == '{' || cp == '[' || cp == '<';
     if (sep) {
+      append_code_point(out, cp);
       at_start = true;
     } else {
-      c = at_start ? static_cast<char>(std::toupper(u)) : static_cast<char>(std::tolower(u));
+      if (at_start && cp == 0x00df) out += "SS";
+      else append_code_point(out, at_start ? cp_upper(cp) : cp_lower(cp));
       at_start = false;
     }
   }

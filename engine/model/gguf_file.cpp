@@ -11,11 +11,23 @@ constexpr uint32_t kMaxDims = 4;
 
 size_t scalar_bytes(GgufType t) {
   switch (t) {
-    case GgufType::kUint8: case GgufType::kInt8: case GgufType::kBool: return 1;
-    case GgufType::kUint16: case GgufType::kInt16: return 2;
-    case GgufType::kUint32: case GgufType::kInt32: case GgufType::kFloat32: return 4;
-    case GgufType::kUint64: case GgufType::kInt64: case GgufType::kFloat64: return 8;
-    default: return 0;
+    case GgufType::kUint8:
+    case GgufType::kInt8:
+    case GgufType::kBool:
+      return 1;
+    case GgufType::kUint16:
+    case GgufType::kInt16:
+      return 2;
+    case GgufType::kUint32:
+    case GgufType::kInt32:
+    case GgufType::kFloat32:
+      return 4;
+    case GgufType::kUint64:
+    case GgufType::kInt64:
+    case GgufType::kFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -67,21 +79,53 @@ class Cursor {
   uint64_t pos_ = 0;
 };
 
-std::string at_offset(uint64_t off) { return " at offset " + std::to_string(off); }
+std::string at_offset(uint64_t off) {
+  return " at offset " + std::to_string(off);
+}
 
 Status read_value(Cursor& c, GgufType type, GgufValue& out, int depth, const std::string& what) {
   out.type = type;
   switch (type) {
-    case GgufType::kUint8: { LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint8_t>(what)); break; }
-    case GgufType::kUint16: { LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint16_t>(what)); break; }
-    case GgufType::kUint32: { LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint32_t>(what)); break; }
-    case GgufType::kUint64: { LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint64_t>(what)); break; }
-    case GgufType::kInt8: { LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int8_t>(what)); break; }
-    case GgufType::kInt16: { LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int16_t>(what)); break; }
-    case GgufType::kInt32: { LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int32_t>(what)); break; }
-    case GgufType::kInt64: { LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int64_t>(what)); break; }
-    case GgufType::kFloat32: { LLMSERVE_ASSIGN_OR_RETURN(out.f, c.read<float>(what)); break; }
-    case GgufType::kFloat64: { LLMSERVE_ASSIGN_OR_RETURN(out.f, c.read<double>(what)); break; }
+    case GgufType::kUint8: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint8_t>(what));
+      break;
+    }
+    case GgufType::kUint16: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint16_t>(what));
+      break;
+    }
+    case GgufType::kUint32: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint32_t>(what));
+      break;
+    }
+    case GgufType::kUint64: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.u, c.read<uint64_t>(what));
+      break;
+    }
+    case GgufType::kInt8: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int8_t>(what));
+      break;
+    }
+    case GgufType::kInt16: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int16_t>(what));
+      break;
+    }
+    case GgufType::kInt32: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int32_t>(what));
+      break;
+    }
+    case GgufType::kInt64: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.i, c.read<int64_t>(what));
+      break;
+    }
+    case GgufType::kFloat32: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.f, c.read<float>(what));
+      break;
+    }
+    case GgufType::kFloat64: {
+      LLMSERVE_ASSIGN_OR_RETURN(out.f, c.read<double>(what));
+      break;
+    }
     case GgufType::kBool: {
       LLMSERVE_ASSIGN_OR_RETURN(uint8_t b, c.read<uint8_t>(what));
       out.u = b != 0;
@@ -140,7 +184,9 @@ Status read_value(Cursor& c, GgufType type, GgufValue& out, int depth, const std
   return Status::ok();
 }
 
-bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
 
 }  // namespace
 
@@ -231,7 +277,8 @@ Status GgufFile::parse_all() {
     uint64_t elems = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       const uint64_t at = c.pos();
-      LLMSERVE_ASSIGN_OR_RETURN(uint64_t ne, c.read<uint64_t>(twhat + " ne[" + std::to_string(d) + "]"));
+      LLMSERVE_ASSIGN_OR_RETURN(uint64_t ne,
+                                c.read<uint64_t>(twhat + " ne[" + std::to_string(d) + "]"));
       if (ne == 0 || ne > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
           mul_overflows(elems, ne, &elems) ||
           elems > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -364,7 +411,8 @@ std::optional<std::vector<int32_t>> GgufFile::get_i32_array(std::string_view key
   std::vector<int32_t> out(v->count);
   for (uint64_t k = 0; k < v->count; ++k) {
     const auto d = v->array_i64(k);
-    if (!d || *d < std::numeric_limits<int32_t>::min() || *d > std::numeric_limits<int32_t>::max()) {
+    if (!d || *d < std::numeric_limits<int32_t>::min() ||
+        *d > std::numeric_limits<int32_t>::max()) {
       return std::nullopt;
     }
     out[k] = static_cast<int32_t>(*d);

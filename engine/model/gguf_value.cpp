@@ -9,11 +9,23 @@ namespace {
 
 size_t scalar_size(GgufType t) {
   switch (t) {
-    case GgufType::kUint8: case GgufType::kInt8: case GgufType::kBool: return 1;
-    case GgufType::kUint16: case GgufType::kInt16: return 2;
-    case GgufType::kUint32: case GgufType::kInt32: case GgufType::kFloat32: return 4;
-    case GgufType::kUint64: case GgufType::kInt64: case GgufType::kFloat64: return 8;
-    default: return 0;
+    case GgufType::kUint8:
+    case GgufType::kInt8:
+    case GgufType::kBool:
+      return 1;
+    case GgufType::kUint16:
+    case GgufType::kInt16:
+      return 2;
+    case GgufType::kUint32:
+    case GgufType::kInt32:
+    case GgufType::kFloat32:
+      return 4;
+    case GgufType::kUint64:
+    case GgufType::kInt64:
+    case GgufType::kFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -37,24 +49,39 @@ bool is_unsigned_int(GgufType t) {
 
 std::string_view gguf_type_name(GgufType t) {
   switch (t) {
-    case GgufType::kUint8: return "uint8";
-    case GgufType::kInt8: return "int8";
-    case GgufType::kUint16: return "uint16";
-    case GgufType::kInt16: return "int16";
-    case GgufType::kUint32: return "uint32";
-    case GgufType::kInt32: return "int32";
-    case GgufType::kFloat32: return "float32";
-    case GgufType::kBool: return "bool";
-    case GgufType::kString: return "string";
-    case GgufType::kArray: return "array";
-    case GgufType::kUint64: return "uint64";
-    case GgufType::kInt64: return "int64";
-    case GgufType::kFloat64: return "float64";
+    case GgufType::kUint8:
+      return "uint8";
+    case GgufType::kInt8:
+      return "int8";
+    case GgufType::kUint16:
+      return "uint16";
+    case GgufType::kInt16:
+      return "int16";
+    case GgufType::kUint32:
+      return "uint32";
+    case GgufType::kInt32:
+      return "int32";
+    case GgufType::kFloat32:
+      return "float32";
+    case GgufType::kBool:
+      return "bool";
+    case GgufType::kString:
+      return "string";
+    case GgufType::kArray:
+      return "array";
+    case GgufType::kUint64:
+      return "uint64";
+    case GgufType::kInt64:
+      return "int64";
+    case GgufType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
 
-bool GgufValue::is_integer() const { return is_signed_int(type) || is_unsigned_int(type); }
+bool GgufValue::is_integer() const {
+  return is_signed_int(type) || is_unsigned_int(type);
+}
 
 std::optional<int64_t> GgufValue::as_i64() const {
   if (is_signed_int(type)) return i;
@@ -92,18 +119,30 @@ std::optional<double> GgufValue::array_f64(uint64_t index) const {
   if (type != GgufType::kArray || raw == nullptr || index >= count) return std::nullopt;
   const std::byte* p = raw + index * scalar_size(elem_type);
   switch (elem_type) {
-    case GgufType::kUint8: return load<uint8_t>(p);
-    case GgufType::kInt8: return load<int8_t>(p);
-    case GgufType::kUint16: return load<uint16_t>(p);
-    case GgufType::kInt16: return load<int16_t>(p);
-    case GgufType::kUint32: return load<uint32_t>(p);
-    case GgufType::kInt32: return load<int32_t>(p);
-    case GgufType::kFloat32: return load<float>(p);
-    case GgufType::kBool: return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
-    case GgufType::kUint64: return static_cast<double>(load<uint64_t>(p));
-    case GgufType::kInt64: return static_cast<double>(load<int64_t>(p));
-    case GgufType::kFloat64: return load<double>(p);
-    default: return std::nullopt;
+    case GgufType::kUint8:
+      return load<uint8_t>(p);
+    case GgufType::kInt8:
+      return load<int8_t>(p);
+    case GgufType::kUint16:
+      return load<uint16_t>(p);
+    case GgufType::kInt16:
+      return load<int16_t>(p);
+    case GgufType::kUint32:
+      return load<uint32_t>(p);
+    case GgufType::kInt32:
+      return load<int32_t>(p);
+    case GgufType::kFloat32:
+      return load<float>(p);
+    case GgufType::kBool:
+      return load<uint8_t>(p) != 0 ? 1.0 : 0.0;
+    case GgufType::kUint64:
+      return static_cast<double>(load<uint64_t>(p));
+    case GgufType::kInt64:
+      return static_cast<double>(load<int64_t>(p));
+    case GgufType::kFloat64:
+      return load<double>(p);
+    default:
+      return std::nullopt;
   }
 }
 
@@ -111,20 +150,29 @@ std::optional<int64_t> GgufValue::array_i64(uint64_t index) const {
   if (type != GgufType::kArray || raw == nullptr || index >= count) return std::nullopt;
   const std::byte* p = raw + index * scalar_size(elem_type);
   switch (elem_type) {
-    case GgufType::kUint8: return load<uint8_t>(p);
-    case GgufType::kInt8: return load<int8_t>(p);
-    case GgufType::kUint16: return load<uint16_t>(p);
-    case GgufType::kInt16: return load<int16_t>(p);
-    case GgufType::kUint32: return load<uint32_t>(p);
-    case GgufType::kInt32: return load<int32_t>(p);
-    case GgufType::kBool: return load<uint8_t>(p) != 0 ? 1 : 0;
-    case GgufType::kInt64: return load<int64_t>(p);
+    case GgufType::kUint8:
+      return load<uint8_t>(p);
+    case GgufType::kInt8:
+      return load<int8_t>(p);
+    case GgufType::kUint16:
+      return load<uint16_t>(p);
+    case GgufType::kInt16:
+      return load<int16_t>(p);
+    case GgufType::kUint32:
+      return load<uint32_t>(p);
+    case GgufType::kInt32:
+      return load<int32_t>(p);
+    case GgufType::kBool:
+      return load<uint8_t>(p) != 0 ? 1 : 0;
+    case GgufType::kInt64:
+      return load<int64_t>(p);
     case GgufType::kUint64: {
       const uint64_t v = load<uint64_t>(p);
       if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return std::nullopt;
       return static_cast<int64_t>(v);
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -140,8 +188,13 @@ std::string GgufValue::to_string(size_t max_items) const {
       os << (cut ? "...\"" : "\"");
       break;
     }
-    case GgufType::kBool: os << (u ? "true" : "false"); break;
-    case GgufType::kFloat32: case GgufType::kFloat64: os << f; break;
+    case GgufType::kBool:
+      os << (u ? "true" : "false");
+      break;
+    case GgufType::kFloat32:
+    case GgufType::kFloat64:
+      os << f;
+      break;
     case GgufType::kArray: {
       os << "[" << gguf_type_name(elem_type) << " x " << count << "]";
       const uint64_t n = std::min<uint64_t>(count, max_items);
@@ -164,7 +217,10 @@ std::string GgufValue::to_string(size_t max_items) const {
       break;
     }
     default:
-      if (is_signed_int(type)) os << i; else os << u;
+      if (is_signed_int(type))
+        os << i;
+      else
+        os << u;
   }
   return os.str();
 }

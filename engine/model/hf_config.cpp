@@ -114,7 +114,8 @@ Result<ModelConfig> parse_config(const json& j) {
   LLMSERVE_RETURN_IF_ERROR(read_float(j, "rope_theta", &c.rope_theta));
   LLMSERVE_RETURN_IF_ERROR(read_rope_scaling(j, &c.rope_scaling));
   if (auto t = j.find("tie_word_embeddings"); t != j.end() && !t->is_null()) {
-    if (!t->is_boolean()) return invalid_argument("config.json: 'tie_word_embeddings' must be bool");
+    if (!t->is_boolean())
+      return invalid_argument("config.json: 'tie_word_embeddings' must be bool");
     c.tie_word_embeddings = t->get<bool>();
   }
   c.attention_bias = c.architecture == "qwen2";

@@ -117,7 +117,8 @@ Result<std::unique_ptr<LoadedModel>> LoadedModelBuilder::from_hf_dir(const std::
 Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) return not_found("model path '" + path + "' not found");
+  if (ec || !std::filesystem::exists(status))
+    return not_found("model path '" + path + "' not found");
   if (std::filesystem::is_directory(status)) return LoadedModelBuilder::from_hf_dir(path);
   return LoadedModelBuilder::from_gguf(path);
 }

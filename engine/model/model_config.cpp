@@ -8,9 +8,12 @@ namespace llmserve {
 
 std::string_view rope_scaling_name(RopeScalingType t) {
   switch (t) {
-    case RopeScalingType::kNone: return "none";
-    case RopeScalingType::kLinear: return "linear";
-    case RopeScalingType::kLlama3: return "llama3";
+    case RopeScalingType::kNone:
+      return "none";
+    case RopeScalingType::kLinear:
+      return "linear";
+    case RopeScalingType::kLlama3:
+      return "llama3";
   }
   return "unknown";
 }
@@ -18,8 +21,8 @@ std::string_view rope_scaling_name(RopeScalingType t) {
 std::string ModelConfig::kv_bytes_formula(int bytes_per_element) const {
   return "2 x " + std::to_string(num_layers) + " layers x " + std::to_string(num_kv_heads) +
          " kv_heads x " + std::to_string(head_dim) + " head_dim x " +
-         std::to_string(bytes_per_element) + " bytes = " +
-         std::to_string(kv_bytes_per_token(bytes_per_element)) + " bytes/token";
+         std::to_string(bytes_per_element) +
+         " bytes = " + std::to_string(kv_bytes_per_token(bytes_per_element)) + " bytes/token";
 }
 
 Status ModelConfig::validate() const {
@@ -109,7 +112,8 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   } else if (stype == "llama3") {
     c.rope_scaling.type = RopeScalingType::kLlama3;
     c.rope_scaling.factor = gguf.get_f32(p + "rope.scaling.factor").value_or(8.0f);
-    c.rope_scaling.low_freq_factor = gguf.get_f32(p + "rope.scaling.low_freq_factor").value_or(1.0f);
+    c.rope_scaling.low_freq_factor =
+        gguf.get_f32(p + "rope.scaling.low_freq_factor").value_or(1.0f);
     c.rope_scaling.high_freq_factor =
         gguf.get_f32(p + "rope.scaling.high_freq_factor").value_or(4.0f);
     c.rope_scaling.original_max_position =

@@ -18,15 +18,16 @@ std::string_view rope_scaling_name(RopeScalingType t);
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kNone;
-  float factor = 1.0f;           // linear: positions divided by factor; llama3: low-freq divisor
-  float low_freq_factor = 1.0f;  // llama3 only
-  float high_freq_factor = 4.0f;               // llama3 only
-  int64_t original_max_position = 8192;        // llama3 only
+  float factor = 1.0f;            // linear: positions divided by factor; llama3: low-freq divisor
+  float low_freq_factor = 1.0f;   // llama3 only
+  float high_freq_factor = 4.0f;  // llama3 only
+  int64_t original_max_position = 8192;  // llama3 only
   bool operator==(const RopeScaling&) const = default;
 };
 
 struct ModelConfig {
-  std::string architecture;  // "llama", "mistral", "qwen2" (GGUF general.architecture / HF model_type)
+  std::string
+      architecture;  // "llama", "mistral", "qwen2" (GGUF general.architecture / HF model_type)
   int64_t hidden_size = 0;
   int64_t num_layers = 0;
   int64_t num_heads = 0;
@@ -40,11 +41,11 @@ struct ModelConfig {
   // true: adjacent pairs (x[2i], x[2i+1]) rotate (llama-arch GGUF, whose Q/K rows llama.cpp's
   // converter permuted); false: halves (x[i], x[i + head_dim/2]) rotate (HF safetensors, qwen2).
   bool rope_interleaved = false;
-  bool tie_word_embeddings = false;  // LM head = token embedding (no output.weight)
-  bool attention_bias = false;       // q/k/v projections have biases (qwen2)
+  bool tie_word_embeddings = false;               // LM head = token embedding (no output.weight)
+  bool attention_bias = false;                    // q/k/v projections have biases (qwen2)
   int32_t bos_id = -1, eos_id = -1, pad_id = -1;  // -1 = none
-  std::vector<int32_t> eos_ids;      // every end-of-sequence id (eos_id first when set)
-  int64_t max_context = 0;           // max_position_embeddings / context_length
+  std::vector<int32_t> eos_ids;  // every end-of-sequence id (eos_id first when set)
+  int64_t max_context = 0;       // max_position_embeddings / context_length
 
   // K and V of one token over all layers: 2 x layers x kv_heads x head_dim x bytes.
   uint64_t kv_bytes_per_token(int bytes_per_element) const {

@@ -51,7 +51,7 @@ class LoadedModel {
   const std::string& path() const { return path_; }
   const TensorView* tensor(std::string_view canonical_name) const;
   const std::vector<TensorView>& tensors() const { return tensors_; }  // file order
-  const GgufFile* gguf() const { return gguf_.get(); }  // null for HF directories
+  const GgufFile* gguf() const { return gguf_.get(); }                 // null for HF directories
   // The HF directory holding tokenizer.json / tokenizer_config.json; empty for GGUF.
   const std::string& tokenizer_dir() const { return tokenizer_dir_; }
 

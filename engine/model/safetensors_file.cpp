@@ -7,8 +7,8 @@
 namespace llmserve {
 namespace {
 
-using nlohmann::json;
 using kernels::DType;
+using nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
 
@@ -26,7 +26,8 @@ Result<DType> parse_dtype(const std::string& s, const std::string& where) {
 
 Result<uint64_t> non_negative(const json& v, const std::string& where) {
   if (v.is_number_unsigned()) return v.get<uint64_t>();
-  if (v.is_number_integer() && v.get<int64_t>() >= 0) return static_cast<uint64_t>(v.get<int64_t>());
+  if (v.is_number_integer() && v.get<int64_t>() >= 0)
+    return static_cast<uint64_t>(v.get<int64_t>());
   return data_loss(where + " must be a non-negative integer");
 }
 

@@ -26,7 +26,7 @@ Sampler::Sampler(int32_t vocab_size, std::vector<int32_t> eos_ids)
     : vocab_size_(vocab_size), eos_ids_(std::move(eos_ids)) {
   work_.reserve(vocab_size);
   cand_.reserve(vocab_size);
-  weights_.reserve(vocab_size);
+  weights_.resize(vocab_size);
   ids_.reserve(vocab_size);
 }
 
@@ -74,66 +74,65 @@ int32_t Sampler::draw(const SamplingParams& params, double u) {
     if (work_[i] > kNegInf) cand_.push_back(i);
   }
   if (cand_.empty()) return -1;
-  const float temperature = params.temperature;
-  bool sorted = false;
   if (params.top_k > 0 && static_cast<size_t>(params.top_k) < cand_.size()) {
     select_top_k(params.top_k);
-    sorted = true;
   }
   float max_logit = kNegInf;
   for (int32_t id : cand_) max_logit = std::max(max_logit, work_[id]);
   if (std::isinf(max_logit)) return argmax(work_);
-  if (params.top_p < 1.0f) {
-    select_top_p(params.top_p, temperature, max_logit, sorted);
-  }
-  weights_.clear();
+  // Weights relative to the top token (whose weight is 1), temperature applied.
+  const float inv_t = 1.0f / params.temperature;
+  for (int32_t id : cand_) weights_[id] = std::exp((work_[id] - max_logit) * inv_t);
+  if (params.top_p < 1.0f) select_top_p(params.top_p);
+  // min_p keeps p >= min_p * p_max, i.e. weight >= min_p.
   double total = 0;
-  const float min_weight = params.min_p;  // min_p * p_max, with p_max's weight being 1
   size_t kept = 0;
   for (int32_t id : cand_) {
-    const float w = std::exp((work_[id] - max_logit) / temperature);
-    if (w < min_weight) continue;
+    if (weights_[id] < params.min_p) continue;
     cand_[kept++] = id;
-    weights_.push_back(w);
-    total += w;
+    total += weights_[id];
   }
   cand_.resize(kept);
   const double target = u * total;
   double cum = 0;
-  for (size_t j = 0; j < cand_.size(); ++j) {
-    cum += weights_[j];
-    if (cum > target) return cand_[j];
+  for (int32_t id : cand_) {
+    cum += weights_[id];
+    if (cum > target) return id;
   }
   return cand_.back();
 }
 
 void Sampler::select_top_k(int32_t k) {
-  ByLogitDesc cmp{work_.data()};
-  std::nth_element(cand_.begin(), cand_.begin() + k, cand_.end(), cmp);
+  std::nth_element(cand_.begin(), cand_.begin() + k, cand_.end(), ByLogitDesc{work_.data()});
   cand_.resize(static_cast<size_t>(k));
-  std::sort(cand_.begin(), cand_.end(), cmp);
 }
 
-void Sampler::select_top_p(float top_p, float temperature, float max_logit, bool sorted) {
-  auto weight = [&](int32_t id) { return std::exp((work_[id] - max_logit) / temperature); };
+void Sampler::select_top_p(float top_p) {
   double z = 0;
-  for (int32_t id : cand_) z += weight(id);
+  for (int32_t id : cand_) z += weights_[id];
   const double limit = static_cast<double>(top_p) * z;
+  // Keep the shortest descending prefix whose mass reaches the limit (a token stays while the
+  // mass ranked above it is below the limit). Weighted quickselect: O(vocab), no full sort.
+  // Invariant: cand_[0, lo) is ranked above cand_[lo, hi), is all kept, and has mass `before`;
+  // the kept count lies in (lo, hi].
   ByLogitDesc cmp{work_.data()};
-  size_t sorted_end = sorted ? cand_.size() : 0;
-  size_t kept = 0;
-  double cum = 0;
-  // Keep the smallest descending prefix whose mass reaches top_p: a token stays while the
-  // mass before it is below the limit. Sort lazily, growing the sorted prefix 4x at a time.
-  while (kept < cand_.size() && cum < limit) {
-    if (kept == sorted_end) {
-      size_t next = std::min(cand_.size(), std::max<size_t>(64, sorted_end * 4));
-      std::partial_sort(cand_.begin() + sorted_end, cand_.begin() + next, cand_.end(), cmp);
-      sorted_end = next;
+  size_t lo = 0, hi = cand_.size();
+  double before = 0;
+  while (hi - lo > 32) {
+    const size_t mid = lo + (hi - lo) / 2;
+    std::nth_element(cand_.begin() + lo, cand_.begin() + mid, cand_.begin() + hi, cmp);
+    double mass = 0;
+    for (size_t j = lo; j < mid; ++j) mass += weights_[cand_[j]];
+    if (before + mass >= limit) {
+      hi = mid;
+    } else {
+      before += mass;
+      lo = mid;
     }
-    cum += weight(cand_[kept]);
-    ++kept;
   }
+  std::sort(cand_.begin() + lo, cand_.begin() + hi, cmp);
+  size_t kept = lo;
+  while (kept < hi && before < limit) before += weights_[cand_[kept++]];
   cand_.resize(std::max<size_t>(kept, 1));
 }
 
@@ -142,7 +141,7 @@ TokenLogprob Sampler::logprobs(std::span<const float> raw, int32_t token, int32_
   for (float v : raw) max_logit = std::max(max_logit, v);
   double z = 0;
   for (float v : raw) {
-    if (v > kNegInf) z += std::exp(static_cast<double>(v) - max_logit);
+    if (v > kNegInf) z += std::exp(v - max_logit);
   }
   const double log_z = static_cast<double>(max_logit) + std::log(z);
   TokenLogprob out;

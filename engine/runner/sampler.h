@@ -48,14 +48,14 @@ class Sampler {
   int32_t argmax(std::span<const float> logits) const;  // -1 when no finite logit
   int32_t draw(const SamplingParams& params, double u);
   void select_top_k(int32_t k);
-  void select_top_p(float top_p, float temperature, float max_logit, bool sorted);
+  void select_top_p(float top_p);
   TokenLogprob logprobs(std::span<const float> raw, int32_t token, int32_t n);
 
   int32_t vocab_size_;
   std::vector<int32_t> eos_ids_;
   std::vector<float> work_;      // processed logits
   std::vector<int32_t> cand_;    // candidate ids
-  std::vector<float> weights_;   // exp((logit - max) / T) per candidate
+  std::vector<float> weights_;   // [vocab]: exp((logit - max) / T), set for candidates
   std::vector<int32_t> ids_;     // scratch for logprob top-N
 };
 

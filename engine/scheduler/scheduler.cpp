@@ -22,7 +22,7 @@ Status Scheduler::add_request(Request request) {
   const std::string who = "request " + std::to_string(request.id) + ": ";
   if (requests_.contains(request.id)) return invalid_argument(who + "duplicate id");
   if (request.prompt_token_ids.empty()) return invalid_argument(who + "empty prompt");
-  if (request.max_tokens < 1) return invalid_argument(who + "max_tokens must be >= 1");
+  if (request.max_tokens < 0) return invalid_argument(who + "max_tokens must be >= 0");
   if (request.num_prompt_tokens() >= config_.max_model_len) {
     return invalid_argument(who + "prompt has " + std::to_string(request.num_prompt_tokens()) +
                             " tokens; max_model_len is " + std::to_string(config_.max_model_len));
@@ -98,7 +98,8 @@ void Scheduler::emit(Request& request, int32_t num_new_tokens, bool is_new) {
   s.num_computed_tokens = request.num_computed_tokens;
   s.num_new_tokens = num_new_tokens;
   s.block_table = kv_.block_table(request);
-  s.sample = request.num_computed_tokens + num_new_tokens == request.num_tokens();
+  s.sample = request.num_computed_tokens + num_new_tokens == request.num_tokens() &&
+             request.max_tokens > 0;
   s.is_new = is_new;
   output_.scheduled.push_back(s);
   auto& st = output_.stats;
@@ -240,6 +241,11 @@ const std::vector<FinishedRequest>& Scheduler::update(const SchedulerOutput& out
     assert(r.num_computed_tokens == s.num_computed_tokens);
     r.num_computed_tokens += s.num_new_tokens;
     kv_.cache_computed_blocks(r);
+    if (r.max_tokens == 0 && r.num_computed_tokens == r.num_tokens()) {
+      finish_request(r, FinishReason::kLength);  // prompt-only request
+      update_finished_.push_back({r.id, FinishReason::kLength});
+      continue;
+    }
     if (!s.sample) continue;
     assert(next_sample < sampled_tokens.size());
     if (next_sample >= sampled_tokens.size()) break;

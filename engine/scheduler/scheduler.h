@@ -32,7 +32,7 @@ class Scheduler {
                                                    KvCacheManager kv_cache);
 
   // Queues a request (status, counters and KV state are reset; arrival_seq assigned). Fails on a
-  // duplicate id, an empty prompt, max_tokens < 1, a prompt of max_model_len tokens or more, or a
+  // duplicate id, an empty prompt, max_tokens < 0, a prompt of max_model_len tokens or more, or a
   // request whose largest footprint can never fit in the KV cache.
   Status add_request(Request request);
   // Marks a request for abort; at the next schedule() its blocks are freed and it is reported in
@@ -46,8 +46,9 @@ class Scheduler {
   const SchedulerOutput& schedule();
   // Applies the step's results: advances computed tokens, caches full blocks, appends one sampled
   // token per entry of output.scheduled with sample == true (in that order) and applies the length
-  // stops (max_tokens, max_model_len). output is the last schedule()'s. Returns the requests this
-  // call finished; they stay readable through find() until the next schedule().
+  // stops (max_tokens, max_model_len; max_tokens == 0 ends once the prompt is computed). output
+  // is the last schedule()'s. Returns the requests this call finished; they stay readable through
+  // find() until the next schedule().
   const std::vector<FinishedRequest>& update(const SchedulerOutput& output,
                                              std::span<const int32_t> sampled_tokens);
 

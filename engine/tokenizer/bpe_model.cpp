@@ -74,7 +74,7 @@ bool BpeModel::emit_unknown(std::string_view chars, bool after_unk, std::vector<
       return false;
     }
   }
-  if (unk_id_ < 0) return false;
+  if (!options_.use_unk || unk_id_ < 0) return false;
   if (!(options_.fuse_unk && after_unk)) out.push_back(unk_id_);
   return true;
 }

@@ -21,6 +21,8 @@ class BpeModel {
   struct Options {
     bool merge_by_score = false;  // SentencePiece: merge any pair whose text is a normal piece
     bool byte_fallback = false;   // unknown chars become <0xNN> tokens
+    bool use_unk = false;         // unknown chars become unk_id (otherwise they are dropped,
+                                  // as HF byte-level BPE without an unk_token does)
     bool fuse_unk = false;        // consecutive unknowns become one unk id
     bool ignore_merges = false;   // a word that is itself a token is emitted whole (Llama-3)
   };

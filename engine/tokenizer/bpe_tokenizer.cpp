@@ -1,5 +1,7 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 
+#include <unordered_map>
+
 #include "engine/tokenizer/byte_unicode_map.h"
 #include "engine/tokenizer/utf8.h"
 
@@ -78,6 +80,7 @@ Status BpeTokenizer::init() {
   BpeModel::Options options;
   options.merge_by_score = spm && spec_.merges.empty();
   options.byte_fallback = spm;
+  options.use_unk = spm;
   options.fuse_unk = spm;
   options.ignore_merges = spec_.ignore_merges;
   LLMSERVE_ASSIGN_OR_RETURN(BpeModel model, BpeModel::create(spec_, options));
@@ -137,11 +140,29 @@ void BpeTokenizer::encode_text(std::string_view text, bool at_start, std::vector
   }
   std::vector<std::string_view> pieces;
   pre_->split(text, pieces);
+  // Long texts repeat words: remember each piece's ids for the rest of this call.
+  const bool use_cache = pieces.size() > 64;
+  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
+  std::vector<int32_t> cached_ids;
   std::string word;
   for (std::string_view piece : pieces) {
+    if (use_cache) {
+      auto it = cache.find(piece);
+      if (it != cache.end()) {
+        out.insert(out.end(), cached_ids.begin() + it->second.first,
+                   cached_ids.begin() + it->second.first + it->second.second);
+        continue;
+      }
+    }
     word.clear();
     for (char c : piece) word.append(byte_to_unicode(static_cast<uint8_t>(c)));
+    const size_t before = out.size();
     model_->encode_word(word, out);
+    if (use_cache && piece.size() <= 64) {
+      cache.emplace(piece, std::pair<uint32_t, uint32_t>(static_cast<uint32_t>(cached_ids.size()),
+                                                         static_cast<uint32_t>(out.size() - before)));
+      cached_ids.insert(cached_ids.end(), out.begin() + before, out.end());
+    }
   }
 }
 

@@ -36,7 +36,8 @@ void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
   std::vector<int32_t>& owner = owner_tls;  // workers must see the caller's vector
   owner.resize(T);
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = query_start[b]; t < query_start[b + 1]; ++t) owner[t] = static_cast<int32_t>(b);
+    for (int64_t t = query_start[b]; t < query_start[b + 1]; ++t)
+      owner[t] = static_cast<int32_t>(b);
   }
   const int64_t n = T * KVH;
   pool.parallel_for(n, [&](int64_t begin, int64_t end) {
@@ -67,7 +68,8 @@ void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const
   std::vector<float>& recs = recs_tls;
   first_part.resize(B + 1);
   first_part[0] = 0;
-  for (int64_t b = 0; b < B; ++b) first_part[b + 1] = first_part[b] + cpu::num_partitions(seq_lens[b]);
+  for (int64_t b = 0; b < B; ++b)
+    first_part[b + 1] = first_part[b] + cpu::num_partitions(seq_lens[b]);
   const int64_t total = first_part[B];
   if (recs.size() < static_cast<size_t>(total * KVH * rec)) recs.resize(total * KVH * rec);
   const int64_t n = total * KVH;
@@ -81,7 +83,8 @@ void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const
       const int64_t ctx = seq_lens[b];
       const int64_t s = p * kAttentionPartition, e = std::min(ctx, s + kAttentionPartition);
       // Records of one (request, head) are contiguous over partitions for the merge.
-      float* r = recs.data() + ((first_part[b] * KVH) + h * (first_part[b + 1] - first_part[b]) + p) * rec;
+      float* r =
+          recs.data() + ((first_part[b] * KVH) + h * (first_part[b + 1] - first_part[b]) + p) * rec;
       cpu::attend_partition(kv, kv.block_tables + b * kv.max_blocks_per_seq, h,
                             q + (b * num_heads + static_cast<int64_t>(h) * G) * D, G, scale, s, e,
                             r);

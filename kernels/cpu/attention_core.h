@@ -8,7 +8,9 @@
 namespace llmserve::kernels::cpu {
 
 // Floats in one partition record for G heads: m[G], l[G], acc[G][head_dim] (unnormalised).
-inline int64_t partial_floats(int G, int head_dim) { return static_cast<int64_t>(G) * (head_dim + 2); }
+inline int64_t partial_floats(int G, int head_dim) {
+  return static_cast<int64_t>(G) * (head_dim + 2);
+}
 
 // Attends G query heads q[G][head_dim] (all reading kv_head) over positions [start, end) of the
 // request whose block ids are `table`; writes one partition record to rec. end > start.

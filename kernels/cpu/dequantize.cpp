@@ -204,9 +204,9 @@ uint16_t fp32_to_fp16(float f) {
   const uint32_t bits = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000);
   const uint32_t abs = bits & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return sign | 0x7E00;  // NaN
-  if (abs >= 0x477FF000u) return sign | 0x7C00;  // >= 65520 rounds to inf
-  if (abs < 0x38800000u) {                        // below 2^-14: subnormal half
+  if (abs > 0x7F800000u) return sign | 0x7E00;           // NaN
+  if (abs >= 0x477FF000u) return sign | 0x7C00;          // >= 65520 rounds to inf
+  if (abs < 0x38800000u) {                               // below 2^-14: subnormal half
     const float scaled = bits_float(abs) * 16777216.0f;  // exact: times 2^24
     return sign | static_cast<uint16_t>(std::nearbyint(scaled));
   }
@@ -217,7 +217,9 @@ uint16_t fp32_to_fp16(float f) {
   return sign | static_cast<uint16_t>(h);
 }
 
-float bf16_to_fp32(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+float bf16_to_fp32(uint16_t b) {
+  return bits_float(static_cast<uint32_t>(b) << 16);
+}
 
 uint16_t fp32_to_bf16(float f) {
   const uint32_t bits = float_bits(f);
@@ -227,9 +229,21 @@ uint16_t fp32_to_bf16(float f) {
 
 bool dtype_can_dequantize(DType type) {
   switch (type) {
-    case DType::F32: case DType::F16: case DType::BF16: case DType::Q4_0: case DType::Q4_1:
-    case DType::Q5_0: case DType::Q5_1: case DType::Q8_0: case DType::Q8_1: case DType::Q2_K:
-    case DType::Q3_K: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: case DType::Q8_K:
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+    case DType::Q4_0:
+    case DType::Q4_1:
+    case DType::Q5_0:
+    case DType::Q5_1:
+    case DType::Q8_0:
+    case DType::Q8_1:
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::Q8_K:
       return true;
     default:
       return false;
@@ -252,19 +266,32 @@ void dequantize_row(DType type, const void* src, float* dst, int64_t n) {
       }
       return;
     }
-    case DType::Q4_0: return dequant_q4_0(blocks_of<BlockQ4_0>(src), dst, nb);
-    case DType::Q4_1: return dequant_q4_1(blocks_of<BlockQ4_1>(src), dst, nb);
-    case DType::Q5_0: return dequant_q5(blocks_of<BlockQ5_0>(src), dst, nb, false);
-    case DType::Q5_1: return dequant_q5(blocks_of<BlockQ5_1>(src), dst, nb, true);
-    case DType::Q8_0: return dequant_q8(blocks_of<BlockQ8_0>(src), dst, nb);
-    case DType::Q8_1: return dequant_q8(blocks_of<BlockQ8_1>(src), dst, nb);
-    case DType::Q2_K: return dequant_q2_k(blocks_of<BlockQ2_K>(src), dst, nb);
-    case DType::Q3_K: return dequant_q3_k(blocks_of<BlockQ3_K>(src), dst, nb);
-    case DType::Q4_K: return dequant_q45_k(blocks_of<BlockQ4_K>(src), dst, nb);
-    case DType::Q5_K: return dequant_q45_k(blocks_of<BlockQ5_K>(src), dst, nb);
-    case DType::Q6_K: return dequant_q6_k(blocks_of<BlockQ6_K>(src), dst, nb);
-    case DType::Q8_K: return dequant_q8_k(blocks_of<BlockQ8_K>(src), dst, nb);
-    default: return;
+    case DType::Q4_0:
+      return dequant_q4_0(blocks_of<BlockQ4_0>(src), dst, nb);
+    case DType::Q4_1:
+      return dequant_q4_1(blocks_of<BlockQ4_1>(src), dst, nb);
+    case DType::Q5_0:
+      return dequant_q5(blocks_of<BlockQ5_0>(src), dst, nb, false);
+    case DType::Q5_1:
+      return dequant_q5(blocks_of<BlockQ5_1>(src), dst, nb, true);
+    case DType::Q8_0:
+      return dequant_q8(blocks_of<BlockQ8_0>(src), dst, nb);
+    case DType::Q8_1:
+      return dequant_q8(blocks_of<BlockQ8_1>(src), dst, nb);
+    case DType::Q2_K:
+      return dequant_q2_k(blocks_of<BlockQ2_K>(src), dst, nb);
+    case DType::Q3_K:
+      return dequant_q3_k(blocks_of<BlockQ3_K>(src), dst, nb);
+    case DType::Q4_K:
+      return dequant_q45_k(blocks_of<BlockQ4_K>(src), dst, nb);
+    case DType::Q5_K:
+      return dequant_q45_k(blocks_of<BlockQ5_K>(src), dst, nb);
+    case DType::Q6_K:
+      return dequant_q6_k(blocks_of<BlockQ6_K>(src), dst, nb);
+    case DType::Q8_K:
+      return dequant_q8_k(blocks_of<BlockQ8_K>(src), dst, nb);
+    default:
+      return;
   }
 }
 

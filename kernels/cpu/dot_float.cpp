@@ -33,7 +33,9 @@ struct LoadBF16 {
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
-  static float load1(const void* w, int64_t i) { return bf16_to_fp32(static_cast<const uint16_t*>(w)[i]); }
+  static float load1(const void* w, int64_t i) {
+    return bf16_to_fp32(static_cast<const uint16_t*>(w)[i]);
+  }
 };
 
 template <typename L, int R>
@@ -60,10 +62,18 @@ template <typename L>
 void float_dispatch(const void* w, const void* x, size_t xs, int R, int64_t K, float* out,
                     int64_t os) {
   switch (R) {
-    case 1: float_rows<L, 1>(w, x, xs, K, out, os); break;
-    case 2: float_rows<L, 2>(w, x, xs, K, out, os); break;
-    case 3: float_rows<L, 3>(w, x, xs, K, out, os); break;
-    default: float_rows<L, 4>(w, x, xs, K, out, os); break;
+    case 1:
+      float_rows<L, 1>(w, x, xs, K, out, os);
+      break;
+    case 2:
+      float_rows<L, 2>(w, x, xs, K, out, os);
+      break;
+    case 3:
+      float_rows<L, 3>(w, x, xs, K, out, os);
+      break;
+    default:
+      float_rows<L, 4>(w, x, xs, K, out, os);
+      break;
   }
 }
 
@@ -104,20 +114,34 @@ template void dot_rows_dequant<DType::Q5_K>(const void*, const void*, size_t, in
 
 DotKernel dot_kernel_for(DType t) {
   switch (t) {
-    case DType::F32: return {ActFormat::kF32, dot_rows_f32};
-    case DType::F16: return {ActFormat::kF32, dot_rows_f16};
-    case DType::BF16: return {ActFormat::kF32, dot_rows_bf16};
-    case DType::Q4_0: return {ActFormat::kQ8, dot_rows_q4_0};
-    case DType::Q4_1: return {ActFormat::kQ8, dot_rows_q4_1};
-    case DType::Q8_0: return {ActFormat::kQ8, dot_rows_q8_0};
-    case DType::Q4_K: return {ActFormat::kQ8K, dot_rows_q4_k};
-    case DType::Q6_K: return {ActFormat::kQ8K, dot_rows_q6_k};
-    case DType::Q5_0: return {ActFormat::kF32, dot_rows_dequant<DType::Q5_0>};
-    case DType::Q5_1: return {ActFormat::kF32, dot_rows_dequant<DType::Q5_1>};
-    case DType::Q2_K: return {ActFormat::kF32, dot_rows_dequant<DType::Q2_K>};
-    case DType::Q3_K: return {ActFormat::kF32, dot_rows_dequant<DType::Q3_K>};
-    case DType::Q5_K: return {ActFormat::kF32, dot_rows_dequant<DType::Q5_K>};
-    default: return {ActFormat::kF32, nullptr};
+    case DType::F32:
+      return {ActFormat::kF32, dot_rows_f32};
+    case DType::F16:
+      return {ActFormat::kF32, dot_rows_f16};
+    case DType::BF16:
+      return {ActFormat::kF32, dot_rows_bf16};
+    case DType::Q4_0:
+      return {ActFormat::kQ8, dot_rows_q4_0};
+    case DType::Q4_1:
+      return {ActFormat::kQ8, dot_rows_q4_1};
+    case DType::Q8_0:
+      return {ActFormat::kQ8, dot_rows_q8_0};
+    case DType::Q4_K:
+      return {ActFormat::kQ8K, dot_rows_q4_k};
+    case DType::Q6_K:
+      return {ActFormat::kQ8K, dot_rows_q6_k};
+    case DType::Q5_0:
+      return {ActFormat::kF32, dot_rows_dequant<DType::Q5_0>};
+    case DType::Q5_1:
+      return {ActFormat::kF32, dot_rows_dequant<DType::Q5_1>};
+    case DType::Q2_K:
+      return {ActFormat::kF32, dot_rows_dequant<DType::Q2_K>};
+    case DType::Q3_K:
+      return {ActFormat::kF32, dot_rows_dequant<DType::Q3_K>};
+    case DType::Q5_K:
+      return {ActFormat::kF32, dot_rows_dequant<DType::Q5_K>};
+    default:
+      return {ActFormat::kF32, nullptr};
   }
 }
 

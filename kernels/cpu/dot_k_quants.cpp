@@ -120,10 +120,18 @@ void dot_rows_q4_k(const void* w, const void* x, size_t xs, int R, int64_t K, fl
   const auto* wb = static_cast<const BlockQ4_K*>(w);
   const int64_t nb = K / kQKK;
   switch (R) {
-    case 1: q4_k_rows<1>(wb, x, xs, nb, out, os); break;
-    case 2: q4_k_rows<2>(wb, x, xs, nb, out, os); break;
-    case 3: q4_k_rows<3>(wb, x, xs, nb, out, os); break;
-    default: q4_k_rows<4>(wb, x, xs, nb, out, os); break;
+    case 1:
+      q4_k_rows<1>(wb, x, xs, nb, out, os);
+      break;
+    case 2:
+      q4_k_rows<2>(wb, x, xs, nb, out, os);
+      break;
+    case 3:
+      q4_k_rows<3>(wb, x, xs, nb, out, os);
+      break;
+    default:
+      q4_k_rows<4>(wb, x, xs, nb, out, os);
+      break;
   }
 }
 
@@ -132,10 +140,18 @@ void dot_rows_q6_k(const void* w, const void* x, size_t xs, int R, int64_t K, fl
   const auto* wb = static_cast<const BlockQ6_K*>(w);
   const int64_t nb = K / kQKK;
   switch (R) {
-    case 1: q6_k_rows<1>(wb, x, xs, nb, out, os); break;
-    case 2: q6_k_rows<2>(wb, x, xs, nb, out, os); break;
-    case 3: q6_k_rows<3>(wb, x, xs, nb, out, os); break;
-    default: q6_k_rows<4>(wb, x, xs, nb, out, os); break;
+    case 1:
+      q6_k_rows<1>(wb, x, xs, nb, out, os);
+      break;
+    case 2:
+      q6_k_rows<2>(wb, x, xs, nb, out, os);
+      break;
+    case 3:
+      q6_k_rows<3>(wb, x, xs, nb, out, os);
+      break;
+    default:
+      q6_k_rows<4>(wb, x, xs, nb, out, os);
+      break;
   }
 }
 

@@ -15,8 +15,8 @@ enum class ActFormat { kF32, kQ8, kQ8K };
 
 // out[r * out_stride] = W_row . x_r for r < R; x_r = x_rows + r * x_stride bytes, in the
 // activation format of the weight type.
-using RowDotFn = void (*)(const void* w_row, const void* x_rows, size_t x_stride, int R,
-                          int64_t K, float* out, int64_t out_stride);
+using RowDotFn = void (*)(const void* w_row, const void* x_rows, size_t x_stride, int R, int64_t K,
+                          float* out, int64_t out_stride);
 
 struct DotKernel {
   ActFormat act;

@@ -11,21 +11,26 @@ namespace {
 
 using cpu::ActFormat;
 
-constexpr int64_t kTileN = 16;   // weight rows per task
-constexpr int64_t kTileM = 64;   // activation rows per task when M is large
+constexpr int64_t kTileN = 16;  // weight rows per task
+constexpr int64_t kTileM = 64;  // activation rows per task when M is large
 
 size_t act_row_bytes(ActFormat f, int64_t K) {
   switch (f) {
-    case ActFormat::kQ8: return static_cast<size_t>(K / kQK) * sizeof(cpu::ActQ8);
-    case ActFormat::kQ8K: return static_cast<size_t>(K / kQKK) * sizeof(BlockQ8_K);
-    case ActFormat::kF32: break;
+    case ActFormat::kQ8:
+      return static_cast<size_t>(K / kQK) * sizeof(cpu::ActQ8);
+    case ActFormat::kQ8K:
+      return static_cast<size_t>(K / kQKK) * sizeof(BlockQ8_K);
+    case ActFormat::kF32:
+      break;
   }
   return static_cast<size_t>(K) * sizeof(float);
 }
 
 }  // namespace
 
-bool matmul_supports(DType w_type) { return cpu::dot_kernel_for(w_type).fn != nullptr; }
+bool matmul_supports(DType w_type) {
+  return cpu::dot_kernel_for(w_type).fn != nullptr;
+}
 
 void matmul(ThreadPool& pool, const float* x, int64_t M, int64_t K, DType w_type, const void* w,
             int64_t N, float* y) {
@@ -65,9 +70,10 @@ void matmul(ThreadPool& pool, const float* x, int64_t M, int64_t K, DType w_type
     for (int64_t t = begin; t < end; ++t) {
       const int64_t n0 = (t / m_tiles) * kTileN, n1 = std::min(N, n0 + kTileN);
       const int64_t m0 = (t % m_tiles) * tile_m, m1 = std::min(M, m0 + tile_m);
-      for (int64_t n = n0; n < n1; ++n) {
-        for (int64_t m = m0; m < m1; m += cpu::kMaxRows) {
-          const int R = static_cast<int>(std::min<int64_t>(cpu::kMaxRows, m1 - m));
+      // The weight tile (kTileN rows) and one group of activation rows stay in L1.
+      for (int64_t m = m0; m < m1; m += cpu::kMaxRows) {
+        const int R = static_cast<int>(std::min<int64_t>(cpu::kMaxRows, m1 - m));
+        for (int64_t n = n0; n < n1; ++n) {
           kern.fn(wb + n * wr, xb + m * xs, xs, R, K, y + m * N + n, N);
         }
       }

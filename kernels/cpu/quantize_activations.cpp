@@ -9,7 +9,8 @@ namespace {
 float abs_max(const float* x, int n) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 m = _mm256_setzero_ps();
-  for (int i = 0; i < n; i += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
+  for (int i = 0; i < n; i += 8)
+    m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   h = _mm_max_ss(h, _mm_movehdup_ps(h));
@@ -25,7 +26,8 @@ int32_t quantize_block(const float* x, int n, float inv, int8_t* q) {
     __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
     __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), vinv));
     __m256i d = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), vinv));
-    total = _mm256_add_epi32(total, _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)));
+    total =
+        _mm256_add_epi32(total, _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)));
     __m256i ab = _mm256_packs_epi32(a, b);
     __m256i cd = _mm256_packs_epi32(c, d);
     __m256i abcd = _mm256_packs_epi16(ab, cd);
@@ -47,7 +49,8 @@ void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out) {
     const float amax = abs_max(xb, kQK);
     const float d = amax / 127.0f;
     out[b].d = d;
-    out[b].sum = quantize_block(xb, kQK, d > 0.0f ? 1.0f / d : 0.0f, out[b].qs);
+    out[b].ds =
+        d * static_cast<float>(quantize_block(xb, kQK, d > 0.0f ? 1.0f / d : 0.0f, out[b].qs));
   }
 }
 

@@ -7,10 +7,10 @@
 
 namespace llmserve::kernels::cpu {
 
-// x[j] ~= d * qs[j] over 32 elements; sum = sum(qs).
+// x[j] ~= d * qs[j] over 32 elements; ds = d * sum(qs).
 struct ActQ8 {
   float d;
-  int32_t sum;
+  float ds;
   int8_t qs[kQK];
 };
 static_assert(sizeof(ActQ8) == 40);

@@ -12,7 +12,9 @@ inline float hsum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+inline float half_to_float(uint16_t h) {
+  return _cvtsh_ss(h);
+}
 
 // 16 packed bytes of nibbles -> 32 bytes: low nibbles first (elements 0..15), then high.
 inline __m256i unpack_nibbles_16(const uint8_t* p) {
@@ -30,7 +32,8 @@ inline __m256i dot_u8_s8(__m256i a, __m256i b) {
 inline float dot_f32(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
+  for (; i + 8 <= n; i += 8)
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc);
   float s = hsum(acc);
   for (; i < n; ++i) s += a[i] * b[i];
   return s;

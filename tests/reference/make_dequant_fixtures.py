@@ -22,8 +22,13 @@ F16_FIELDS = {
 }
 
 
+def block_size(qtype):
+    # gguf-py still lists Q8_1 with f32 d and s (40 bytes); ggml's block_q8_1 is two f16 (36).
+    return (32, 36) if qtype == T.Q8_1 else GGML_QUANT_SIZES[qtype]
+
+
 def random_blocks(rng, qtype):
-    block_elems, block_bytes = GGML_QUANT_SIZES[qtype]
+    block_elems, block_bytes = block_size(qtype)
     raw = rng.integers(0, 256, size=(N_BLOCKS, block_bytes), dtype=np.uint8)
     if qtype == T.Q8_K:  # f32 scale at offset 0
         d = rng.uniform(-0.05, 0.05, size=N_BLOCKS).astype("<f4")

@@ -41,7 +41,9 @@ int try_render(const std::string& src) {
     return 0;
   }
   auto r = t->render(context());
-  if (!r.is_ok()) EXPECT_FALSE(r.status().message().empty());
+  if (!r.is_ok()) {
+    EXPECT_FALSE(r.status().message().empty());
+  }
   return r.is_ok() ? 1 : 0;
 }
 

@@ -29,7 +29,7 @@ Status err(std::string_view src, const ojson& ctx = ojson::object()) {
 TEST(JinjaInterpreter, PrintsPythonValues) {
   EXPECT_EQ(ok("{{ none }} {{ true }} {{ 1.0 }} {{ 1e-5 }} {{ [1, 'a', none] }} {{ {'k': (1,)} }}"),
             "None True 1.0 1e-05 [1, 'a', None] {'k': (1,)}");
-  EXPECT_EQ(ok("{{ x }}|{{ x.y is defined }}|{{ x | default('d') }}"), "|False|d");
+  EXPECT_EQ(ok("{{ x }}|{{ x is defined }}|{{ x | default('d') }}"), "|False|d");
 }
 
 TEST(JinjaInterpreter, UndefinedErrorsWhereJinja2Does) {
@@ -37,6 +37,7 @@ TEST(JinjaInterpreter, UndefinedErrorsWhereJinja2Does) {
   EXPECT_NE(err("{{ 'a' + x }}").message().find("'x' is undefined"), std::string::npos);
   EXPECT_NE(err("{{ d.missing.deeper }}", {{"d", ojson::object()}}).message().find("has no attribute 'missing'"),
             std::string::npos);
+  EXPECT_FALSE(render("{{ x.y is defined }}").is_ok());
   EXPECT_EQ(ok("{{ 'a' ~ x }}{% for i in x %}no{% endfor %}{{ x | length }}"), "a0");
 }
 

@@ -26,12 +26,37 @@ struct Cli {
 
 TEST(ConfigCli, FlagsOfEveryKind) {
   Cli cli;
-  cli.parse({"--http-port", "9000", "--engine.block-size=32", "--api-key", "a", "--api-key",
-             "b,c", "--no-enable-prefix-caching", "--engine.cuda-graphs=false",
-             "--kv-cache-bytes", "2GiB", "--model", "m.gguf", "--device", "cpu",
-             "--gpu-memory-utilization", "0.5", "--logging.level", "debug", "--threads", "3",
-             "--max-num-seqs", "4", "--max-num-batched-tokens", "64", "--grpc-port", "9001",
-             "--host", "::1", "--server.cors-allow-origins", "https://x.example"});
+  cli.parse({"--http-port",
+             "9000",
+             "--engine.block-size=32",
+             "--api-key",
+             "a",
+             "--api-key",
+             "b,c",
+             "--no-enable-prefix-caching",
+             "--engine.cuda-graphs=false",
+             "--kv-cache-bytes",
+             "2GiB",
+             "--model",
+             "m.gguf",
+             "--device",
+             "cpu",
+             "--gpu-memory-utilization",
+             "0.5",
+             "--logging.level",
+             "debug",
+             "--threads",
+             "3",
+             "--max-num-seqs",
+             "4",
+             "--max-num-batched-tokens",
+             "64",
+             "--grpc-port",
+             "9001",
+             "--host",
+             "::1",
+             "--server.cors-allow-origins",
+             "https://x.example"});
   Result<Config> c = load_config(cli.flags, {});
   ASSERT_TRUE(c.is_ok()) << c.status().message();
   EXPECT_EQ(c->server.http_port, 9000);
@@ -83,12 +108,12 @@ TEST(ConfigCli, PrecedenceFlagOverEnvOverFileOverDefault) {
   cli.parse({"--config", path, "--http-port", "5555"});
   Result<Config> c = load_config(cli.flags, env);
   ASSERT_TRUE(c.is_ok()) << c.status().message();
-  EXPECT_EQ(c->server.http_port, 5555);           // flag
-  EXPECT_EQ(c->server.grpc_port, 4444);           // env over file
-  EXPECT_EQ(c->server.max_waiting_requests, 7);   // file
-  EXPECT_EQ(c->engine.max_logprobs, 5);           // file
-  EXPECT_EQ(c->engine.seed, 99u);                 // env over default
-  EXPECT_EQ(c->engine.block_size, 16);            // default
+  EXPECT_EQ(c->server.http_port, 5555);          // flag
+  EXPECT_EQ(c->server.grpc_port, 4444);          // env over file
+  EXPECT_EQ(c->server.max_waiting_requests, 7);  // file
+  EXPECT_EQ(c->engine.max_logprobs, 5);          // file
+  EXPECT_EQ(c->engine.seed, 99u);                // env over default
+  EXPECT_EQ(c->engine.block_size, 16);           // default
 }
 
 TEST(ConfigCli, ConfigFileFromEnvWhenNoFlag) {

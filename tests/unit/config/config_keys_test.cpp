@@ -31,23 +31,47 @@ TEST(ConfigKeys, NamesAreUniqueAndWellFormed) {
 
 TEST(ConfigKeys, EverySectionHasKeysAndIssueKeysExist) {
   for (std::string_view s : config_sections()) {
-    EXPECT_TRUE(std::any_of(config_keys().begin(), config_keys().end(),
-                            [&](const ConfigKey& k) { return k.section == s; }))
-        << s;
+    EXPECT_TRUE(std::any_of(config_keys().begin(), config_keys().end(), [&](const ConfigKey& k) {
+      return k.section == s;
+    })) << s;
   }
-  for (const char* name :
-       {"server.host", "server.http_port", "server.grpc_port", "server.http_threads",
-        "server.api_keys", "server.api_key_file", "server.tls_cert_file", "server.tls_key_file",
-        "server.cors_allow_origins", "server.max_body_bytes", "server.max_waiting_requests",
-        "server.max_waiting_tokens", "server.shutdown_grace_seconds",
-        "server.metrics_require_auth", "server.request_timeout_seconds",
-        "server.watchdog_seconds", "server.stream_buffer_tokens", "server.served_model_name",
-        "model.path", "model.load_format", "model.dummy_preset", "model.chat_template",
-        "model.max_model_len", "engine.device", "engine.threads", "engine.kv_cache_bytes",
-        "engine.gpu_memory_utilization", "engine.block_size", "engine.max_num_seqs",
-        "engine.max_num_batched_tokens", "engine.enable_prefix_caching",
-        "engine.enable_chunked_prefill", "engine.seed", "engine.max_logprobs",
-        "engine.cuda_graphs", "logging.level", "logging.format"}) {
+  for (const char* name : {"server.host",
+                           "server.http_port",
+                           "server.grpc_port",
+                           "server.http_threads",
+                           "server.api_keys",
+                           "server.api_key_file",
+                           "server.tls_cert_file",
+                           "server.tls_key_file",
+                           "server.cors_allow_origins",
+                           "server.max_body_bytes",
+                           "server.max_waiting_requests",
+                           "server.max_waiting_tokens",
+                           "server.shutdown_grace_seconds",
+                           "server.metrics_require_auth",
+                           "server.request_timeout_seconds",
+                           "server.watchdog_seconds",
+                           "server.stream_buffer_tokens",
+                           "server.served_model_name",
+                           "model.path",
+                           "model.load_format",
+                           "model.dummy_preset",
+                           "model.chat_template",
+                           "model.max_model_len",
+                           "engine.device",
+                           "engine.threads",
+                           "engine.kv_cache_bytes",
+                           "engine.gpu_memory_utilization",
+                           "engine.block_size",
+                           "engine.max_num_seqs",
+                           "engine.max_num_batched_tokens",
+                           "engine.enable_prefix_caching",
+                           "engine.enable_chunked_prefill",
+                           "engine.seed",
+                           "engine.max_logprobs",
+                           "engine.cuda_graphs",
+                           "logging.level",
+                           "logging.format"}) {
     const std::string n(name);
     const size_t dot = n.find('.');
     EXPECT_NE(find_config_key(n.substr(0, dot), n.substr(dot + 1)), nullptr) << name;

@@ -104,14 +104,14 @@ TEST(LoadConfig, PrecedenceFlagOverEnvOverFileOverDefault) {
   };
   Result<Config> c = load_config(path, env, flags);
   ASSERT_TRUE(c.is_ok()) << c.status().message();
-  EXPECT_EQ(c->server.http_port, 9200);                  // flag > env > file
-  EXPECT_EQ(c->server.grpc_port, 9101);                  // env > file
-  EXPECT_EQ(c->server.host, "0.0.0.0");                  // file > default
-  EXPECT_EQ(c->engine.block_size, 64);                   // env > file
-  EXPECT_EQ(c->engine.kv_cache_bytes, 2ull << 30);       // file
-  EXPECT_EQ(c->engine.device, DeviceKind::kCuda);        // flag > file
-  EXPECT_EQ(c->engine.max_num_seqs, 8);                  // env > default
-  EXPECT_EQ(c->engine.max_num_batched_tokens, 2048);     // default
+  EXPECT_EQ(c->server.http_port, 9200);               // flag > env > file
+  EXPECT_EQ(c->server.grpc_port, 9101);               // env > file
+  EXPECT_EQ(c->server.host, "0.0.0.0");               // file > default
+  EXPECT_EQ(c->engine.block_size, 64);                // env > file
+  EXPECT_EQ(c->engine.kv_cache_bytes, 2ull << 30);    // file
+  EXPECT_EQ(c->engine.device, DeviceKind::kCuda);     // flag > file
+  EXPECT_EQ(c->engine.max_num_seqs, 8);               // env > default
+  EXPECT_EQ(c->engine.max_num_batched_tokens, 2048);  // default
   EXPECT_EQ(c->sources.at("server.http_port"), "flag --http-port");
   EXPECT_EQ(c->sources.at("server.grpc_port"), "env LLMSERVE_SERVER_GRPC_PORT");
   EXPECT_EQ(c->sources.at("server.host"), path + ":4");
@@ -129,8 +129,9 @@ TEST(LoadConfig, ConfigFileErrorsNameThePath) {
   EXPECT_EQ(c.status().code(), StatusCode::kNotFound);
   EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/llmserve.yaml"));
 
-  const std::string path = write_temp_file("bad.yaml", "server:\n  http_port: 8000\n\n"
-                                                       "engine:\n  block_size: 24\n");
+  const std::string path = write_temp_file("bad.yaml",
+                                           "server:\n  http_port: 8000\n\n"
+                                           "engine:\n  block_size: 24\n");
   c = load_config(path, {}, {});
   ASSERT_FALSE(c.is_ok());
   EXPECT_EQ(c.status().message(),
@@ -152,8 +153,7 @@ TEST(YamlLayer, UnknownKeyInEachSectionNamesKeyAndLine) {
 TEST(YamlLayer, UnknownSectionAndBadShapes) {
   EXPECT_THAT(yaml("server:\n  http_port: 1\nengnie:\n  x: 1\n").message(),
               StartsWith("t.yaml:3: engnie: unknown section; did you mean engine?"));
-  EXPECT_THAT(yaml("- a\n- b\n").message(),
-              StartsWith("t.yaml:1: expected a mapping of sections"));
+  EXPECT_THAT(yaml("- a\n- b\n").message(), StartsWith("t.yaml:1: expected a mapping of sections"));
   EXPECT_THAT(yaml("engine: 5\n").message(),
               StartsWith("t.yaml:1: engine: expected a mapping of keys, got a scalar"));
   EXPECT_THAT(yaml("engine:\n  block_size: {a: 1}\n").message(),
@@ -220,7 +220,8 @@ TEST(YamlLayer, MalformedYamlNamesLineAndColumn) {
   EXPECT_THAT(tab.message(), HasSubstr("malformed YAML"));
   EXPECT_EQ(yaml("engine: {block_size: 16\n").message(),
             "t.yaml:2:1: malformed YAML: end of map flow not found");
-  EXPECT_EQ(yaml("server:\n  host: a: b\n").message(), "t.yaml:2:10: malformed YAML: illegal map value");
+  EXPECT_EQ(yaml("server:\n  host: a: b\n").message(),
+            "t.yaml:2:10: malformed YAML: illegal map value");
   EXPECT_THAT(yaml("a: &x 1\nb: *y\n").message(), HasSubstr("t.yaml:2:"));
 }
 
@@ -289,8 +290,7 @@ TEST(OverrideLayer, ErrorsNameTheFlag) {
 }
 
 TEST(Finalize, CrossKeyRulesNameBothKeysAndSources) {
-  Result<Config> c = load_config(
-      "", {{"LLMSERVE_SERVER_TLS_CERT_FILE", "/etc/cert.pem"}}, {});
+  Result<Config> c = load_config("", {{"LLMSERVE_SERVER_TLS_CERT_FILE", "/etc/cert.pem"}}, {});
   ASSERT_FALSE(c.is_ok());
   EXPECT_EQ(c.status().message(),
             "server.tls_cert_file (env LLMSERVE_SERVER_TLS_CERT_FILE) and server.tls_key_file "
@@ -302,8 +302,9 @@ TEST(Finalize, CrossKeyRulesNameBothKeysAndSources) {
             "engine.max_num_batched_tokens (env LLMSERVE_ENGINE_MAX_NUM_BATCHED_TOKENS): must be "
             ">= engine.max_num_seqs (default), got 128 < 256");
 
-  c = load_config("", {}, {{"engine.enable_chunked_prefill", RawValue::text("false"), "flag a"},
-                           {"model.max_model_len", RawValue::text("8192"), "flag b"}});
+  c = load_config("", {},
+                  {{"engine.enable_chunked_prefill", RawValue::text("false"), "flag a"},
+                   {"model.max_model_len", RawValue::text("8192"), "flag b"}});
   ASSERT_FALSE(c.is_ok());
   EXPECT_THAT(c.status().message(), HasSubstr("model.max_model_len (flag b)"));
 
@@ -311,8 +312,9 @@ TEST(Finalize, CrossKeyRulesNameBothKeysAndSources) {
   ASSERT_FALSE(c.is_ok());
   EXPECT_THAT(c.status().message(), HasSubstr("must differ"));
 
-  c = load_config("", {}, {{"model.load_format", RawValue::text("dummy"), "flag f"},
-                           {"model.path", RawValue::text(""), "flag p"}});
+  c = load_config("", {},
+                  {{"model.load_format", RawValue::text("dummy"), "flag f"},
+                   {"model.path", RawValue::text(""), "flag p"}});
   ASSERT_TRUE(c.is_ok()) << c.status().message();  // dummy needs no path
   c = load_config("", {}, {{"model.path", RawValue::text(""), "flag p"}});
   ASSERT_FALSE(c.is_ok());
@@ -325,9 +327,8 @@ TEST(Finalize, CrossKeyRulesNameBothKeysAndSources) {
 
 TEST(Finalize, ApiKeyFileIsMergedIntoApiKeys) {
   const std::string keys = write_temp_file("keys.txt", "# team keys\nsk-one\n\n  sk-two  \nsk-a\n");
-  Result<Config> c = load_config("", {{"LLMSERVE_SERVER_API_KEYS", "sk-a,sk-b"},
-                                      {"LLMSERVE_SERVER_API_KEY_FILE", keys}},
-                                 {});
+  Result<Config> c = load_config(
+      "", {{"LLMSERVE_SERVER_API_KEYS", "sk-a,sk-b"}, {"LLMSERVE_SERVER_API_KEY_FILE", keys}}, {});
   ASSERT_TRUE(c.is_ok()) << c.status().message();
   EXPECT_EQ(c->server.api_keys, (std::vector<std::string>{"sk-a", "sk-b", "sk-one", "sk-two"}));
   const std::string d = describe(*c);

@@ -45,7 +45,8 @@ TEST(FormatSize, LargestExactBinaryUnitAndRoundTrip) {
 }
 
 TEST(ParseBool, AcceptsCommonSpellings) {
-  for (const char* t : {"true", "TRUE", "yes", "on", "1", " True "}) EXPECT_TRUE(*parse_bool(t)) << t;
+  for (const char* t : {"true", "TRUE", "yes", "on", "1", " True "})
+    EXPECT_TRUE(*parse_bool(t)) << t;
   for (const char* f : {"false", "No", "off", "0"}) EXPECT_FALSE(*parse_bool(f)) << f;
   for (const char* bad : {"", "maybe", "2", "tru"}) EXPECT_FALSE(parse_bool(bad).is_ok()) << bad;
 }

@@ -35,7 +35,7 @@ struct CacheCase {
 // Random pages for each request (shuffled block ids), all tokens written with write_kv in two
 // calls (history, then the new ones), mimicking chunked prefill.
 CacheCase make_setup(std::mt19937& rng, int head_dim, int kv_heads, int ratio, int block_size,
-                 std::vector<int32_t> seq_lens, std::vector<int32_t> q_lens) {
+                     std::vector<int32_t> seq_lens, std::vector<int32_t> q_lens) {
   CacheCase s;
   s.seq_lens = std::move(seq_lens);
   s.q_lens = std::move(q_lens);
@@ -193,12 +193,10 @@ std::vector<Grid> grid() {
   return g;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, AttentionGrid, ::testing::ValuesIn(grid()),
-                         [](const auto& info) {
-                           return "D" + std::to_string(info.param.head_dim) + "_G" +
-                                  std::to_string(info.param.ratio) + "_BS" +
-                                  std::to_string(info.param.block_size);
-                         });
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionGrid, ::testing::ValuesIn(grid()), [](const auto& info) {
+  return "D" + std::to_string(info.param.head_dim) + "_G" + std::to_string(info.param.ratio) +
+         "_BS" + std::to_string(info.param.block_size);
+});
 
 // A request's prefill rows do not depend on the other requests of the batch.
 TEST(Attention, PrefillBatchInvariant) {

@@ -49,9 +49,15 @@ inline std::vector<uint8_t> random_weights(std::mt19937& rng, DType type, int64_
         std::memcpy(p, &v, 2);
         break;
       }
-      case DType::Q4_0: reinterpret_cast<BlockQ4_0*>(p)->d = h(); break;
-      case DType::Q5_0: reinterpret_cast<BlockQ5_0*>(p)->d = h(); break;
-      case DType::Q8_0: reinterpret_cast<BlockQ8_0*>(p)->d = h(); break;
+      case DType::Q4_0:
+        reinterpret_cast<BlockQ4_0*>(p)->d = h();
+        break;
+      case DType::Q5_0:
+        reinterpret_cast<BlockQ5_0*>(p)->d = h();
+        break;
+      case DType::Q8_0:
+        reinterpret_cast<BlockQ8_0*>(p)->d = h();
+        break;
       case DType::Q4_1: {
         auto* b = reinterpret_cast<BlockQ4_1*>(p);
         b->d = h();
@@ -70,7 +76,9 @@ inline std::vector<uint8_t> random_weights(std::mt19937& rng, DType type, int64_
         b->dmin = h();
         break;
       }
-      case DType::Q3_K: reinterpret_cast<BlockQ3_K*>(p)->d = h(); break;
+      case DType::Q3_K:
+        reinterpret_cast<BlockQ3_K*>(p)->d = h();
+        break;
       case DType::Q4_K: {
         auto* b = reinterpret_cast<BlockQ4_K*>(p);
         b->d = h();
@@ -83,8 +91,11 @@ inline std::vector<uint8_t> random_weights(std::mt19937& rng, DType type, int64_
         b->dmin = h();
         break;
       }
-      case DType::Q6_K: reinterpret_cast<BlockQ6_K*>(p)->d = h(); break;
-      default: break;
+      case DType::Q6_K:
+        reinterpret_cast<BlockQ6_K*>(p)->d = h();
+        break;
+      default:
+        break;
     }
   }
   return w;

@@ -24,12 +24,16 @@ bool uses_q8_activations(DType t) {
     case DType::Q4_1:
     case DType::Q8_0:
     case DType::Q4_K:
-    case DType::Q6_K: return true;
-    default: return false;
+    case DType::Q6_K:
+      return true;
+    default:
+      return false;
   }
 }
 
-bool is_k_quant(DType t) { return dtype_info(t).block_elems == 256; }
+bool is_k_quant(DType t) {
+  return dtype_info(t).block_elems == 256;
+}
 
 void check_against_reference(DType type, int64_t M, int64_t K, int64_t N, ThreadPool& pool,
                              uint32_t seed) {
@@ -61,8 +65,7 @@ void check_against_reference(DType type, int64_t M, int64_t K, int64_t N, Thread
       }
       const double tol = (uses_q8_activations(type) ? qbound : 0.0) + 1e-4 * mag + 1e-6;
       ASSERT_NEAR(y[m * N + n], ref, tol)
-          << dtype_name(type) << " M=" << M << " K=" << K << " N=" << N << " m=" << m
-          << " n=" << n;
+          << dtype_name(type) << " M=" << M << " K=" << K << " N=" << N << " m=" << m << " n=" << n;
     }
   }
 }

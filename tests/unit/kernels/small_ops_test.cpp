@@ -37,7 +37,8 @@ TEST(RmsNorm, MatchesReferenceAndFusedResidual) {
           const double s = double(res_copy[r * dim + i]) + x[r * dim + i];
           ss2 += s * s;
         }
-        const double inv = 1.0 / std::sqrt(ss / dim + 1e-5), inv2 = 1.0 / std::sqrt(ss2 / dim + 1e-5);
+        const double inv = 1.0 / std::sqrt(ss / dim + 1e-5),
+                     inv2 = 1.0 / std::sqrt(ss2 / dim + 1e-5);
         for (int64_t i = 0; i < dim; ++i) {
           const size_t k = r * dim + i;
           ASSERT_NEAR(y[k], x[k] * inv * w[i], 1e-5);
@@ -107,7 +108,8 @@ TEST(Rope, BothPairingsMatchReference) {
             const int i1 = pairing == RopePairing::kAdjacent ? 2 * i + 1 : i + D / 2;
             const double ang = double(float(pos[t]) * inv[i]);
             const double c = std::cos(ang), s = std::sin(ang);
-            ASSERT_NEAR(b[i0], a[i0] * c - a[i1] * s, 2e-5) << "D=" << D << " t=" << t << " i=" << i;
+            ASSERT_NEAR(b[i0], a[i0] * c - a[i1] * s, 2e-5)
+                << "D=" << D << " t=" << t << " i=" << i;
             ASSERT_NEAR(b[i1], a[i0] * s + a[i1] * c, 2e-5);
           }
         }
@@ -131,8 +133,8 @@ TEST(Activation, SiluMulAndAdd) {
 
 TEST(Embedding, DequantizesSelectedRows) {
   std::mt19937 rng(4);
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_1, DType::Q4_K,
-                  DType::Q6_K}) {
+  for (DType t :
+       {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_1, DType::Q4_K, DType::Q6_K}) {
     const int64_t dim = 256, vocab = 10;
     const auto table = testing::random_weights(rng, t, vocab, dim);
     const std::vector<int32_t> ids = {3, 0, 9, 3};

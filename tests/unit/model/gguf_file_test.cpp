@@ -38,7 +38,8 @@ void expect_tensors_match(const GgufFile& f, const json& expected) {
     std::vector<float> vals(static_cast<size_t>(info->num_elements));
     kernels::dequantize_row(info->type, info->data.data(), vals.data(), info->num_elements);
     const auto first = t["first_values"].get<std::vector<float>>();
-    for (size_t i = 0; i < first.size(); ++i) ASSERT_FLOAT_EQ(vals[i], first[i]) << name << " " << i;
+    for (size_t i = 0; i < first.size(); ++i)
+      ASSERT_FLOAT_EQ(vals[i], first[i]) << name << " " << i;
     double sum = 0;
     for (float v : vals) sum += v;
     EXPECT_NEAR(sum, t["sum"].get<double>(), 1e-3 * std::max(1.0, std::fabs(sum))) << name;
@@ -69,7 +70,8 @@ TEST(GgufFile, TinyFileMatchesPythonReader) {
   EXPECT_EQ(f.get_f32("test.f32"), 1.5f);
   EXPECT_EQ(f.get_f32("test.f64"), -2.25f);
   EXPECT_EQ(f.get_bool("test.bool"), true);
-  EXPECT_EQ(f.get_string("test.string"), exp["metadata"]["test.string"]["value"].get<std::string>());
+  EXPECT_EQ(f.get_string("test.string"),
+            exp["metadata"]["test.string"]["value"].get<std::string>());
   EXPECT_EQ(f.get_string("test.u8"), std::nullopt);
   EXPECT_EQ(f.get_i32_array("test.arr_i16"), (std::vector<int32_t>{1, -2, 3}));
   EXPECT_EQ(f.get_f32_array("test.arr_f32"), (std::vector<float>{0.5f, -1.0f, 2.0f}));
@@ -119,10 +121,19 @@ TEST(GgufFile, DefaultModelMatchesPythonReader) {
 TEST(GgufFile, BuilderRoundTripEveryValueType) {
   GgufBuilder b;
   b.version(2)
-      .add_u8("u8", 7).add_i8("i8", -7).add_u16("u16", 700).add_i16("i16", -700)
-      .add_u32("u32", 70000).add_i32("i32", -70000).add_u64("u64", 1ull << 40)
-      .add_i64("i64", -(1ll << 40)).add_f32("f32", 0.25f).add_f64("f64", 1e100)
-      .add_bool("b", false).add_string("s", "text").add_string_array("sa", {"x", "yy"})
+      .add_u8("u8", 7)
+      .add_i8("i8", -7)
+      .add_u16("u16", 700)
+      .add_i16("i16", -700)
+      .add_u32("u32", 70000)
+      .add_i32("i32", -70000)
+      .add_u64("u64", 1ull << 40)
+      .add_i64("i64", -(1ll << 40))
+      .add_f32("f32", 0.25f)
+      .add_f64("f64", 1e100)
+      .add_bool("b", false)
+      .add_string("s", "text")
+      .add_string_array("sa", {"x", "yy"})
       .add_array<uint64_t>("u64a", GgufBuilder::kU64, {1, 2, 3})
       .add_array<double>("f64a", GgufBuilder::kF64, {0.5, 1.5});
   b.add_f32_tensor("t", {2, 3}, {1, 2, 3, 4, 5, 6});

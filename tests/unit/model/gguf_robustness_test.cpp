@@ -26,7 +26,7 @@ std::vector<uint8_t> small_valid_file() {
   GgufBuilder b = testing::tiny_llama_gguf(spec);
   b.add_array<int32_t>("test.arr", GgufBuilder::kI32, {1, 2, 3})
       .add_raw_kv("test.nested", GgufBuilder::kArray,
-                  {9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,             // 1 array of
+                  {9, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,                // 1 array of
                    5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0});  //   1 int32 = 7
   return b.build();
 }
@@ -140,7 +140,8 @@ TEST(GgufRobustness, HugeStringAndArrayLengths) {
   // String length 2^63 and array lengths whose byte size overflows 64 bits.
   std::vector<uint8_t> huge_str(8, 0xFF);
   huge_str[7] = 0x7F;
-  std::string err = parse_error(GgufBuilder().add_raw_kv("k", GgufBuilder::kString, huge_str).build());
+  std::string err =
+      parse_error(GgufBuilder().add_raw_kv("k", GgufBuilder::kString, huge_str).build());
   EXPECT_NE(err.find("key #0 'k' length"), std::string::npos) << err;
   EXPECT_NE(err.find("past end of file"), std::string::npos) << err;
   for (uint32_t elem : {0u, 4u, 8u, 9u, 10u}) {  // u8, u32, string, array, u64 elements
@@ -159,11 +160,12 @@ TEST(GgufRobustness, UnknownValueTypes) {
   EXPECT_NE(parse_error(GgufBuilder().add_raw_kv("k", 13, {0, 0, 0, 0}).build())
                 .find("unknown value type 13"),
             std::string::npos);
-  EXPECT_NE(parse_error(GgufBuilder().add_raw_kv("k", GgufBuilder::kArray,
-                                                 {99, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0})
-                            .build())
-                .find("unknown array element type 99"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(GgufBuilder()
+                      .add_raw_kv("k", GgufBuilder::kArray, {99, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0})
+                      .build())
+          .find("unknown array element type 99"),
+      std::string::npos);
 }
 
 TEST(GgufRobustness, DeeplyNestedArraysRejected) {
@@ -180,9 +182,10 @@ TEST(GgufRobustness, DeeplyNestedArraysRejected) {
 TEST(GgufRobustness, DuplicateKeysAndTensors) {
   EXPECT_NE(parse_error(GgufBuilder().add_u8("a", 1).add_u8("a", 2).build()).find("duplicate"),
             std::string::npos);
-  EXPECT_NE(parse_error(GgufBuilder().add_f32_tensor("t", {1}, {1}).add_f32_tensor("t", {1}, {2}).build())
-                .find("duplicate tensor name 't'"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(GgufBuilder().add_f32_tensor("t", {1}, {1}).add_f32_tensor("t", {1}, {2}).build())
+          .find("duplicate tensor name 't'"),
+      std::string::npos);
 }
 
 TEST(GgufRobustness, BadAlignment) {
@@ -202,35 +205,47 @@ TEST(GgufRobustness, BadTensorShapes) {
   EXPECT_NE(err.find("ne[1] = 0"), std::string::npos) << err;
   err = parse_error(GgufBuilder().add_tensor("nodims", DType::F32, {}, {}).build());
   EXPECT_NE(err.find("dimension count 0"), std::string::npos) << err;
-  err = parse_error(GgufBuilder().add_tensor("five", DType::F32, {1, 1, 1, 1, 1}, {0, 0, 0, 0}).build());
-  EXPECT_NE(err.find("dimension count 5"), std::string::npos) << err;
   err = parse_error(
-      GgufBuilder().add_tensor("big", DType::F32, {1ll << 40, 1ll << 40}, {}).build());
+      GgufBuilder().add_tensor("five", DType::F32, {1, 1, 1, 1, 1}, {0, 0, 0, 0}).build());
+  EXPECT_NE(err.find("dimension count 5"), std::string::npos) << err;
+  err =
+      parse_error(GgufBuilder().add_tensor("big", DType::F32, {1ll << 40, 1ll << 40}, {}).build());
   EXPECT_NE(err.find("tensor 'big'"), std::string::npos) << err;
   // 2^61 F32 elements: the element count fits int64 but the byte size does not fit 64 bits.
-  err = parse_error(GgufBuilder().add_tensor("bytes", DType::F32, {1ll << 31, 1ll << 30}, {}).build());
+  err = parse_error(
+      GgufBuilder().add_tensor("bytes", DType::F32, {1ll << 31, 1ll << 30}, {}).build());
   EXPECT_NE(err.find("tensor 'bytes'"), std::string::npos) << err;
-  err = parse_error(GgufBuilder().add_tensor("q", DType::Q8_0, {16}, std::vector<uint8_t>(17)).build());
+  err = parse_error(
+      GgufBuilder().add_tensor("q", DType::Q8_0, {16}, std::vector<uint8_t>(17)).build());
   EXPECT_NE(err.find("not a multiple of the Q8_0 block size 32"), std::string::npos) << err;
 }
 
 TEST(GgufRobustness, UnknownTensorTypeNamesTensorAndId) {
   const Status st = parse_status(
-      GgufBuilder().add_tensor("blk.0.x", static_cast<DType>(39), {32}, std::vector<uint8_t>(32)).build());
+      GgufBuilder()
+          .add_tensor("blk.0.x", static_cast<DType>(39), {32}, std::vector<uint8_t>(32))
+          .build());
   EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
   EXPECT_NE(st.message().find("tensor 'blk.0.x'"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("type id 39"), std::string::npos) << st.message();
 }
 
 TEST(GgufRobustness, OffsetsPastEndAndMisaligned) {
-  std::string err = parse_error(
-      GgufBuilder().add_f32_tensor("blk.3.attn_q.weight", {4}, {1, 2, 3, 4}).override_last_offset(1 << 20).build());
+  std::string err = parse_error(GgufBuilder()
+                                    .add_f32_tensor("blk.3.attn_q.weight", {4}, {1, 2, 3, 4})
+                                    .override_last_offset(1 << 20)
+                                    .build());
   EXPECT_NE(err.find("tensor 'blk.3.attn_q.weight': data offset"), std::string::npos) << err;
   EXPECT_NE(err.find("past end of file (size"), std::string::npos) << err;
-  err = parse_error(GgufBuilder().add_f32_tensor("t", {4}, {1, 2, 3, 4}).override_last_offset(~0ull - 31).build());
+  err = parse_error(GgufBuilder()
+                        .add_f32_tensor("t", {4}, {1, 2, 3, 4})
+                        .override_last_offset(~0ull - 31)
+                        .build());
   EXPECT_NE(err.find("past end of file"), std::string::npos) << err;
-  err = parse_error(GgufBuilder().add_f32_tensor("m", {4}, {1, 2, 3, 4}).override_last_offset(4).build());
-  EXPECT_NE(err.find("tensor 'm': data offset 4 is not a multiple of the alignment 32"), std::string::npos)
+  err = parse_error(
+      GgufBuilder().add_f32_tensor("m", {4}, {1, 2, 3, 4}).override_last_offset(4).build());
+  EXPECT_NE(err.find("tensor 'm': data offset 4 is not a multiple of the alignment 32"),
+            std::string::npos)
       << err;
 }
 

@@ -20,13 +20,30 @@ namespace llmserve::testing {
 class GgufBuilder {
  public:
   enum Type : uint32_t {
-    kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8,
-    kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+    kU8 = 0,
+    kI8 = 1,
+    kU16 = 2,
+    kI16 = 3,
+    kU32 = 4,
+    kI32 = 5,
+    kF32 = 6,
+    kBool = 7,
+    kString = 8,
+    kArray = 9,
+    kU64 = 10,
+    kI64 = 11,
+    kF64 = 12,
   };
 
-  GgufBuilder& version(uint32_t v) { version_ = v; return *this; }
+  GgufBuilder& version(uint32_t v) {
+    version_ = v;
+    return *this;
+  }
   // Adds general.alignment and aligns the tensor data to it.
-  GgufBuilder& alignment(uint32_t a) { alignment_ = a; return add_u32("general.alignment", a); }
+  GgufBuilder& alignment(uint32_t a) {
+    alignment_ = a;
+    return add_u32("general.alignment", a);
+  }
 
   GgufBuilder& add_u8(std::string_view k, uint8_t v) { return scalar(k, kU8, v); }
   GgufBuilder& add_i8(std::string_view k, int8_t v) { return scalar(k, kI8, v); }
@@ -123,7 +140,8 @@ class GgufBuilder {
   bool write(const std::string& path) const {
     const auto bytes = build();
     std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    f.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
     return static_cast<bool>(f);
   }
 

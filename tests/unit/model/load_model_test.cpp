@@ -114,17 +114,24 @@ void check_hf_model(const std::string& dir) {
   }
   EXPECT_EQ(m.tensor("blk.0.attn_q.weight")->type, kernels::DType::F16);
   EXPECT_EQ(m.tensor("token_embd.weight")->type, kernels::DType::F32);
-  EXPECT_EQ(m.parameter_count(), 16u * 32 + 32 + 2 * (2 * 32 + 32 * 32 * 2 + 16 * 32 * 2 + 3 * 64 * 32));
+  EXPECT_EQ(m.parameter_count(),
+            16u * 32 + 32 + 2 * (2 * 32 + 32 * 32 * 2 + 16 * 32 * 2 + 3 * 64 * 32));
 }
 
-TEST(LoadModel, HfSingleFile) { check_hf_model(fixture_path("model/hf_tiny")); }
-TEST(LoadModel, HfSharded) { check_hf_model(fixture_path("model/hf_tiny_sharded")); }
+TEST(LoadModel, HfSingleFile) {
+  check_hf_model(fixture_path("model/hf_tiny"));
+}
+TEST(LoadModel, HfSharded) {
+  check_hf_model(fixture_path("model/hf_tiny_sharded"));
+}
 
 TEST(LoadModel, CanonicalNames) {
-  EXPECT_EQ(canonical_tensor_name("model.layers.12.self_attn.q_proj.weight"), "blk.12.attn_q.weight");
+  EXPECT_EQ(canonical_tensor_name("model.layers.12.self_attn.q_proj.weight"),
+            "blk.12.attn_q.weight");
   EXPECT_EQ(canonical_tensor_name("model.layers.0.self_attn.k_proj.bias"), "blk.0.attn_k.bias");
   EXPECT_EQ(canonical_tensor_name("model.layers.3.mlp.down_proj.weight"), "blk.3.ffn_down.weight");
-  EXPECT_EQ(canonical_tensor_name("model.layers.3.post_attention_layernorm.weight"), "blk.3.ffn_norm.weight");
+  EXPECT_EQ(canonical_tensor_name("model.layers.3.post_attention_layernorm.weight"),
+            "blk.3.ffn_norm.weight");
   EXPECT_EQ(canonical_tensor_name("lm_head.weight"), "output.weight");
   EXPECT_EQ(canonical_tensor_name("model.embed_tokens.weight"), "token_embd.weight");
   EXPECT_EQ(canonical_tensor_name("model.norm.weight"), "output_norm.weight");
@@ -151,7 +158,9 @@ class HfDirErrors : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(HfDirErrors, ShardedCopyLoads) { EXPECT_TRUE(load_status().is_ok()); }
+TEST_F(HfDirErrors, ShardedCopyLoads) {
+  EXPECT_TRUE(load_status().is_ok());
+}
 
 TEST_F(HfDirErrors, MissingShard) {
   fs::remove(dir_ / "model-00002-of-00002.safetensors");
@@ -160,7 +169,8 @@ TEST_F(HfDirErrors, MissingShard) {
 }
 
 TEST_F(HfDirErrors, PathTraversalInIndex) {
-  write("model.safetensors.index.json", R"({"weight_map": {"model.norm.weight": "../x.safetensors"}})");
+  write("model.safetensors.index.json",
+        R"({"weight_map": {"model.norm.weight": "../x.safetensors"}})");
   EXPECT_NE(load_status().message().find("file name"), std::string::npos);
 }
 

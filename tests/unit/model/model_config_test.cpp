@@ -95,13 +95,16 @@ TEST(ModelConfig, HfErrorsNameTheKey) {
   expect_err(R"({"model_type": "llama", "hidden_size": "64"})", "hidden_size");
   expect_err(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
       "num_attention_heads": 3, "num_key_value_heads": 2, "intermediate_size": 8,
-      "vocab_size": 10})", "num_kv_heads");
+      "vocab_size": 10})",
+             "num_kv_heads");
   expect_err(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
       "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10,
-      "rope_scaling": {"type": "yarn", "factor": 4}})", "yarn");
+      "rope_scaling": {"type": "yarn", "factor": 4}})",
+             "yarn");
   expect_err(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
       "num_attention_heads": 4, "intermediate_size": 8, "vocab_size": 10,
-      "eos_token_id": 99})", "99");
+      "eos_token_id": 99})",
+             "99");
   expect_err(R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
       "num_attention_heads": 0, "intermediate_size": 8, "vocab_size": 10})",
              "num_attention_heads");
@@ -122,10 +125,14 @@ TEST(ModelConfig, FromGgufTinyFile) {
 TEST(ModelConfig, FromGgufQwen2AndErrors) {
   testing::GgufBuilder b;
   b.add_string("general.architecture", "qwen2")
-      .add_u32("qwen2.block_count", 2).add_u32("qwen2.context_length", 64)
-      .add_u32("qwen2.embedding_length", 32).add_u32("qwen2.feed_forward_length", 64)
-      .add_u32("qwen2.attention.head_count", 4).add_u32("qwen2.attention.head_count_kv", 2)
-      .add_u32("qwen2.vocab_size", 100).add_f32("qwen2.rope.freq_base", 1e6f);
+      .add_u32("qwen2.block_count", 2)
+      .add_u32("qwen2.context_length", 64)
+      .add_u32("qwen2.embedding_length", 32)
+      .add_u32("qwen2.feed_forward_length", 64)
+      .add_u32("qwen2.attention.head_count", 4)
+      .add_u32("qwen2.attention.head_count_kv", 2)
+      .add_u32("qwen2.vocab_size", 100)
+      .add_f32("qwen2.rope.freq_base", 1e6f);
   b.add_f32_tensor("blk.0.attn_q.bias", {32}, std::vector<float>(32));
   const auto bytes = b.build();
   auto f = GgufFile::parse(testing::as_bytes(bytes));

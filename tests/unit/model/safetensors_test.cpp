@@ -75,7 +75,9 @@ TEST(Safetensors, BadHeadersGiveErrors) {
   EXPECT_NE(err(R"({"dtype": "F32", "shape": [1], "data_offsets": [0]})", 4).find("data_offsets"),
             std::string::npos);
   EXPECT_NE(err(R"({"dtype": "F32", "shape": [4294967296, 4294967296, 4294967296],
-                   "data_offsets": [0, 4]})", 4).find("too large"),
+                   "data_offsets": [0, 4]})",
+                4)
+                .find("too large"),
             std::string::npos);
   EXPECT_NE(err(R"([1, 2])", 4).find("not an object"), std::string::npos);
 }
@@ -97,7 +99,8 @@ TEST(Safetensors, TruncationsAndFlipsNeverCrash) {
     if (r.is_ok()) {
       for (const auto& t : (*r)->tensors()) {
         ASSERT_GE(t.data.data(), reinterpret_cast<const std::byte*>(copy.data()));
-        ASSERT_LE(t.data.data() + t.data.size(), reinterpret_cast<const std::byte*>(copy.data() + copy.size()));
+        ASSERT_LE(t.data.data() + t.data.size(),
+                  reinterpret_cast<const std::byte*>(copy.data() + copy.size()));
       }
     }
   }

@@ -101,7 +101,8 @@ class Harness {
       EXPECT_LE(s.num_computed_tokens + s.num_new_tokens, r.num_tokens());
       EXPECT_GE(static_cast<int64_t>(s.block_table.size()) * sched->kv_cache().block_size(),
                 s.num_computed_tokens + s.num_new_tokens);
-      EXPECT_EQ(s.sample, s.num_computed_tokens + s.num_new_tokens == r.num_tokens());
+      EXPECT_EQ(s.sample,
+                s.num_computed_tokens + s.num_new_tokens == r.num_tokens() && r.max_tokens > 0);
       EXPECT_FALSE(preempted.contains(s.request_id));
       total += s.num_new_tokens;
       Tracked& t = tracked[s.request_id];

@@ -26,7 +26,10 @@ TEST(SchedulerSim, DecodesAreNotStarvedByAFloodOfLongPrompts) {
   Harness h(config(512, 64, 8192), 4000);
   for (uint64_t id = 1; id <= 8; ++id) h.add(make_request(id, tokens(20, id), 300));
   for (int i = 0; i < 3; ++i) h.step();  // the 8 are decoding now
-  for (uint64_t id = 100; id < 160; ++id) h.add(make_request(id, tokens(3000, id), 2));
+  // Half of the flood outranks the decodes: those sort ahead of them in the running order.
+  for (uint64_t id = 100; id < 160; ++id) {
+    h.add(make_request(id, tokens(3000, id), 2, id % 2 ? -1 : 0));
+  }
   for (int i = 0; i < 200; ++i) {
     const auto& out = h.step();
     EXPECT_TRUE(out.preempted_ids.empty());

@@ -29,7 +29,7 @@ TEST(Scheduler, RejectsBadConfigAndBadRequests) {
   EXPECT_FALSE(Scheduler::create(config(100, 4, 200, false), KvCacheManager(10, 16)).is_ok());
   auto s = std::move(Scheduler::create(config(64, 4, 128), KvCacheManager(9, 16)).value());
   EXPECT_EQ(s->add_request(make_request(1, {}, 4)).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s->add_request(make_request(1, tokens(4, 1), 0)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->add_request(make_request(1, tokens(4, 1), -1)).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s->add_request(make_request(1, tokens(128, 1), 4)).code(),
             StatusCode::kInvalidArgument);
   // 127 prompt + up to 1 output = 128 tokens = 8 blocks: fits exactly; 9 blocks would not.
@@ -175,6 +175,23 @@ TEST(Scheduler, CallerStopAndContextLimit) {
   EXPECT_EQ(h.tracked[1].outputs.size(), 10u);
   EXPECT_EQ(h.sched->find(1), nullptr);  // dropped once reported
   h.expect_all_blocks_free();
+}
+
+TEST(Scheduler, PromptOnlyRequestComputesThePromptAndSamplesNothing) {
+  Harness h(config(64, 4), 50);
+  h.add(make_request(1, tokens(100, 1), 0));
+  for (int i = 0; i < 2; ++i) {
+    const auto& out = h.step();
+    ASSERT_EQ(out.scheduled.size(), 1u);
+    EXPECT_FALSE(out.scheduled[0].sample);
+  }
+  EXPECT_EQ(h.tracked[1].reason, FinishReason::kLength);
+  EXPECT_TRUE(h.tracked[1].outputs.empty());
+  EXPECT_EQ(h.tracked[1].prefill_tokens, 100);
+  EXPECT_FALSE(h.sched->has_unfinished_requests());
+  h.sched->schedule();
+  h.expect_all_blocks_free();
+  EXPECT_EQ(h.sched->kv_cache().pool().num_cached_blocks(), 6);  // its full blocks stay cached
 }
 
 TEST(Scheduler, ParallelSamplesShareThePromptThroughThePrefixCache) {

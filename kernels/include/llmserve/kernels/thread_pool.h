@@ -26,7 +26,8 @@ class ThreadPool {
   template <typename Fn>
   void parallel_for(int64_t n_tasks, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
-    run(n_tasks, [](void* ctx, int64_t b, int64_t e) { (*static_cast<F*>(ctx))(b, e); },
+    run(
+        n_tasks, [](void* ctx, int64_t b, int64_t e) { (*static_cast<F*>(ctx))(b, e); },
         const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
