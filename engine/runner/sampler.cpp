@@ -20,6 +20,24 @@ struct ByLogitDesc {
   }
 };
 
+// The n best ids of `logits` (ByLogitDesc; -inf and NaN skipped) into `out`, unordered. One
+// pass with a heap whose front is the worst kept: most ids lose one comparison to the front.
+void top_n_by_heap(std::span<const float> logits, size_t n, std::vector<int32_t>& out) {
+  ByLogitDesc cmp{logits.data()};
+  out.clear();
+  for (int32_t i = 0; i < static_cast<int32_t>(logits.size()); ++i) {
+    if (!(logits[i] > kNegInf)) continue;
+    if (out.size() < n) {
+      out.push_back(i);
+      std::push_heap(out.begin(), out.end(), cmp);
+    } else if (cmp(i, out.front())) {
+      std::pop_heap(out.begin(), out.end(), cmp);
+      out.back() = i;
+      std::push_heap(out.begin(), out.end(), cmp);
+    }
+  }
+}
+
 }  // namespace
 
 Sampler::Sampler(int32_t vocab_size, std::vector<int32_t> eos_ids)
@@ -70,13 +88,17 @@ int32_t Sampler::argmax(std::span<const float> logits) const {
 
 int32_t Sampler::draw(const SamplingParams& params, double u) {
   cand_.clear();
-  for (int32_t i = 0; i < static_cast<int32_t>(work_.size()); ++i) {
-    if (work_[i] > kNegInf) cand_.push_back(i);
+  if (params.top_k > 0 && params.top_k <= kHeapTopK) {
+    top_n_by_heap(work_, static_cast<size_t>(params.top_k), cand_);
+  } else {
+    for (int32_t i = 0; i < static_cast<int32_t>(work_.size()); ++i) {
+      if (work_[i] > kNegInf) cand_.push_back(i);
+    }
+    if (params.top_k > 0 && static_cast<size_t>(params.top_k) < cand_.size()) {
+      select_top_k(params.top_k);
+    }
   }
   if (cand_.empty()) return -1;
-  if (params.top_k > 0 && static_cast<size_t>(params.top_k) < cand_.size()) {
-    select_top_k(params.top_k);
-  }
   float max_logit = kNegInf;
   for (int32_t id : cand_) max_logit = std::max(max_logit, work_[id]);
   if (std::isinf(max_logit)) return argmax(work_);
@@ -111,6 +133,14 @@ void Sampler::select_top_p(float top_p) {
   double z = 0;
   for (int32_t id : cand_) z += weights_[id];
   const double limit = static_cast<double>(top_p) * z;
+  // A token lighter than (1 - top_p) * z / n has at least top_p of the mass ranked above it,
+  // so it can never be kept: drop those first (most of the vocab in a peaked distribution).
+  const double floor = (1.0 - top_p) * z / static_cast<double>(cand_.size());
+  size_t n = 0;
+  for (int32_t id : cand_) {
+    if (weights_[id] >= floor) cand_[n++] = id;
+  }
+  cand_.resize(n);
   // Keep the shortest descending prefix whose mass reaches the limit (a token stays while the
   // mass ranked above it is below the limit). Weighted quickselect: O(vocab), no full sort.
   // Invariant: cand_[0, lo) is ranked above cand_[lo, hi), is all kept, and has mass `before`;
@@ -148,12 +178,9 @@ TokenLogprob Sampler::logprobs(std::span<const float> raw, int32_t token, int32_
   out.token_id = token;
   out.logprob = static_cast<float>(raw[token] - log_z);
   if (n > 0) {
-    ids_.clear();
-    for (int32_t i = 0; i < static_cast<int32_t>(raw.size()); ++i) {
-      if (!std::isnan(raw[i])) ids_.push_back(i);
-    }
-    const size_t top = std::min(ids_.size(), static_cast<size_t>(n));
-    std::partial_sort(ids_.begin(), ids_.begin() + top, ids_.end(), ByLogitDesc{raw.data()});
+    top_n_by_heap(raw, static_cast<size_t>(n), ids_);
+    std::sort(ids_.begin(), ids_.end(), ByLogitDesc{raw.data()});
+    const size_t top = ids_.size();
     out.top.reserve(top);
     for (size_t j = 0; j < top; ++j) {
       out.top.push_back({ids_[j], static_cast<float>(raw[ids_[j]] - log_z)});

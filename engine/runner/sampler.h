@@ -32,6 +32,7 @@ struct SampleRow {
 class Sampler {
  public:
   static constexpr float kGreedyTemperature = 1e-5f;
+  static constexpr int32_t kHeapTopK = 256;  // top_k up to this uses a heap, else nth_element
 
   // eos_ids: the tokens that end generation (the tokenizer's stop ids); min_tokens masks them.
   Sampler(int32_t vocab_size, std::vector<int32_t> eos_ids);

@@ -39,8 +39,8 @@ Result<BpeModel> BpeModel::create(const TokenizerSpec& spec, Options options) {
       return invalid_argument("BPE merge " + std::to_string(r) + " ('" + a + "' '" + b +
                               "') uses a token that is not in the vocab");
     }
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(ia)) << 32) |
-                         static_cast<uint32_t>(ib);
+    const uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(ia)) << 32) | static_cast<uint32_t>(ib);
     m.merges_.try_emplace(key, Merge{static_cast<int32_t>(r), merged});  // first rank wins
   }
   return m;
@@ -56,8 +56,8 @@ bool BpeModel::lookup_pair(std::string_view word, const Symbol& a, const Symbol&
     id = merged;
     return true;
   }
-  const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a.id)) << 32) |
-                       static_cast<uint32_t>(b.id);
+  const uint64_t key =
+      (static_cast<uint64_t>(static_cast<uint32_t>(a.id)) << 32) | static_cast<uint32_t>(b.id);
   auto it = merges_.find(key);
   if (it == merges_.end()) return false;
   priority = it->second.rank;
@@ -65,7 +65,8 @@ bool BpeModel::lookup_pair(std::string_view word, const Symbol& a, const Symbol&
   return true;
 }
 
-bool BpeModel::emit_unknown(std::string_view chars, bool after_unk, std::vector<int32_t>& out) const {
+bool BpeModel::emit_unknown(std::string_view chars, bool after_unk,
+                            std::vector<int32_t>& out) const {
   if (options_.byte_fallback) {
     bool all = true;
     for (char c : chars) all = all && byte_ids_[static_cast<uint8_t>(c)] >= 0;

@@ -20,10 +20,14 @@ int parse_byte_token(std::string_view s) {
   int v = 0;
   for (char c : s.substr(3, 2)) {
     v <<= 4;
-    if (c >= '0' && c <= '9') v |= c - '0';
-    else if (c >= 'A' && c <= 'F') v |= c - 'A' + 10;
-    else if (c >= 'a' && c <= 'f') v |= c - 'a' + 10;
-    else return -1;
+    if (c >= '0' && c <= '9')
+      v |= c - '0';
+    else if (c >= 'A' && c <= 'F')
+      v |= c - 'A' + 10;
+    else if (c >= 'a' && c <= 'f')
+      v |= c - 'a' + 10;
+    else
+      return -1;
   }
   return v;
 }
@@ -70,11 +74,13 @@ Status BpeTokenizer::init() {
   const auto n = static_cast<int32_t>(spec_.tokens.size());
   if (n == 0) return invalid_argument("tokenizer vocab is empty");
   if (!spec_.token_types.empty() && spec_.token_types.size() != spec_.tokens.size()) {
-    return invalid_argument("tokenizer token_type count " + std::to_string(spec_.token_types.size()) +
+    return invalid_argument("tokenizer token_type count " +
+                            std::to_string(spec_.token_types.size()) +
                             " differs from the token count " + std::to_string(n));
   }
   for (int32_t id : {spec_.bos_id, spec_.eos_id, spec_.unk_id, spec_.pad_id}) {
-    if (id >= n) return invalid_argument("special token id " + std::to_string(id) + " is past the vocab");
+    if (id >= n)
+      return invalid_argument("special token id " + std::to_string(id) + " is past the vocab");
   }
   const bool spm = spec_.kind == TokenizerKind::kSentencePieceBpe;
   BpeModel::Options options;
@@ -119,14 +125,16 @@ TokenType BpeTokenizer::type_of(int32_t id) const {
   return spec_.token_types[id];
 }
 
-void BpeTokenizer::encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const {
+void BpeTokenizer::encode_text(std::string_view text, bool at_start,
+                               std::vector<int32_t>& out) const {
   if (spec_.kind == TokenizerKind::kSentencePieceBpe) {
     std::string word;
     word.reserve(text.size() + text.size() / 2 + 3);
     if (spec_.add_space_prefix) {
-      const bool starts_with_mark = text.substr(0, kSpaceMark.size()) == kSpaceMark ||
-                                    (!text.empty() && text[0] == ' ');
-      if (!spec_.space_prefix_first_only || (at_start && !starts_with_mark)) word.append(kSpaceMark);
+      const bool starts_with_mark =
+          text.substr(0, kSpaceMark.size()) == kSpaceMark || (!text.empty() && text[0] == ' ');
+      if (!spec_.space_prefix_first_only || (at_start && !starts_with_mark))
+        word.append(kSpaceMark);
     }
     for (char c : text) {
       if (c == ' ') {
@@ -159,8 +167,9 @@ void BpeTokenizer::encode_text(std::string_view text, bool at_start, std::vector
     const size_t before = out.size();
     model_->encode_word(word, out);
     if (use_cache && piece.size() <= 64) {
-      cache.emplace(piece, std::pair<uint32_t, uint32_t>(static_cast<uint32_t>(cached_ids.size()),
-                                                         static_cast<uint32_t>(out.size() - before)));
+      cache.emplace(piece,
+                    std::pair<uint32_t, uint32_t>(static_cast<uint32_t>(cached_ids.size()),
+                                                  static_cast<uint32_t>(out.size() - before)));
       cached_ids.insert(cached_ids.end(), out.begin() + before, out.end());
     }
   }

@@ -30,8 +30,12 @@ const ByteMap& byte_map() {
 
 }  // namespace
 
-const std::string& byte_to_unicode(uint8_t b) { return byte_map().to_unicode[b]; }
+const std::string& byte_to_unicode(uint8_t b) {
+  return byte_map().to_unicode[b];
+}
 
-int unicode_to_byte(uint32_t cp) { return cp < 512 ? byte_map().to_byte[cp] : -1; }
+int unicode_to_byte(uint32_t cp) {
+  return cp < 512 ? byte_map().to_byte[cp] : -1;
+}
 
 }  // namespace llmserve

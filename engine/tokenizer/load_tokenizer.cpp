@@ -9,7 +9,8 @@ namespace llmserve {
 Result<TokenizerSpec> load_tokenizer_spec(const std::string& model_path) {
   std::error_code ec;
   if (std::filesystem::is_directory(model_path, ec)) return tokenizer_spec_from_hf_dir(model_path);
-  if (!std::filesystem::exists(model_path, ec)) return not_found("model path not found: " + model_path);
+  if (!std::filesystem::exists(model_path, ec))
+    return not_found("model path not found: " + model_path);
   LLMSERVE_ASSIGN_OR_RETURN(std::unique_ptr<GgufFile> gguf, GgufFile::open(model_path));
   return tokenizer_spec_from_gguf(*gguf);
 }

@@ -39,7 +39,8 @@ Result<std::vector<std::string>> PreTokenizer::patterns_for(std::string_view nam
                        "' is not supported (known: gpt2, smollm, llama-bpe, qwen2)");
 }
 
-Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(const std::vector<std::string>& patterns) {
+Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(
+    const std::vector<std::string>& patterns) {
   std::unique_ptr<PreTokenizer> pre(new PreTokenizer());
   pre->impl_ = std::make_unique<Impl>();
   for (const std::string& pattern : patterns) {

@@ -4,8 +4,7 @@
 
 namespace llmserve {
 
-SpecialTokenSplitter::SpecialTokenSplitter(
-    std::vector<std::pair<std::string_view, int32_t>> tokens)
+SpecialTokenSplitter::SpecialTokenSplitter(std::vector<std::pair<std::string_view, int32_t>> tokens)
     : by_first_byte_(256) {
   for (const auto& t : tokens) {
     if (t.first.empty()) continue;

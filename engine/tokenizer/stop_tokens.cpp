@@ -8,8 +8,8 @@ namespace llmserve {
 
 void fill_stop_ids(TokenizerSpec& spec) {
   static constexpr std::array<std::string_view, 8> kEndTokens = {
-      "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "</s>",
-      "<|endoftext|>", "<|eom_id|>", "<end_of_turn>", "<|end|>"};
+      "<|im_end|>",    "<|eot_id|>", "<|end_of_text|>", "</s>",
+      "<|endoftext|>", "<|eom_id|>", "<end_of_turn>",   "<|end|>"};
   std::vector<int32_t> ids;
   if (spec.eos_id >= 0) ids.push_back(spec.eos_id);
   for (size_t i = 0; i < spec.tokens.size(); ++i) {

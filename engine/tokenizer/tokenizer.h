@@ -19,28 +19,33 @@ enum class TokenizerKind { kByteLevelBpe, kSentencePieceBpe };
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenType : int32_t {
-  kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6
 };
 
 struct TokenizerSpec {
   TokenizerKind kind = TokenizerKind::kByteLevelBpe;
-  std::vector<std::string> tokens;      // vocab strings as stored (byte-mapped / "▁" form)
-  std::vector<float> scores;            // SentencePiece scores; may be empty
-  std::vector<TokenType> token_types;   // one per token; empty = all normal
+  std::vector<std::string> tokens;     // vocab strings as stored (byte-mapped / "▁" form)
+  std::vector<float> scores;           // SentencePiece scores; may be empty
+  std::vector<TokenType> token_types;  // one per token; empty = all normal
   std::vector<std::pair<std::string, std::string>> merges;  // by rank (byte-level BPE)
-  std::string pre;                      // pre-tokenizer name (GGUF tokenizer.ggml.pre)
+  std::string pre;  // pre-tokenizer name (GGUF tokenizer.ggml.pre)
   int32_t bos_id = -1, eos_id = -1, unk_id = -1, pad_id = -1;
-  std::vector<int32_t> stop_ids;        // ids that end generation (eos plus e.g. <|im_end|>)
+  std::vector<int32_t> stop_ids;  // ids that end generation (eos plus e.g. <|im_end|>)
   bool add_bos = false, add_eos = false;
-  bool add_space_prefix = true;         // SentencePiece: prepend "▁" to the text
+  bool add_space_prefix = true;  // SentencePiece: prepend "▁" to the text
   // SentencePiece, HF Metaspace(prepend_scheme "first"): "▁" only before the text at offset 0,
   // and not when it already starts with "▁". Otherwise (legacy Llama-2 / llama.cpp) "▁" goes
   // before every text fragment between special tokens.
   bool space_prefix_first_only = false;
-  bool ignore_merges = false;           // byte-level: a piece that is a token is used whole
+  bool ignore_merges = false;  // byte-level: a piece that is a token is used whole
   // Byte-level: explicit pre-tokenizer regex sequence (from an HF Split); overrides `pre`.
   std::vector<std::string> pre_patterns;
-  std::string chat_template;            // Jinja source; empty when the model has none
+  std::string chat_template;  // Jinja source; empty when the model has none
 };
 
 class GgufFile;

@@ -28,7 +28,8 @@ Result<TokenizerSpec> tokenizer_spec_from_gguf(const GgufFile& gguf) {
   const bool spm = spec.kind == TokenizerKind::kSentencePieceBpe;
 
   const auto tokens = gguf.get_string_array("tokenizer.ggml.tokens");
-  if (!tokens || tokens->empty()) return data_loss("GGUF tokenizer.ggml.tokens is missing or empty");
+  if (!tokens || tokens->empty())
+    return data_loss("GGUF tokenizer.ggml.tokens is missing or empty");
   spec.tokens.assign(tokens->begin(), tokens->end());
   const size_t n = spec.tokens.size();
 
@@ -57,7 +58,8 @@ Result<TokenizerSpec> tokenizer_spec_from_gguf(const GgufFile& gguf) {
       const std::string_view m = (*merges)[i];
       const size_t space = m.find(' ', 1);
       if (space == std::string_view::npos) {
-        return data_loss("GGUF merge " + std::to_string(i) + " has no space: '" + std::string(m) + "'");
+        return data_loss("GGUF merge " + std::to_string(i) + " has no space: '" + std::string(m) +
+                         "'");
       }
       spec.merges.emplace_back(std::string(m.substr(0, space)), std::string(m.substr(space + 1)));
     }

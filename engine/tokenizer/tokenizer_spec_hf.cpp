@@ -37,7 +37,8 @@ bool bool_or(const json& j, const char* key, bool fallback) {
 std::string regex_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (std::string_view(R"(\^$.|?*+()[]{}/-)").find(c) != std::string_view::npos) out.push_back('\\');
+    if (std::string_view(R"(\^$.|?*+()[]{}/-)").find(c) != std::string_view::npos)
+      out.push_back('\\');
     out.push_back(c);
   }
   return out;
@@ -109,8 +110,8 @@ void read_space_prefix(const json& tok, TokenizerSpec& spec) {
       for (const json& v : *j) stack.push_back(&v);
     } else if (j->is_object()) {
       if (j->value("type", "") == "Metaspace") {
-        const std::string scheme = str_or(*j, "prepend_scheme",
-                                          bool_or(*j, "add_prefix_space", true) ? "always" : "never");
+        const std::string scheme = str_or(
+            *j, "prepend_scheme", bool_or(*j, "add_prefix_space", true) ? "always" : "never");
         spec.add_space_prefix = scheme != "never";
         spec.space_prefix_first_only = scheme == "first";
         return;
@@ -121,7 +122,7 @@ void read_space_prefix(const json& tok, TokenizerSpec& spec) {
 }
 
 int32_t token_id_of(const json& cfg_value, const std::unordered_map<std::string, int32_t>& ids) {
-  std::string s = cfg_value.is_string() ? cfg_value.get<std::string>()
+  std::string s = cfg_value.is_string()   ? cfg_value.get<std::string>()
                   : cfg_value.is_object() ? str_or(cfg_value, "content")
                                           : "";
   auto it = ids.find(s);
@@ -142,7 +143,8 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
   }
   const json& model = tok["model"];
   if (str_or(model, "type", "BPE") != "BPE") {
-    return unimplemented("tokenizer.json model type '" + str_or(model, "type") + "' is not supported");
+    return unimplemented("tokenizer.json model type '" + str_or(model, "type") +
+                         "' is not supported");
   }
   if (!model.contains("vocab") || !model["vocab"].is_object()) {
     return data_loss("tokenizer.json model.vocab is not an object");
@@ -176,7 +178,8 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
   spec.token_types.assign(spec.tokens.size(), TokenType::kNormal);
   for (const auto& [text, id] : ids) spec.tokens[id] = text;
   for (size_t i = 0; i < spec.tokens.size(); ++i) {
-    if (spec.tokens[i].empty()) spec.token_types[i] = TokenType::kUnused;
+    if (spec.tokens[i].empty())
+      spec.token_types[i] = TokenType::kUnused;
     else if (spm && spec.tokens[i].size() == 6 && spec.tokens[i].rfind("<0x", 0) == 0) {
       spec.token_types[i] = TokenType::kByte;
     }
@@ -184,7 +187,8 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
   for (const json& a : added) {
     const auto id = a["id"].get<int32_t>();
     spec.tokens[id] = str_or(a, "content");
-    spec.token_types[id] = bool_or(a, "special", false) ? TokenType::kControl : TokenType::kUserDefined;
+    spec.token_types[id] =
+        bool_or(a, "special", false) ? TokenType::kControl : TokenType::kUserDefined;
     ids[spec.tokens[id]] = id;
   }
 
@@ -192,7 +196,8 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
     if (m.is_string()) {
       const std::string s = m.get<std::string>();
       const size_t space = s.find(' ', 1);
-      if (space == std::string::npos) return data_loss("tokenizer.json merge '" + s + "' has no space");
+      if (space == std::string::npos)
+        return data_loss("tokenizer.json merge '" + s + "' has no space");
       spec.merges.emplace_back(s.substr(0, space), s.substr(space + 1));
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       spec.merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
@@ -205,7 +210,8 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
     auto it = ids.find(model["unk_token"].get<std::string>());
     if (it != ids.end()) {
       spec.unk_id = it->second;
-      if (spec.token_types[it->second] == TokenType::kNormal) spec.token_types[it->second] = TokenType::kUnknown;
+      if (spec.token_types[it->second] == TokenType::kNormal)
+        spec.token_types[it->second] = TokenType::kUnknown;
     }
   }
 
@@ -216,14 +222,16 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
       return unimplemented("tokenizer.json normalizer '" + str_or(normalizer, "type") +
                            "' is not supported for byte-level BPE");
     }
-    LLMSERVE_RETURN_IF_ERROR(collect_patterns(tok.value("pre_tokenizer", json()), spec.pre_patterns));
+    LLMSERVE_RETURN_IF_ERROR(
+        collect_patterns(tok.value("pre_tokenizer", json()), spec.pre_patterns));
     spec.pre = "hf";
   }
 
   if (cfg.contains("bos_token")) spec.bos_id = token_id_of(cfg["bos_token"], ids);
   if (cfg.contains("eos_token")) spec.eos_id = token_id_of(cfg["eos_token"], ids);
   if (cfg.contains("pad_token")) spec.pad_id = token_id_of(cfg["pad_token"], ids);
-  if (spec.unk_id < 0 && cfg.contains("unk_token")) spec.unk_id = token_id_of(cfg["unk_token"], ids);
+  if (spec.unk_id < 0 && cfg.contains("unk_token"))
+    spec.unk_id = token_id_of(cfg["unk_token"], ids);
   spec.add_bos = bool_or(cfg, "add_bos_token", false);
   spec.add_eos = bool_or(cfg, "add_eos_token", false);
   // The post-processor is what HF tokenizers itself applies; it wins when it names the tokens.

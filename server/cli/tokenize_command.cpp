@@ -62,7 +62,8 @@ bool parse_ids(const std::string& s, std::vector<int32_t>& out) {
 
 void add_tokenize_command(CLI::App& root, int& exit_code) {
   auto opts = std::make_shared<TokenizeOptions>();
-  CLI::App* cmd = root.add_subcommand("tokenize", "Print the token ids of a text as JSON {\"ids\", \"tokens\"}");
+  CLI::App* cmd = root.add_subcommand(
+      "tokenize", "Print the token ids of a text as JSON {\"ids\", \"tokens\"}");
   cmd->add_option("--model", opts->model, "A .gguf file or an HF model directory")->required();
   cmd->add_option("--text", opts->text, "The text to tokenize")->required();
   cmd->add_flag("--no-bos", opts->no_bos, "Do not add BOS / EOS even when the model asks for them");
@@ -98,7 +99,8 @@ void add_detokenize_command(CLI::App& root, int& exit_code) {
     if (!tok) return;
     for (int32_t id : ids) {
       if (id < 0 || id >= tok->vocab_size()) {
-        std::cerr << "error: token id " << id << " is outside the vocab [0, " << tok->vocab_size() << ")\n";
+        std::cerr << "error: token id " << id << " is outside the vocab [0, " << tok->vocab_size()
+                  << ")\n";
         exit_code = 2;
         return;
       }

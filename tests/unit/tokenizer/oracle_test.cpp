@@ -32,12 +32,14 @@ void expect_matches_oracle(const Tokenizer& tok, const std::string& rows_file) {
       }
     }
     if (tok.encode(c.input, true, /*parse_special=*/false) != rows[i].ids_no_parse_special) {
-      if (++raw_mismatch <= 5) ADD_FAILURE() << "parse_special=false, case " << i << " '" << c.repaired << "'";
+      if (++raw_mismatch <= 5)
+        ADD_FAILURE() << "parse_special=false, case " << i << " '" << c.repaired << "'";
     }
     const std::string expect = rows[i].decoded.value_or(c.repaired);
     if (tok.decode(rows[i].ids) != expect) {
       if (++decode_mismatch <= 5) {
-        ADD_FAILURE() << "decode, case " << i << " '" << tok.decode(rows[i].ids) << "' vs '" << expect << "'";
+        ADD_FAILURE() << "decode, case " << i << " '" << tok.decode(rows[i].ids) << "' vs '"
+                      << expect << "'";
       }
     }
   }

@@ -25,7 +25,8 @@ TEST(PreTokenizer, SplitsMatchHfOnCorpus) {
       (*pre)->split(corpus[i].repaired, pieces);
       std::vector<size_t> lens;
       for (auto p : pieces) lens.push_back(p.size());
-      EXPECT_EQ(lens, rows[i].get<std::vector<size_t>>()) << "case " << i << ": " << corpus[i].repaired;
+      EXPECT_EQ(lens, rows[i].get<std::vector<size_t>>())
+          << "case " << i << ": " << corpus[i].repaired;
     }
   }
 }

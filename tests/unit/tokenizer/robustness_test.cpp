@@ -14,7 +14,8 @@ namespace {
 void fuzz(const Tokenizer& tok, int cases, bool lossless) {
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int> len(0, 64), byte(0, 255), coin(0, 3);
-  const std::string specials[] = {"<|im_start|>", "<s>", "</s>", "<|eot_id|>", "\xF0\x9F", " ", "\n"};
+  const std::string specials[] = {"<|im_start|>", "<s>", "</s>", "<|eot_id|>",
+                                  "\xF0\x9F",     " ",   "\n"};
   for (int i = 0; i < cases; ++i) {
     std::string text;
     const int n = len(rng);
@@ -35,7 +36,8 @@ void fuzz(const Tokenizer& tok, int cases, bool lossless) {
     std::uniform_int_distribution<int32_t> id(-5, tok.vocab_size() + 5);
     for (auto& x : random_ids) x = id(rng);
     (void)tok.decode(random_ids, i % 3 == 0);
-    for (int32_t x : random_ids) (void)tok.token_bytes(x), (void)tok.token_text(x), (void)tok.is_special(x);
+    for (int32_t x : random_ids)
+      (void)tok.token_bytes(x), (void)tok.token_text(x), (void)tok.is_special(x);
   }
 }
 
@@ -72,7 +74,8 @@ TEST(TokenizerRobustness, CorruptTokenizerJsonIsAnError) {
   }
   std::ofstream(dir + "/tokenizer.json") << R"({"model": {"type": "BPE", "vocab": {"a": -1}}})";
   EXPECT_FALSE(tokenizer_spec_from_hf_dir(dir).is_ok());
-  std::ofstream(dir + "/tokenizer.json") << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [3]}})";
+  std::ofstream(dir + "/tokenizer.json")
+      << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [3]}})";
   EXPECT_FALSE(tokenizer_spec_from_hf_dir(dir).is_ok());
 }
 

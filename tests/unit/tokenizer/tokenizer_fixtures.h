@@ -59,14 +59,17 @@ inline std::vector<OracleRow> load_rows(const std::string& rel) {
   for (const auto& r : load_json(rel)) {
     OracleRow row;
     row.ids = r.at("ids").get<std::vector<int32_t>>();
-    row.ids_no_parse_special =
-        r.contains("ids_no_parse_special") ? r["ids_no_parse_special"].get<std::vector<int32_t>>() : row.ids;
+    row.ids_no_parse_special = r.contains("ids_no_parse_special")
+                                   ? r["ids_no_parse_special"].get<std::vector<int32_t>>()
+                                   : row.ids;
     if (r.contains("decoded")) row.decoded = r["decoded"].get<std::string>();
     rows.push_back(std::move(row));
   }
   return rows;
 }
 
-inline const char* test_model() { return std::getenv("LLMSERVE_TEST_MODEL"); }
+inline const char* test_model() {
+  return std::getenv("LLMSERVE_TEST_MODEL");
+}
 
 }  // namespace llmserve::testing

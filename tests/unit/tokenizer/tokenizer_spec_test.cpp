@@ -10,7 +10,9 @@
 namespace llmserve {
 namespace {
 
-bool contains(const std::vector<int32_t>& v, int32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<int32_t>& v, int32_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
 
 TEST(TokenizerSpec, SmolLM2FromGguf) {
   if (testing::test_model() == nullptr) GTEST_SKIP() << "LLMSERVE_TEST_MODEL is not set";
@@ -77,9 +79,9 @@ TEST(TokenizerSpec, SentencePieceDecodeDetails) {
   const Tokenizer& t = **tok;
   const auto ids = t.encode("hello world");
   ASSERT_FALSE(ids.empty());
-  EXPECT_EQ(ids.front(), 1);                        // BOS
+  EXPECT_EQ(ids.front(), 1);  // BOS
   EXPECT_EQ(t.encode("hello", false).front(), t.encode("hello").at(1));
-  EXPECT_EQ(t.decode(ids, true), "hello world");    // leading "▁" stripped once
+  EXPECT_EQ(t.decode(ids, true), "hello world");  // leading "▁" stripped once
   EXPECT_EQ(t.decode(ids, false), "<s> hello world");
   // Byte fallback: a character outside the tiny vocab becomes <0xNN> tokens and decodes back.
   const auto emoji = t.encode("🦀", false);

@@ -1,0 +1,37 @@
+// The flattened varlen batch of one step (DESIGN §5): the only input a backend sees. All spans
+// view caller-owned host memory that must stay valid for the step.
+//
+// B requests, T new tokens, S sampled rows. Requests [0, num_decodes) are decodes: one new token
+// each, so their rows are [0, num_decodes); the rest are prefills (any number of new tokens).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "engine/core/status.h"
+
+namespace llmserve {
+
+struct ForwardBatch {
+  std::span<const int32_t> token_ids;     // [T]
+  std::span<const int32_t> positions;     // [T] position of each new token in its sequence
+  std::span<const int32_t> query_start;   // [B + 1] cu_seqlens of the new tokens; [0] = 0
+  std::span<const int32_t> seq_lens;      // [B] tokens in cache after this step
+  std::span<const int32_t> block_tables;  // [B, max_blocks_per_seq] block ids, row-major
+  int64_t max_blocks_per_seq = 0;
+  std::span<const int32_t> slot_mapping;  // [T] block * block_size + offset for each new K/V
+  std::span<const int32_t> sample_rows;   // [S] rows of T whose logits are returned, in order
+  std::span<const uint8_t> is_prefill;    // [B] 1 = prefill (or chunk), 0 = decode
+  int64_t num_decodes = 0;                // leading requests with exactly one new token
+
+  int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
+  int64_t num_requests() const { return static_cast<int64_t>(seq_lens.size()); }
+  int64_t num_samples() const { return static_cast<int64_t>(sample_rows.size()); }
+
+  // Checks sizes and index ranges: spans agree with T / B, query_start is non-decreasing and
+  // ends at T, new tokens fit in seq_lens, block-table entries < num_blocks, slots <
+  // num_blocks * block_size, sample rows < T, token ids < vocab_size, decodes come first.
+  Status validate(int64_t vocab_size, int64_t num_blocks, int block_size) const;
+};
+
+}  // namespace llmserve

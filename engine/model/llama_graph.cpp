@@ -1,0 +1,150 @@
+#include "engine/model/llama_graph.h"
+
+#include <cmath>
+#include <string>
+
+#include "llmserve/kernels/rope.h"
+
+namespace llmserve {
+namespace {
+
+kernels::RopeScaling to_kernel_scaling(const RopeScaling& s) {
+  kernels::RopeScaling k;
+  switch (s.type) {
+    case RopeScalingType::kNone: k.kind = kernels::RopeScaling::Kind::kNone; break;
+    case RopeScalingType::kLinear: k.kind = kernels::RopeScaling::Kind::kLinear; break;
+    case RopeScalingType::kLlama3: k.kind = kernels::RopeScaling::Kind::kLlama3; break;
+  }
+  k.factor = s.factor;
+  k.low_freq_factor = s.low_freq_factor;
+  k.high_freq_factor = s.high_freq_factor;
+  k.original_max_positions = static_cast<float>(s.original_max_position);
+  return k;
+}
+
+Result<Weight> weight(const LoadedModel& model, Ops& ops, const std::string& name) {
+  const TensorView* t = model.tensor(name);
+  if (t == nullptr) return not_found("model has no tensor " + name);
+  return ops.prepare_weight(*t);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LlamaGraph>> LlamaGraph::create(const LoadedModel& model, Ops& ops,
+                                                       int64_t max_tokens, int64_t max_samples) {
+  std::unique_ptr<LlamaGraph> g(new LlamaGraph(model.config(), ops));
+  LLMSERVE_RETURN_IF_ERROR(g->init(model, max_tokens, max_samples));
+  return g;
+}
+
+Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t max_samples) {
+  LLMSERVE_RETURN_IF_ERROR(cfg_.validate());
+  if (max_tokens <= 0 || max_samples <= 0) {
+    return invalid_argument("llama graph: max_tokens and max_samples must be positive");
+  }
+  max_tokens_ = max_tokens;
+  max_samples_ = max_samples;
+  LLMSERVE_ASSIGN_OR_RETURN(tok_embd_, weight(model, ops_, "token_embd.weight"));
+  LLMSERVE_ASSIGN_OR_RETURN(output_norm_, weight(model, ops_, "output_norm.weight"));
+  if (model.tensor("output.weight") != nullptr) {
+    LLMSERVE_ASSIGN_OR_RETURN(lm_head_, weight(model, ops_, "output.weight"));
+  } else {
+    lm_head_ = tok_embd_;  // tied embeddings
+  }
+  layers_.resize(static_cast<size_t>(cfg_.num_layers));
+  for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+    Layer& L = layers_[static_cast<size_t>(l)];
+    auto w = [&](const char* suffix) { return weight(model, ops_, block_tensor_name(l, suffix)); };
+    LLMSERVE_ASSIGN_OR_RETURN(L.attn_norm, w("attn_norm.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.wq, w("attn_q.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.wk, w("attn_k.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.wv, w("attn_v.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.wo, w("attn_output.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.ffn_norm, w("ffn_norm.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.w_gate, w("ffn_gate.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.w_up, w("ffn_up.weight"));
+    LLMSERVE_ASSIGN_OR_RETURN(L.w_down, w("ffn_down.weight"));
+    if (model.tensor(block_tensor_name(l, "attn_q.bias")) != nullptr) {
+      L.has_bias = true;
+      LLMSERVE_ASSIGN_OR_RETURN(L.bq, w("attn_q.bias"));
+      LLMSERVE_ASSIGN_OR_RETURN(L.bk, w("attn_k.bias"));
+      LLMSERVE_ASSIGN_OR_RETURN(L.bv, w("attn_v.bias"));
+    }
+  }
+
+  const int64_t H = cfg_.hidden_size, qd = cfg_.num_heads * cfg_.head_dim,
+                kvd = cfg_.num_kv_heads * cfg_.head_dim, F = cfg_.ffn_size, T = max_tokens;
+  auto alloc = [&](float*& p, int64_t n) -> Status {
+    LLMSERVE_ASSIGN_OR_RETURN(p, ops_.alloc_activation(n));
+    return Status::ok();
+  };
+  LLMSERVE_RETURN_IF_ERROR(alloc(resid_, T * H));
+  LLMSERVE_RETURN_IF_ERROR(alloc(h_, T * H));
+  LLMSERVE_RETURN_IF_ERROR(alloc(q_, T * qd));
+  LLMSERVE_RETURN_IF_ERROR(alloc(k_, T * kvd));
+  LLMSERVE_RETURN_IF_ERROR(alloc(v_, T * kvd));
+  LLMSERVE_RETURN_IF_ERROR(alloc(attn_, T * qd));
+  LLMSERVE_RETURN_IF_ERROR(alloc(o_, T * H));
+  LLMSERVE_RETURN_IF_ERROR(alloc(gate_, T * F));
+  LLMSERVE_RETURN_IF_ERROR(alloc(up_, T * F));
+  LLMSERVE_RETURN_IF_ERROR(alloc(s_resid_, max_samples * H));
+  LLMSERVE_RETURN_IF_ERROR(alloc(s_x_, max_samples * H));
+  LLMSERVE_RETURN_IF_ERROR(alloc(logits_, max_samples * cfg_.vocab_size));
+
+  RopeSpec rope;
+  rope.inv_freq = kernels::rope_inv_freq(static_cast<int>(cfg_.head_dim), cfg_.rope_theta,
+                                         to_kernel_scaling(cfg_.rope_scaling));
+  rope.interleaved = cfg_.rope_interleaved;
+  ops_.set_rope(std::move(rope));
+  return Status::ok();
+}
+
+Result<std::span<const float>> LlamaGraph::forward(const ForwardBatch& batch) {
+  const KvCacheSpec& kv = ops_.kv_cache_spec();
+  LLMSERVE_RETURN_IF_ERROR(batch.validate(cfg_.vocab_size, kv.num_blocks, kv.block_size));
+  const int64_t T = batch.num_tokens(), B = batch.num_requests(), S = batch.num_samples();
+  const int64_t D = batch.num_decodes;
+  if (T > max_tokens_ || S > max_samples_) {
+    return invalid_argument("forward batch: " + std::to_string(T) + " tokens / " +
+                            std::to_string(S) + " samples exceed the step limits " +
+                            std::to_string(max_tokens_) + " / " + std::to_string(max_samples_));
+  }
+  LLMSERVE_RETURN_IF_ERROR(ops_.begin_step(batch));
+
+  const int nh = static_cast<int>(cfg_.num_heads), nkv = static_cast<int>(cfg_.num_kv_heads);
+  const int hd = static_cast<int>(cfg_.head_dim);
+  const float eps = cfg_.rms_norm_eps;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+
+  ops_.embedding(tok_embd_, resid_);
+  for (int64_t l = 0; l < cfg_.num_layers; ++l) {
+    const Layer& L = layers_[static_cast<size_t>(l)];
+    if (l == 0) {
+      ops_.rms_norm(resid_, L.attn_norm, T, eps, h_);
+    } else {
+      ops_.add_rms_norm(resid_, o_, L.attn_norm, T, eps, h_);
+    }
+    ops_.matmul(h_, T, L.wq, L.has_bias ? &L.bq : nullptr, q_);
+    ops_.matmul(h_, T, L.wk, L.has_bias ? &L.bk : nullptr, k_);
+    ops_.matmul(h_, T, L.wv, L.has_bias ? &L.bv : nullptr, v_);
+    ops_.rope(q_, nh, hd);
+    ops_.rope(k_, nkv, hd);
+    ops_.write_kv(l, k_, v_);
+    if (D > 0) ops_.decode_attention(l, q_, nh, scale, 0, D, attn_);
+    if (D < B) ops_.prefill_attention(l, q_, nh, scale, D, B, attn_);
+    ops_.matmul(attn_, T, L.wo, nullptr, o_);
+    ops_.add_rms_norm(resid_, o_, L.ffn_norm, T, eps, h_);
+    ops_.matmul(h_, T, L.w_gate, nullptr, gate_);
+    ops_.matmul(h_, T, L.w_up, nullptr, up_);
+    ops_.silu_mul(gate_, up_, T * cfg_.ffn_size, gate_);
+    ops_.matmul(gate_, T, L.w_down, nullptr, o_);
+  }
+  if (S == 0) return std::span<const float>();
+  ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_resid_);
+  ops_.gather_sample_rows(o_, cfg_.hidden_size, s_x_);
+  ops_.add_rms_norm(s_resid_, s_x_, output_norm_, S, eps, s_x_);
+  ops_.matmul(s_x_, S, lm_head_, nullptr, logits_);
+  return ops_.to_host(logits_, S * cfg_.vocab_size);
+}
+
+}  // namespace llmserve

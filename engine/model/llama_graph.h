@@ -1,0 +1,57 @@
+// The Llama-family decoder forward (llama, mistral, qwen2, smollm), written once against Ops:
+// token embedding, per layer RMSNorm -> Q/K/V (+ qwen2 biases) -> RoPE -> paged KV write ->
+// grouped-query attention (decode and prefill kernels) -> output projection -> residual ->
+// RMSNorm -> SwiGLU MLP -> residual; final RMSNorm and the LM head (tied to the embedding when
+// the model has no output.weight) for the sample rows only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/model/forward_batch.h"
+#include "engine/model/model_weights.h"
+#include "engine/model/ops.h"
+
+namespace llmserve {
+
+class LlamaGraph {
+ public:
+  // Prepares the weights with `ops` and allocates activation scratch for up to max_tokens new
+  // tokens and max_samples sampled rows per step. `model` and `ops` must outlive the graph;
+  // ops must already hold its KV cache (alloc_kv_cache).
+  static Result<std::unique_ptr<LlamaGraph>> create(const LoadedModel& model, Ops& ops,
+                                                    int64_t max_tokens, int64_t max_samples);
+
+  // Runs one step; returns logits [S, vocab_size] (row s for batch.sample_rows[s]) as a host
+  // view valid until the next forward. Errors: a batch that fails validation or exceeds the
+  // scratch sizes.
+  Result<std::span<const float>> forward(const ForwardBatch& batch);
+
+  const ModelConfig& config() const { return cfg_; }
+  int64_t max_tokens() const { return max_tokens_; }
+  int64_t max_samples() const { return max_samples_; }
+
+ private:
+  struct Layer {
+    Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+    Weight bq, bk, bv;
+    bool has_bias = false;
+  };
+  LlamaGraph(const ModelConfig& cfg, Ops& ops) : cfg_(cfg), ops_(ops) {}
+  Status init(const LoadedModel& model, int64_t max_tokens, int64_t max_samples);
+
+  ModelConfig cfg_;
+  Ops& ops_;
+  int64_t max_tokens_ = 0, max_samples_ = 0;
+  Weight tok_embd_, output_norm_, lm_head_;
+  std::vector<Layer> layers_;
+  // Activation scratch (backend memory).
+  float *resid_ = nullptr, *h_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr;
+  float *attn_ = nullptr, *o_ = nullptr, *gate_ = nullptr, *up_ = nullptr;
+  float *s_resid_ = nullptr, *s_x_ = nullptr, *logits_ = nullptr;
+};
+
+}  // namespace llmserve

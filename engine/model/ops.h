@@ -1,0 +1,88 @@
+// The operations the Llama graph is written against (DESIGN §5). A backend (CpuOps, later
+// CudaOps) implements them over its own memory: every float* below is backend memory (host for
+// the CPU, device for CUDA) obtained from alloc_activation / kv_cache; the graph only passes the
+// pointers along and never reads them. Index data (token ids, positions, slots, block tables,
+// sample rows) comes from the ForwardBatch given to begin_step, which a device backend uploads.
+// Row-major shapes: [rows, cols]; activations are f32.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/model/forward_batch.h"
+#include "engine/model/model_weights.h"
+#include "llmserve/kernels/dtype.h"
+
+namespace llmserve {
+
+// A weight in backend memory. Matrices are [rows = out_features, cols = in_features] in `type`
+// (each row row_bytes(type, cols) bytes); vectors have rows = 1.
+struct Weight {
+  kernels::DType type = kernels::DType::F32;
+  const void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+struct RopeSpec {
+  std::vector<float> inv_freq;  // rot_dim / 2 frequencies (scaling already applied)
+  bool interleaved = false;     // true: (x[2i], x[2i+1]); false: (x[i], x[i + d/2])
+};
+
+struct KvCacheSpec {
+  int64_t num_layers = 0;
+  int64_t num_blocks = 0;
+  int num_kv_heads = 0;
+  int block_size = 16;
+  int head_dim = 0;
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // --- set-up (once, outside the step loop) ---
+  // Makes `t` usable by matmul / embedding / norms: a zero-copy view on the CPU, an upload
+  // (possibly converted) on a device.
+  virtual Result<Weight> prepare_weight(const TensorView& t) = 0;
+  // Activation scratch of n floats, owned by the backend, valid for its lifetime.
+  virtual Result<float*> alloc_activation(int64_t n) = 0;
+  // Allocates the paged K and V caches, per layer [num_blocks, num_kv_heads, block_size, head_dim].
+  virtual Status alloc_kv_cache(const KvCacheSpec& spec) = 0;
+  virtual const KvCacheSpec& kv_cache_spec() const = 0;
+  virtual void set_rope(RopeSpec spec) = 0;
+
+  // --- one step ---
+  // Makes the batch's index data visible to the ops below (precondition: batch validated).
+  virtual Status begin_step(const ForwardBatch& batch) = 0;
+
+  // out[T, dim] = table rows token_ids.
+  virtual void embedding(const Weight& table, float* out) = 0;
+  // y[rows, dim] = rms_norm(x) * w; y may equal x.
+  virtual void rms_norm(const float* x, const Weight& w, int64_t rows, float eps, float* y) = 0;
+  // residual += x; y = rms_norm(residual) * w. y may equal x, not residual.
+  virtual void add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows,
+                            float eps, float* y) = 0;
+  // y[M, w.rows] = x[M, w.cols] . w^T (+ bias[w.rows] when bias is non-null).
+  virtual void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) = 0;
+  // Rotates x[T, heads, head_dim] in place at the batch positions (set_rope's spec).
+  virtual void rope(float* x, int heads, int head_dim) = 0;
+  // Scatters k, v [T, num_kv_heads, head_dim] into layer's cache at the batch slots.
+  virtual void write_kv(int64_t layer, const float* k, const float* v) = 0;
+  // Attention of requests [req_begin, req_end) of the batch; q/out [T, num_heads, head_dim]
+  // indexed by absolute row. Decode: requests with one new token each.
+  virtual void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
+                                 int64_t req_begin, int64_t req_end, float* out) = 0;
+  virtual void decode_attention(int64_t layer, const float* q, int num_heads, float scale,
+                                int64_t req_begin, int64_t req_end, float* out) = 0;
+  // out[n] = silu(gate) * up; out may alias gate or up.
+  virtual void silu_mul(const float* gate, const float* up, int64_t n, float* out) = 0;
+  // out[S, dim] = x rows sample_rows.
+  virtual void gather_sample_rows(const float* x, int64_t dim, float* out) = 0;
+  // A host view of n floats of backend memory x (valid until the next step).
+  virtual std::span<const float> to_host(const float* x, int64_t n) = 0;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,46 @@
+// Flattens the requests of one step into a ForwardBatch (DESIGN §5). Decode entries (one new
+// token after at least one computed) go first, as the graph's attention split needs; the
+// sampled logits rows keep the callers' entry order. Buffers are reused across steps: the
+// returned batch views them and is valid until the next build().
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/model/forward_batch.h"
+
+namespace llmserve {
+
+struct BatchEntry {
+  std::span<const int32_t> tokens;  // every known token of the sequence (prompt + output)
+  int32_t num_computed = 0;         // tokens already in the KV cache
+  int32_t num_new = 0;              // tokens[num_computed, num_computed + num_new) run now
+  std::span<const int32_t> block_table;  // blocks covering positions [0, num_computed + num_new)
+  bool sample = false;                   // return logits for the last new token
+};
+
+class BatchBuilder {
+ public:
+  explicit BatchBuilder(int block_size) : block_size_(block_size) {}
+
+  // Errors: an entry with no new tokens, new tokens past `tokens`, or a block table too short.
+  Result<ForwardBatch> build(std::span<const BatchEntry> entries);
+
+  // Logits row of entry i of the last build(), or -1 when it does not sample.
+  int32_t sample_index(size_t entry) const { return sample_index_[entry]; }
+
+ private:
+  int block_size_;
+  std::vector<int32_t> token_ids_, positions_, query_start_, seq_lens_, block_tables_;
+  std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_;
+  std::vector<uint8_t> is_prefill_;
+  std::vector<size_t> order_;
+};
+
+// Blocks first_block, first_block + 1, ... covering num_tokens tokens: the trivial assignment
+// `llmserve generate` uses for its one sequence (the engine uses the KV block manager instead).
+std::vector<int32_t> contiguous_block_table(int32_t first_block, int64_t num_tokens, int block_size);
+
+}  // namespace llmserve

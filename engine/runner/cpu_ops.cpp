@@ -1,0 +1,165 @@
+#include "engine/runner/cpu_ops.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "llmserve/kernels/activation.h"
+#include "llmserve/kernels/dequantize.h"
+#include "llmserve/kernels/embedding.h"
+#include "llmserve/kernels/kv_cache_ops.h"
+#include "llmserve/kernels/matmul.h"
+#include "llmserve/kernels/norm.h"
+#include "llmserve/kernels/rope.h"
+
+namespace llmserve {
+
+using kernels::DType;
+
+void CpuOps::AlignedFree::operator()(float* p) const { std::free(p); }
+
+CpuOps::CpuOps(int num_threads) : pool_(std::max(1, num_threads)) {}
+CpuOps::~CpuOps() = default;
+
+Result<float*> CpuOps::alloc(int64_t n) {
+  if (n <= 0) return invalid_argument("cpu ops: buffer size must be positive");
+  const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
+  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+  if (p == nullptr) return resource_exhausted("cpu ops: cannot allocate " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, bytes);
+  buffers_.emplace_back(p);
+  return p;
+}
+
+Result<float*> CpuOps::alloc_activation(int64_t n) { return alloc(n); }
+
+Result<Weight> CpuOps::prepare_weight(const TensorView& t) {
+  Weight w{t.type, t.data, t.rows(), t.cols()};
+  if (t.shape.size() <= 1) {
+    if (t.type == DType::F32) return w;
+    if (!kernels::dtype_can_dequantize(t.type) ||
+        t.cols() % kernels::dtype_info(t.type).block_elems != 0) {
+      return unimplemented("cpu ops: cannot read vector " + t.name + " of type " +
+                           std::string(kernels::dtype_name(t.type)));
+    }
+    LLMSERVE_ASSIGN_OR_RETURN(float* f, alloc(t.cols()));
+    kernels::dequantize_row(t.type, t.data, f, t.cols());
+    return Weight{DType::F32, f, 1, t.cols()};
+  }
+  if (t.shape.size() != 2) return invalid_argument("cpu ops: " + t.name + " is not a matrix");
+  const auto info = kernels::dtype_info(t.type);
+  if (!kernels::matmul_supports(t.type) || t.cols() % info.block_elems != 0) {
+    return unimplemented("cpu ops: no matmul for " + t.name + " of type " +
+                         std::string(kernels::dtype_name(t.type)) + " with " +
+                         std::to_string(t.cols()) + " columns");
+  }
+  return w;
+}
+
+Status CpuOps::alloc_kv_cache(const KvCacheSpec& spec) {
+  if (spec.num_layers <= 0 || spec.num_blocks <= 0 || spec.num_kv_heads <= 0 ||
+      spec.block_size <= 0 || spec.head_dim <= 0) {
+    return invalid_argument("cpu ops: KV cache sizes must be positive");
+  }
+  if (!k_cache_.empty()) return failed_precondition("cpu ops: KV cache already allocated");
+  const int64_t per_layer = spec.num_blocks * spec.num_kv_heads * spec.block_size * spec.head_dim;
+  for (int64_t l = 0; l < spec.num_layers; ++l) {
+    LLMSERVE_ASSIGN_OR_RETURN(float* k, alloc(per_layer));
+    LLMSERVE_ASSIGN_OR_RETURN(float* v, alloc(per_layer));
+    k_cache_.push_back(k);
+    v_cache_.push_back(v);
+  }
+  kv_spec_ = spec;
+  return Status::ok();
+}
+
+uint64_t CpuOps::kv_cache_bytes() const {
+  return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) * static_cast<uint64_t>(kv_spec_.num_blocks) *
+         static_cast<uint64_t>(kv_spec_.num_kv_heads) * static_cast<uint64_t>(kv_spec_.block_size) *
+         static_cast<uint64_t>(kv_spec_.head_dim) * sizeof(float);
+}
+
+Status CpuOps::begin_step(const ForwardBatch& batch) {
+  if (k_cache_.empty()) return failed_precondition("cpu ops: no KV cache");
+  batch_ = batch;
+  return Status::ok();
+}
+
+void CpuOps::embedding(const Weight& table, float* out) {
+  kernels::embedding_lookup(table.type, table.data, table.cols, batch_.token_ids.data(),
+                            batch_.num_tokens(), out);
+}
+
+void CpuOps::rms_norm(const float* x, const Weight& w, int64_t rows, float eps, float* y) {
+  kernels::rms_norm(pool_, x, static_cast<const float*>(w.data), rows, w.cols, eps, y);
+}
+
+void CpuOps::add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows,
+                          float eps, float* y) {
+  kernels::add_rms_norm(pool_, residual, x, static_cast<const float*>(w.data), rows, w.cols, eps, y);
+}
+
+void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) {
+  kernels::matmul(pool_, x, M, w.cols, w.type, w.data, w.rows, y);
+  if (bias != nullptr) {
+    const auto* b = static_cast<const float*>(bias->data);
+    for (int64_t m = 0; m < M; ++m) kernels::add(y + m * w.rows, b, y + m * w.rows, w.rows);
+  }
+}
+
+void CpuOps::rope(float* x, int heads, int head_dim) {
+  kernels::apply_rope(x, batch_.num_tokens(), heads, head_dim, batch_.positions.data(),
+                      rope_.inv_freq,
+                      rope_.interleaved ? kernels::RopePairing::kAdjacent : kernels::RopePairing::kHalves);
+}
+
+void CpuOps::write_kv(int64_t layer, const float* k, const float* v) {
+  const kernels::KvCacheShape shape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
+                                    kv_spec_.head_dim};
+  kernels::write_kv(shape, k, v, batch_.slot_mapping.data(), batch_.num_tokens(),
+                    k_cache_[static_cast<size_t>(layer)], v_cache_[static_cast<size_t>(layer)]);
+}
+
+kernels::PagedKv CpuOps::paged_kv(int64_t layer, int64_t req_begin) const {
+  return kernels::PagedKv{
+      kernels::KvCacheShape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
+                            kv_spec_.head_dim},
+      k_cache_[static_cast<size_t>(layer)], v_cache_[static_cast<size_t>(layer)],
+      batch_.block_tables.data() + req_begin * batch_.max_blocks_per_seq, batch_.max_blocks_per_seq};
+}
+
+void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
+                               int64_t req_begin, int64_t req_end, float* out) {
+  kernels::prefill_attention(pool_, paged_kv(layer, req_begin), q,
+                             batch_.query_start.data() + req_begin, batch_.seq_lens.data() + req_begin,
+                             req_end - req_begin, num_heads, scale, out);
+}
+
+void CpuOps::decode_attention(int64_t layer, const float* q, int num_heads, float scale,
+                              int64_t req_begin, int64_t req_end, float* out) {
+  // Decode requests own one row each, row query_start[b].
+  const int64_t row = batch_.query_start[static_cast<size_t>(req_begin)];
+  const int64_t stride = static_cast<int64_t>(num_heads) * kv_spec_.head_dim;
+  kernels::decode_attention(pool_, paged_kv(layer, req_begin), q + row * stride,
+                            batch_.seq_lens.data() + req_begin, req_end - req_begin, num_heads,
+                            scale, out + row * stride);
+}
+
+void CpuOps::silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+  constexpr int64_t kChunk = 8192;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  pool_.parallel_for(chunks, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * kChunk, hi = std::min(n, e * kChunk);
+    kernels::silu_mul(gate + lo, up + lo, out + lo, hi - lo);
+  });
+}
+
+void CpuOps::gather_sample_rows(const float* x, int64_t dim, float* out) {
+  for (size_t s = 0; s < batch_.sample_rows.size(); ++s) {
+    std::memcpy(out + static_cast<int64_t>(s) * dim, x + batch_.sample_rows[s] * dim,
+                static_cast<size_t>(dim) * sizeof(float));
+  }
+}
+
+}  // namespace llmserve

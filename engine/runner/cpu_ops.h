@@ -1,0 +1,65 @@
+// The CPU backend of Ops: the AVX2/FMA kernels of kernels/ over one ThreadPool. Weights stay in
+// their stored type in the model's memory map (zero-copy); only small non-f32 vectors (norm
+// weights, biases) get an f32 copy. The KV cache is per layer K and V of
+// [num_blocks, num_kv_heads, block_size, head_dim] f32. Everything is allocated at set-up; a
+// step allocates nothing. Not thread-safe: one step at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/model/ops.h"
+#include "llmserve/kernels/attention.h"
+#include "llmserve/kernels/thread_pool.h"
+
+namespace llmserve {
+
+class CpuOps final : public Ops {
+ public:
+  explicit CpuOps(int num_threads);
+  ~CpuOps() override;
+
+  Result<Weight> prepare_weight(const TensorView& t) override;
+  Result<float*> alloc_activation(int64_t n) override;
+  Status alloc_kv_cache(const KvCacheSpec& spec) override;
+  const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
+  void set_rope(RopeSpec spec) override { rope_ = std::move(spec); }
+
+  Status begin_step(const ForwardBatch& batch) override;
+  void embedding(const Weight& table, float* out) override;
+  void rms_norm(const float* x, const Weight& w, int64_t rows, float eps, float* y) override;
+  void add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows, float eps,
+                    float* y) override;
+  void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) override;
+  void rope(float* x, int heads, int head_dim) override;
+  void write_kv(int64_t layer, const float* k, const float* v) override;
+  void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
+                         int64_t req_begin, int64_t req_end, float* out) override;
+  void decode_attention(int64_t layer, const float* q, int num_heads, float scale,
+                        int64_t req_begin, int64_t req_end, float* out) override;
+  void silu_mul(const float* gate, const float* up, int64_t n, float* out) override;
+  void gather_sample_rows(const float* x, int64_t dim, float* out) override;
+  std::span<const float> to_host(const float* x, int64_t n) override { return {x, static_cast<size_t>(n)}; }
+
+  kernels::ThreadPool& pool() { return pool_; }
+  uint64_t kv_cache_bytes() const;  // bytes held by K and V over all layers
+
+ private:
+  struct AlignedFree {
+    void operator()(float* p) const;
+  };
+  using Buffer = std::unique_ptr<float[], AlignedFree>;
+  Result<float*> alloc(int64_t n);
+  kernels::PagedKv paged_kv(int64_t layer, int64_t req_begin) const;
+
+  kernels::ThreadPool pool_;
+  std::vector<Buffer> buffers_;  // activations, f32 copies of vectors, KV cache
+  std::vector<float*> k_cache_, v_cache_;
+  KvCacheSpec kv_spec_;
+  RopeSpec rope_;
+  ForwardBatch batch_;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,56 @@
+// Owns the model, the backend (CpuOps) with its KV cache, and the Llama graph; runs one
+// ForwardBatch per step and returns the sampled rows' logits (DESIGN §5).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/model/forward_batch.h"
+#include "engine/model/llama_graph.h"
+#include "engine/model/model_weights.h"
+#include "engine/runner/cpu_ops.h"
+
+namespace llmserve {
+
+struct ModelRunnerOptions {
+  std::string model_path;                 // .gguf file or HF directory
+  int num_threads = 2;                    // CPU threads, the caller included
+  uint64_t kv_cache_bytes = 256ull << 20; // K + V over all layers; sets num_blocks
+  int block_size = 16;                    // tokens per KV block
+  int64_t max_tokens_per_step = 2048;     // new tokens in one ForwardBatch
+  int64_t max_samples_per_step = 256;     // sampled rows in one ForwardBatch
+};
+
+class ModelRunner {
+ public:
+  // Loads the model (zero-copy memory map), sizes the KV cache as
+  // num_blocks = kv_cache_bytes / (block_size x kv_bytes_per_token(f32)), and prepares the graph.
+  static Result<std::unique_ptr<ModelRunner>> create(const ModelRunnerOptions& options);
+  // The same over an already loaded model (options.model_path ignored).
+  static Result<std::unique_ptr<ModelRunner>> create(std::unique_ptr<LoadedModel> model,
+                                                     const ModelRunnerOptions& options);
+
+  // Logits [S, vocab_size] for batch.sample_rows, valid until the next execute().
+  Result<std::span<const float>> execute(const ForwardBatch& batch);
+
+  const ModelConfig& config() const { return model_->config(); }
+  const LoadedModel& model() const { return *model_; }
+  int block_size() const { return options_.block_size; }
+  int64_t num_blocks() const { return ops_->kv_cache_spec().num_blocks; }
+  int64_t max_tokens_per_step() const { return options_.max_tokens_per_step; }
+  int64_t max_samples_per_step() const { return options_.max_samples_per_step; }
+  uint64_t kv_cache_bytes() const { return ops_->kv_cache_bytes(); }
+
+ private:
+  ModelRunner() = default;
+
+  ModelRunnerOptions options_;
+  std::unique_ptr<LoadedModel> model_;
+  std::unique_ptr<CpuOps> ops_;
+  std::unique_ptr<LlamaGraph> graph_;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,61 @@
+#include "server/common/options_from_config.h"
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace llmserve {
+
+Result<EngineOptions> engine_options_from_config(const Config& c) {
+  EngineOptions o;
+  o.model_path = c.model.path;
+  o.device = std::string(to_string(c.engine.device));
+  o.threads = c.engine.threads;
+  o.kv_cache_bytes = c.engine.kv_cache_bytes;
+  o.gpu_memory_utilization = c.engine.gpu_memory_utilization;
+  o.block_size = c.engine.block_size;
+  o.max_num_seqs = c.engine.max_num_seqs;
+  o.max_num_batched_tokens = c.engine.max_num_batched_tokens;
+  o.max_model_len = c.model.max_model_len;
+  o.enable_prefix_caching = c.engine.enable_prefix_caching;
+  o.enable_chunked_prefill = c.engine.enable_chunked_prefill;
+  o.seed = c.engine.seed;
+  o.max_waiting_requests = c.server.max_waiting_requests;
+  o.max_waiting_tokens = c.server.max_waiting_tokens > 0 ? c.server.max_waiting_tokens
+                                                         : std::numeric_limits<int64_t>::max();
+  o.stream_buffer = static_cast<size_t>(std::max(c.server.stream_buffer_tokens, 1));
+  o.max_logprobs = c.engine.max_logprobs;
+  if (!c.model.chat_template.empty()) {
+    std::ifstream in(c.model.chat_template, std::ios::binary);
+    if (!in) return not_found("model.chat_template: cannot read '" + c.model.chat_template + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    o.chat_template_override = ss.str();
+  }
+  return o;
+}
+
+ServerOptions server_options_from_config(const Config& c) {
+  ServerOptions o;
+  o.host = c.server.host;
+  o.http_port = c.server.http_port;
+  o.grpc_port = c.server.grpc_port;
+  // Streams hold a pool thread each; keep a few threads for short calls (/health, /metrics).
+  o.http_threads = std::max(c.server.http_threads, 8);
+  o.max_concurrent_generations = std::max(o.http_threads - 8, 1);
+  o.max_body_bytes = c.server.max_body_bytes;
+  o.api_keys = c.server.api_keys;
+  o.metrics_require_auth = c.server.metrics_require_auth;
+  o.cors_allow_origins = c.server.cors_allow_origins;
+  o.tls_cert_file = c.server.tls_cert_file;
+  o.tls_key_file = c.server.tls_key_file;
+  o.max_waiting_requests = c.server.max_waiting_requests;
+  o.max_waiting_tokens = c.server.max_waiting_tokens;
+  o.shutdown_grace_seconds = c.server.shutdown_grace_seconds;
+  o.request_timeout_seconds = c.server.request_timeout_seconds;
+  o.watchdog_seconds = c.server.watchdog_seconds;
+  o.served_model_name = c.server.served_model_name;
+  return o;
+}
+
+}  // namespace llmserve

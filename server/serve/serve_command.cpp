@@ -1,0 +1,128 @@
+#include "server/serve/serve_command.h"
+
+#include <csignal>
+#include <pthread.h>
+
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "config/config_cli.h"
+#include "engine/engine.h"
+#include "server/common/options_from_config.h"
+#include "server/common/server_state.h"
+#include "server/grpc/grpc_server.h"
+#include "server/http/chat_renderer.h"
+#include "server/http/http_server.h"
+#include "server/metrics/server_metrics.h"
+
+namespace llmserve::cli {
+
+namespace {
+
+spdlog::level::level_enum spdlog_level(LogLevel l) {
+  switch (l) {
+    case LogLevel::kTrace: return spdlog::level::trace;
+    case LogLevel::kDebug: return spdlog::level::debug;
+    case LogLevel::kInfo: return spdlog::level::info;
+    case LogLevel::kWarn: return spdlog::level::warn;
+    case LogLevel::kError: return spdlog::level::err;
+  }
+  return spdlog::level::info;
+}
+
+// Blocks SIGTERM / SIGINT in this thread and every thread it starts later, so sigwait() in the
+// main thread receives them.
+sigset_t block_shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int serve(const ConfigFlags& flags) {
+  const sigset_t signals = block_shutdown_signals();
+  auto config = load_config(flags, current_environment());
+  if (!config.is_ok()) {
+    spdlog::error("{}", config.status().message());
+    return 2;
+  }
+  spdlog::set_level(spdlog_level(config->logging.level));
+  if (config->logging.format == LogFormat::kJson) {
+    spdlog::set_pattern(R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","msg":"%v"})");
+  }
+  spdlog::info("llmserve configuration:\n{}", describe(*config));
+  auto engine_options = engine_options_from_config(*config);
+  if (!engine_options.is_ok()) {
+    spdlog::error("{}", engine_options.status().message());
+    return 2;
+  }
+  const ServerOptions server_options = server_options_from_config(*config);
+
+  spdlog::info("loading model {}", engine_options->model_path);
+  auto engine = Engine::create(*engine_options);
+  if (!engine.is_ok()) {
+    spdlog::error("cannot start the engine: {}", engine.status().to_string());
+    return 1;
+  }
+  std::unique_ptr<Engine> eng = std::move(engine).value();
+  spdlog::info("model {} loaded (max_model_len {})", eng->model_name(), eng->max_model_len());
+
+  ServerMetrics metrics;
+  ServerState state(eng.get(), server_options);
+  HttpServer http(state, metrics, make_chat_renderer(*eng));
+  GrpcServer grpc(state, metrics);
+  if (Status st = http.start(); !st.is_ok()) {
+    spdlog::error("{}", st.message());
+    eng->shutdown();
+    return 1;
+  }
+  if (Status st = grpc.start(); !st.is_ok()) {
+    spdlog::error("{}", st.message());
+    http.stop();
+    eng->shutdown();
+    return 1;
+  }
+  const char* scheme = server_options.tls_enabled() ? "https" : "http";
+  spdlog::info("HTTP listening on {}://{}:{}", scheme, server_options.host, http.port());
+  spdlog::info("gRPC listening on {}:{}", server_options.host, grpc.port());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {} received: draining (grace {} s)", sig,
+               server_options.shutdown_grace_seconds);
+  state.start_draining();
+  eng->stop_accepting();
+  grpc.set_serving(false);
+  const auto grace_end =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(server_options.shutdown_grace_seconds));
+  while (state.in_flight() > 0 && std::chrono::steady_clock::now() < grace_end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (state.in_flight() > 0) {
+    spdlog::warn("grace period over with {} requests in flight; aborting them", state.in_flight());
+  }
+  eng->shutdown();  // aborts what is left; their streams end
+  grpc.stop(1.0);
+  http.stop();
+  spdlog::info("llmserve stopped");
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& root, int& exit_code) {
+  CLI::App* cmd = root.add_subcommand(
+      "serve", "Serve a model over OpenAI-compatible HTTP and gRPC until SIGTERM / SIGINT");
+  auto flags = std::make_shared<ConfigFlags>();
+  add_config_options(*cmd, *flags);
+  cmd->callback([flags, &exit_code] { exit_code = serve(*flags); });
+}
+
+}  // namespace llmserve::cli

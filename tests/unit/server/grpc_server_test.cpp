@@ -1,0 +1,228 @@
+// The gRPC server in process on a free port, driven by the generated C++ stub, against
+// FakeEngine: streaming, unary, auth, cancellation, deadlines, admission.
+#include "server/grpc/grpc_server.h"
+
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+
+#include "llmserve/v1/generation.grpc.pb.h"
+#include "tests/unit/server/fake_engine.h"
+
+namespace llmserve {
+namespace {
+
+using testing::FakeEngine;
+using testing::FakeScript;
+
+class GrpcServerTest : public ::testing::Test {
+ protected:
+  void start(ServerOptions o = {}) {
+    o.host = "127.0.0.1";
+    o.grpc_port = 0;
+    state_ = std::make_unique<ServerState>(&engine_, o);
+    server_ = std::make_unique<GrpcServer>(*state_, metrics_);
+    ASSERT_TRUE(server_->start().is_ok());
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                       grpc::InsecureChannelCredentials());
+    stub_ = v1::Generation::NewStub(channel);
+  }
+  void TearDown() override {
+    if (server_) server_->stop(0);
+    engine_.shutdown();
+  }
+  void long_script() {
+    FakeScript s;
+    s.pieces.assign(2000, "t");
+    s.step_delay = std::chrono::milliseconds(5);
+    engine_.set_script(s);
+  }
+
+  FakeEngine engine_;
+  ServerMetrics metrics_;
+  std::unique_ptr<ServerState> state_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<v1::Generation::Stub> stub_;
+};
+
+TEST_F(GrpcServerTest, ListModelsTokenizeDetokenize) {
+  start();
+  grpc::ClientContext c1;
+  v1::ListModelsResponse models;
+  ASSERT_TRUE(stub_->ListModels(&c1, v1::ListModelsRequest(), &models).ok());
+  ASSERT_EQ(models.models_size(), 1);
+  EXPECT_EQ(models.models(0).id(), "fake-model");
+  grpc::ClientContext c2;
+  v1::TokenizeRequest tr;
+  tr.set_text("ab");
+  v1::TokenizeResponse tresp;
+  ASSERT_TRUE(stub_->Tokenize(&c2, tr, &tresp).ok());
+  EXPECT_EQ(tresp.count(), 2);
+  EXPECT_EQ(tresp.token_ids(0), 'a');
+  grpc::ClientContext c3;
+  v1::DetokenizeRequest dr;
+  dr.add_token_ids('h');
+  dr.add_token_ids('i');
+  v1::DetokenizeResponse dresp;
+  ASSERT_TRUE(stub_->Detokenize(&c3, dr, &dresp).ok());
+  EXPECT_EQ(dresp.text(), "hi");
+  grpc::ClientContext c4;
+  v1::DetokenizeRequest bad;
+  bad.add_token_ids(-4);
+  EXPECT_EQ(stub_->Detokenize(&c4, bad, &dresp).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(GrpcServerTest, GenerateStreamsDeltasThenFinal) {
+  start();
+  grpc::ClientContext ctx;
+  v1::GenerateRequest req;
+  req.set_prompt("hi");
+  req.set_max_tokens(8);
+  req.set_logprobs(1);
+  auto reader = stub_->Generate(&ctx, req);
+  v1::GenerateResponse msg;
+  std::string text;
+  std::string finish;
+  int messages = 0;
+  while (reader->Read(&msg)) {
+    ++messages;
+    text += msg.text();
+    if (!msg.text().empty()) EXPECT_EQ(msg.logprobs_size(), 1);
+    if (!msg.finish_reason().empty()) {
+      finish = msg.finish_reason();
+      EXPECT_EQ(msg.usage().prompt_tokens(), 2);
+      EXPECT_EQ(msg.usage().completion_tokens(), 2);
+    }
+  }
+  const grpc::Status st = reader->Finish();
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(text, "hello world");
+  EXPECT_EQ(finish, "stop");
+  EXPECT_EQ(messages, 2);
+  const auto sub = engine_.submitted();
+  ASSERT_EQ(sub.size(), 1u);
+  EXPECT_EQ(sub[0].params.max_tokens, 8);
+  EXPECT_EQ(sub[0].params.logprobs, 1);
+}
+
+TEST_F(GrpcServerTest, CompleteCollectsSamples) {
+  start();
+  grpc::ClientContext ctx;
+  v1::GenerateRequest req;
+  req.add_prompt_token_ids(5);
+  req.set_n(2);
+  req.set_max_tokens(1);
+  v1::CompleteResponse resp;
+  const grpc::Status st = stub_->Complete(&ctx, req, &resp);
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  ASSERT_EQ(resp.choices_size(), 2);
+  EXPECT_EQ(resp.choices(1).text(), "hello");
+  EXPECT_EQ(resp.choices(1).finish_reason(), "length");
+  EXPECT_EQ(resp.model(), "fake-model");
+  EXPECT_EQ(resp.usage().prompt_tokens(), 1);
+}
+
+TEST_F(GrpcServerTest, InvalidArgumentsAreRejectedBeforeTheEngine) {
+  start();
+  for (auto mutate : std::vector<std::function<void(v1::GenerateRequest&)>>{
+           [](v1::GenerateRequest& r) { r.set_temperature(5); },
+           [](v1::GenerateRequest& r) { r.clear_prompt(); },
+           [](v1::GenerateRequest& r) { r.add_prompt_token_ids(1); },
+           [](v1::GenerateRequest& r) { r.set_max_tokens(100000); },
+           [](v1::GenerateRequest& r) { (*r.mutable_logit_bias())[-3] = 1; },
+           [](v1::GenerateRequest& r) { r.set_n(0); },
+           [](v1::GenerateRequest& r) { r.set_model("other"); }}) {
+    grpc::ClientContext ctx;
+    v1::GenerateRequest req;
+    req.set_prompt("hi");
+    mutate(req);
+    v1::CompleteResponse resp;
+    EXPECT_EQ(stub_->Complete(&ctx, req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << req.ShortDebugString();
+  }
+  EXPECT_TRUE(engine_.submitted().empty());
+}
+
+TEST_F(GrpcServerTest, ApiKeyInMetadata) {
+  ServerOptions o;
+  o.api_keys = {"sk-g"};
+  start(o);
+  v1::ListModelsResponse resp;
+  grpc::ClientContext none;
+  EXPECT_EQ(stub_->ListModels(&none, {}, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext wrong;
+  wrong.AddMetadata("authorization", "Bearer nope");
+  EXPECT_EQ(stub_->ListModels(&wrong, {}, &resp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext gen_ctx;
+  v1::GenerateRequest req;
+  req.set_prompt("hi");
+  auto reader = stub_->Generate(&gen_ctx, req);
+  v1::GenerateResponse msg;
+  while (reader->Read(&msg)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext right;
+  right.AddMetadata("authorization", "Bearer sk-g");
+  EXPECT_TRUE(stub_->ListModels(&right, {}, &resp).ok());
+}
+
+TEST_F(GrpcServerTest, ClientCancelAbortsTheRequest) {
+  long_script();
+  start();
+  grpc::ClientContext ctx;
+  v1::GenerateRequest req;
+  req.set_prompt("hi");
+  req.set_max_tokens(1000);
+  auto reader = stub_->Generate(&ctx, req);
+  v1::GenerateResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));
+  ASSERT_TRUE(reader->Read(&msg));
+  ctx.TryCancel();
+  while (reader->Read(&msg)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(engine_.wait_until_idle(std::chrono::seconds(5)));
+  EXPECT_EQ(engine_.aborted().size(), 1u);
+}
+
+TEST_F(GrpcServerTest, DeadlineAbortsTheRequest) {
+  long_script();
+  start();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(150));
+  v1::GenerateRequest req;
+  req.set_prompt("hi");
+  req.set_max_tokens(1000);
+  auto reader = stub_->Generate(&ctx, req);
+  v1::GenerateResponse msg;
+  while (reader->Read(&msg)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_TRUE(engine_.wait_until_idle(std::chrono::seconds(5)));
+  const auto sub = engine_.submitted();
+  ASSERT_EQ(sub.size(), 1u);
+  EXPECT_TRUE(sub[0].deadline.has_value());
+}
+
+TEST_F(GrpcServerTest, DrainingAndQueueFull) {
+  ServerOptions o;
+  o.max_waiting_requests = 1;
+  start(o);
+  EngineStats busy;
+  busy.requests_waiting = 1;
+  engine_.set_stats_override(busy);
+  grpc::ClientContext c1;
+  v1::GenerateRequest req;
+  req.set_prompt("hi");
+  v1::CompleteResponse resp;
+  EXPECT_EQ(stub_->Complete(&c1, req, &resp).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  engine_.set_stats_override(EngineStats{});
+  state_->start_draining();
+  grpc::ClientContext c2;
+  EXPECT_EQ(stub_->Complete(&c2, req, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
+  const std::string page = metrics_.render(EngineStats{}, nullptr);
+  EXPECT_NE(page.find("llmserve_grpc_requests_total{method=\"Complete\",code=\"UNAVAILABLE\"} 1"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmserve
