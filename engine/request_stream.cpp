@@ -30,9 +30,8 @@ void RequestStream::close() {
 std::optional<StepOutput> RequestStream::next(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   timed_out_ = false;
-  const bool ready = cv_.wait_for(lock, timeout, [this] {
-    return !queue_.empty() || closed_ || cancelled_;
-  });
+  const bool ready =
+      cv_.wait_for(lock, timeout, [this] { return !queue_.empty() || closed_ || cancelled_; });
   if (!ready) {
     timed_out_ = true;
     return std::nullopt;

@@ -18,7 +18,9 @@ Status range_error(const char* field, const char* range, T got) {
   return invalid_argument(os.str());
 }
 
-bool in_closed(float v, float lo, float hi) { return std::isfinite(v) && v >= lo && v <= hi; }
+bool in_closed(float v, float lo, float hi) {
+  return std::isfinite(v) && v >= lo && v <= hi;
+}
 
 }  // namespace
 
@@ -67,7 +69,8 @@ Status SamplingParams::validate(int32_t vocab_size, int32_t max_logprobs) const 
     }
   }
   if (logprobs < -1 || logprobs > max_logprobs) {
-    return range_error("logprobs", ("-1 (none) or in [0, " + std::to_string(max_logprobs) + "]").c_str(),
+    return range_error("logprobs",
+                       ("-1 (none) or in [0, " + std::to_string(max_logprobs) + "]").c_str(),
                        logprobs);
   }
   if (prompt_logprobs < -1 || prompt_logprobs > max_logprobs) {

@@ -27,8 +27,8 @@ void mask_tokens(std::span<float> logits, std::span<const int32_t> ids) {
   }
 }
 
-void apply_min_tokens(std::span<float> logits, const SamplingParams& params,
-                      int32_t num_generated, std::span<const int32_t> eos_ids) {
+void apply_min_tokens(std::span<float> logits, const SamplingParams& params, int32_t num_generated,
+                      std::span<const int32_t> eos_ids) {
   if (num_generated >= params.min_tokens) return;
   mask_tokens(logits, params.stop_token_ids);
   if (!params.ignore_eos) mask_tokens(logits, eos_ids);

@@ -20,8 +20,8 @@ void mask_tokens(std::span<float> logits, std::span<const int32_t> ids);
 
 // Until `min_tokens` tokens are generated, masks params.stop_token_ids and, unless ignore_eos,
 // the model's EOS ids. With ignore_eos EOS is not a stop, so it is not masked either.
-void apply_min_tokens(std::span<float> logits, const SamplingParams& params,
-                      int32_t num_generated, std::span<const int32_t> eos_ids);
+void apply_min_tokens(std::span<float> logits, const SamplingParams& params, int32_t num_generated,
+                      std::span<const int32_t> eos_ids);
 
 // HF / vLLM: for each distinct token in prompt + output, a positive logit is divided by
 // `penalty`, a negative one multiplied by it.

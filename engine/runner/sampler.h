@@ -54,10 +54,10 @@ class Sampler {
 
   int32_t vocab_size_;
   std::vector<int32_t> eos_ids_;
-  std::vector<float> work_;      // processed logits
-  std::vector<int32_t> cand_;    // candidate ids
-  std::vector<float> weights_;   // [vocab]: exp((logit - max) / T), set for candidates
-  std::vector<int32_t> ids_;     // scratch for logprob top-N
+  std::vector<float> work_;     // processed logits
+  std::vector<int32_t> cand_;   // candidate ids
+  std::vector<float> weights_;  // [vocab]: exp((logit - max) / T), set for candidates
+  std::vector<int32_t> ids_;    // scratch for logprob top-N
 };
 
 }  // namespace llmserve

@@ -31,7 +31,8 @@ bool valid_continuation(uint8_t lead, size_t pos, uint8_t b) {
 size_t valid_prefix(std::string_view s, size_t i, size_t len) {
   const auto lead = static_cast<uint8_t>(s[i]);
   size_t j = 1;
-  while (j < len && i + j < s.size() && valid_continuation(lead, j, static_cast<uint8_t>(s[i + j]))) {
+  while (j < len && i + j < s.size() &&
+         valid_continuation(lead, j, static_cast<uint8_t>(s[i + j]))) {
     ++j;
   }
   return j;
@@ -46,7 +47,7 @@ size_t utf8_incomplete_tail(std::string_view s) {
     const auto b = static_cast<uint8_t>(s[i]);
     if (b >= 0x80 && b <= 0xBF) continue;  // a continuation byte: look further back
     const size_t len = sequence_length(b);
-    if (len <= back) return 0;             // ASCII, invalid, or a finished sequence
+    if (len <= back) return 0;  // ASCII, invalid, or a finished sequence
     return valid_prefix(s, i, len) == back ? back : 0;
   }
   return 0;

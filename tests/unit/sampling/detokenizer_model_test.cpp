@@ -25,8 +25,8 @@ const Tokenizer* model_tokenizer() {
   return tok.get();
 }
 
-#define REQUIRE_MODEL_TOKENIZER(tok)                                 \
-  const Tokenizer* tok = model_tokenizer();                          \
+#define REQUIRE_MODEL_TOKENIZER(tok)        \
+  const Tokenizer* tok = model_tokenizer(); \
   if (tok == nullptr) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set"
 
 std::string stream_all(Detokenizer& d, const std::vector<int32_t>& ids, bool* all_valid) {
@@ -56,8 +56,9 @@ TEST(DetokenizerModel, RandomIdSequencesMatchFullDecode) {
     const int n = gen() % 40;
     for (int i = 0; i < n; ++i) {
       const uint32_t r = gen() % 10;
-      ids.push_back(r < 4 ? partial[gen() % partial.size()] : r < 5 ? static_cast<int32_t>(gen() % 20)
-                                                                    : static_cast<int32_t>(gen() % vocab));
+      ids.push_back(r < 4   ? partial[gen() % partial.size()]
+                    : r < 5 ? static_cast<int32_t>(gen() % 20)
+                            : static_cast<int32_t>(gen() % vocab));
     }
     for (bool skip : {true, false}) {
       Detokenizer d(*tok, skip);
@@ -73,7 +74,8 @@ TEST(DetokenizerModel, EncodedTextRoundTripsExactly) {
   REQUIRE_MODEL_TOKENIZER(tok);
   const std::vector<std::string> texts = {
       "Hello, world! The quick brown fox jumps over 13 lazy dogs.",
-      "Ünïcödé — naïve café, 日本語のテキスト, 한국어, emoji 😀🎉👩‍👩‍👧 and math ∑∫√.",
+      "Ünïcödé — naïve café, 日本語のテキスト, 한국어, emoji 😀🎉👩‍👩‍👧 and math "
+      "∑∫√.",
       "  leading spaces\n\ttabs\nand 1234567890 digits",
   };
   for (const std::string& text : texts) {
@@ -89,7 +91,8 @@ TEST(DetokenizerModel, StopStringOnRealTokens) {
   REQUIRE_MODEL_TOKENIZER(tok);
   const std::string text = "The answer is 42. Next question: what is 😀? The end.";
   const auto ids = tok->encode(text, false, false);
-  for (const std::string& stop : {std::string("question"), std::string("😀?"), std::string("42. N")}) {
+  for (const std::string& stop :
+       {std::string("question"), std::string("😀?"), std::string("42. N")}) {
     SamplingParams p;
     p.stop = {stop};
     StopChecker sc(*tok, p, tok->spec().stop_ids, 1000);

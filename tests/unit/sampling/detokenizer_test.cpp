@@ -58,7 +58,8 @@ TEST(Detokenizer, SkipSpecialTokens) {
 TEST(Detokenizer, SentencePieceStripsOnlyTheFirstLeadingSpace) {
   FakeTokenizer tok(true);
   Detokenizer d(tok, true);
-  auto deltas = stream(d, {FakeTokenizer::kEos, tok.id_of(" the"), tok.id_of(" world"), tok.id_of(" ")});
+  auto deltas =
+      stream(d, {FakeTokenizer::kEos, tok.id_of(" the"), tok.id_of(" world"), tok.id_of(" ")});
   EXPECT_EQ(join(deltas), "the world ");
   EXPECT_EQ(deltas[2], " world");
   // With prompt context the first output token keeps its space and the context is not emitted.
@@ -72,8 +73,10 @@ void check_random_sequences(const FakeTokenizer& tok, bool skip, uint32_t seed) 
   std::mt19937 gen(seed);
   // Mostly multi-byte pieces and specials, some raw bytes.
   std::vector<int32_t> pool = {FakeTokenizer::kEos, FakeTokenizer::kImEnd};
-  for (int32_t id = FakeTokenizer::kFirstByte + 256; id < tok.vocab_size(); ++id) pool.push_back(id);
-  for (int b : {0x20, 0x41, 0x61, 0x80, 0xA9, 0xC3, 0xE2, 0xF0, 0xFF}) pool.push_back(FakeTokenizer::kFirstByte + b);
+  for (int32_t id = FakeTokenizer::kFirstByte + 256; id < tok.vocab_size(); ++id)
+    pool.push_back(id);
+  for (int b : {0x20, 0x41, 0x61, 0x80, 0xA9, 0xC3, 0xE2, 0xF0, 0xFF})
+    pool.push_back(FakeTokenizer::kFirstByte + b);
   for (int iter = 0; iter < 3000; ++iter) {
     std::vector<int32_t> ids;
     const int n = gen() % 20;

@@ -19,9 +19,10 @@ class FakeTokenizer : public Tokenizer {
   explicit FakeTokenizer(bool sentencepiece = false) : sentencepiece_(sentencepiece) {
     spec_.tokens = {"<eos>", "<|im_end|>"};
     for (int b = 0; b < 256; ++b) spec_.tokens.push_back(std::string(1, static_cast<char>(b)));
-    for (const char* piece : {"hello", " world", " wor", "ld", "\xC3\xA9", "\xE2\x82\xAC",
-                              "\xE2\x82", "\xAC", "\xF0\x9F", "\x98\x80", "STOP", "ST", "OP",
-                              " the", " ", "  ", "\xC3", "\xA9!", "</s", "top>"}) {
+    for (const char* piece :
+         {"hello", " world",   " wor",     "ld",    "\xC3\xA9", "\xE2\x82\xAC", "\xE2\x82",
+          "\xAC",  "\xF0\x9F", "\x98\x80", "STOP",  "ST",       "OP",           " the",
+          " ",     "  ",       "\xC3",     "\xA9!", "</s",      "top>"}) {
       spec_.tokens.push_back(piece);
     }
     spec_.eos_id = kEos;

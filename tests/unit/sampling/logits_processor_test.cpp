@@ -19,10 +19,10 @@ TEST(LogitsProcessor, PenaltiesMatchHandComputedExample) {
   apply_logits_processors(logits, p, st, {});
   // token 0: prompt+output: 2/2 = 1, then presence 0.5 + freq 0.25*1 -> 0.25
   EXPECT_FLOAT_EQ(logits[0], 0.25f);
-  EXPECT_FLOAT_EQ(logits[1], -2.0f);            // prompt only: -1 * 2
+  EXPECT_FLOAT_EQ(logits[1], -2.0f);                // prompt only: -1 * 2
   EXPECT_FLOAT_EQ(logits[2], 0.25f - 0.5f - 0.5f);  // 0.5/2, presence, 2 * 0.25
   EXPECT_FLOAT_EQ(logits[3], 1.5f - 0.5f - 0.25f);
-  EXPECT_FLOAT_EQ(logits[4], 4.0f);             // unseen
+  EXPECT_FLOAT_EQ(logits[4], 4.0f);  // unseen
 }
 
 TEST(LogitsProcessor, BiasThenMinTokensMask) {

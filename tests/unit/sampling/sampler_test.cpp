@@ -54,7 +54,9 @@ TEST(Sampler, GreedyMatchesArgmaxOnLargeVocab) {
 }
 
 // Logits for request r at step t, a fixed function so every run sees the same rows.
-std::vector<float> step_logits(int r, int t) { return random_logits(1000, r * 1000 + t, 2.0f); }
+std::vector<float> step_logits(int r, int t) {
+  return random_logits(1000, r * 1000 + t, 2.0f);
+}
 
 TEST(Sampler, SeededDrawsIndependentOfBatchCompositionAndOrder) {
   const int kRequests = 5, kSteps = 30;
@@ -72,13 +74,16 @@ TEST(Sampler, SeededDrawsIndependentOfBatchCompositionAndOrder) {
   for (int r = 0; r < kRequests; ++r) {
     Sampler sampler(1000, {});
     SamplingState st = state_for(params[r]);
-    for (int t = 0; t < kSteps; ++t) alone[r].push_back(sampler.sample(step_logits(r, t), params[r], st).token_id);
+    for (int t = 0; t < kSteps; ++t)
+      alone[r].push_back(sampler.sample(step_logits(r, t), params[r], st).token_id);
   }
   // Batched, shuffled every step, one shared sampler, requests joining at different steps.
   std::mt19937 shuffle_gen(42);
   Sampler sampler(1000, {});
   std::vector<SamplingState> states;
-  for (int r = 0; r < kRequests; ++r) states.push_back(SamplingState(params[r], std::vector<int32_t>{1, 2, 3}, SamplingState::resolve_seed(params[r], 999, r, 0)));
+  for (int r = 0; r < kRequests; ++r)
+    states.push_back(SamplingState(params[r], std::vector<int32_t>{1, 2, 3},
+                                   SamplingState::resolve_seed(params[r], 999, r, 0)));
   std::vector<std::vector<int32_t>> batched(kRequests);
   for (int t = 0; t < kSteps + kRequests; ++t) {
     std::vector<int> order;
@@ -90,7 +95,8 @@ TEST(Sampler, SeededDrawsIndependentOfBatchCompositionAndOrder) {
     std::vector<std::vector<float>> rows;
     std::vector<SampleRow> batch;
     for (int r : order) rows.push_back(step_logits(r, t - r));
-    for (size_t i = 0; i < order.size(); ++i) batch.push_back({rows[i].data(), &params[order[i]], &states[order[i]]});
+    for (size_t i = 0; i < order.size(); ++i)
+      batch.push_back({rows[i].data(), &params[order[i]], &states[order[i]]});
     auto results = sampler.sample_batch(batch);
     for (size_t i = 0; i < order.size(); ++i) batched[order[i]].push_back(results[i].token_id);
   }
@@ -103,14 +109,16 @@ TEST(Sampler, UnseededRequestsDifferByRequestId) {
   SamplingParams p;
   EXPECT_NE(SamplingState::resolve_seed(p, 0, 1, 0), SamplingState::resolve_seed(p, 0, 2, 0));
   EXPECT_NE(SamplingState::resolve_seed(p, 0, 1, 0), SamplingState::resolve_seed(p, 0, 1, 1));
-  EXPECT_EQ(SamplingState::resolve_seed(seeded(5), 0, 1, 0), SamplingState::resolve_seed(seeded(5), 3, 9, 0));
+  EXPECT_EQ(SamplingState::resolve_seed(seeded(5), 0, 1, 0),
+            SamplingState::resolve_seed(seeded(5), 3, 9, 0));
 }
 
 TEST(Sampler, TopKOneAndTinyTopPEqualGreedy) {
   Sampler sampler(5000, {});
   for (uint64_t s = 0; s < 20; ++s) {
     auto logits = random_logits(5000, s);
-    logits[static_cast<size_t>(s * 37 % 5000)] = logits[static_cast<size_t>(s * 53 % 5000)] = 20.0f;  // a tie
+    logits[static_cast<size_t>(s * 37 % 5000)] = logits[static_cast<size_t>(s * 53 % 5000)] =
+        20.0f;  // a tie
     SamplingParams greedy;
     greedy.temperature = 0.0f;
     SamplingState g = state_for(greedy);
@@ -127,9 +135,12 @@ TEST(Sampler, TopKOneAndTinyTopPEqualGreedy) {
 }
 
 // probs {0.5, 0.3, 0.15, 0.05} at T = 1.
-std::vector<float> four_way() { return {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)}; }
+std::vector<float> four_way() {
+  return {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+}
 
-std::vector<int> histogram(Sampler& sampler, const std::vector<float>& logits, const SamplingParams& p, int draws) {
+std::vector<int> histogram(Sampler& sampler, const std::vector<float>& logits,
+                           const SamplingParams& p, int draws) {
   SamplingState st = state_for(p);
   std::vector<int> counts(logits.size(), 0);
   for (int i = 0; i < draws; ++i) ++counts[sampler.sample(logits, p, st).token_id];
@@ -173,7 +184,8 @@ TEST(Sampler, TopPBeyondFirstSortedChunk) {
   std::mt19937 g(3);
   std::shuffle(logits.begin(), logits.end(), g);
   std::vector<int32_t> top_ids;
-  for (int32_t i = 0; i < 1000; ++i) if (logits[i] == 0.0f) top_ids.push_back(i);
+  for (int32_t i = 0; i < 1000; ++i)
+    if (logits[i] == 0.0f) top_ids.push_back(i);
   Sampler sampler(1000, {});
   SamplingParams p = seeded(4);
   p.top_p = 0.5f;
@@ -230,7 +242,8 @@ TEST(Sampler, LogitBiasForcesAndBansTokens) {
   SamplingParams p = seeded(5);
   p.logit_bias = {{123, 100.0f}};
   SamplingState st = state_for(p);
-  for (int t = 0; t < 50; ++t) EXPECT_EQ(sampler.sample(random_logits(500, t, 2.0f), p, st).token_id, 123);
+  for (int t = 0; t < 50; ++t)
+    EXPECT_EQ(sampler.sample(random_logits(500, t, 2.0f), p, st).token_id, 123);
   SamplingParams g;
   g.temperature = 0.0f;
   auto logits = random_logits(500, 9);
@@ -284,7 +297,8 @@ TEST(Sampler, LogprobsAreRawLogSoftmaxDescending) {
   EXPECT_NEAR(sum, 1.0, 1e-4);
   EXPECT_EQ(r.logprob->token_id, r.token_id);
   EXPECT_NEAR(r.logprob->logprob, logits[r.token_id] - max - std::log(z), 1e-4);
-  EXPECT_EQ(r.logprob->top[0].token_id, std::max_element(logits.begin(), logits.end()) - logits.begin());
+  EXPECT_EQ(r.logprob->top[0].token_id,
+            std::max_element(logits.begin(), logits.end()) - logits.begin());
 
   p.logprobs = 0;
   r = sampler.sample(logits, p, st);

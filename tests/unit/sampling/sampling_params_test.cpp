@@ -43,15 +43,30 @@ TEST(SamplingParams, ErrorsNameTheField) {
       {"repetition_penalty", [](SamplingParams& p) { p.repetition_penalty = 10.5f; }},
       {"presence_penalty", [](SamplingParams& p) { p.presence_penalty = 2.5f; }},
       {"frequency_penalty", [](SamplingParams& p) { p.frequency_penalty = -2.5f; }},
-      {"logit_bias", [](SamplingParams& p) { p.logit_bias = {{1000, 1.0f}}; }},
-      {"logit_bias", [](SamplingParams& p) { p.logit_bias = {{-1, 1.0f}}; }},
-      {"logit_bias", [](SamplingParams& p) { p.logit_bias = {{5, 101.0f}}; }},
+      {"logit_bias",
+       [](SamplingParams& p) {
+         p.logit_bias = {{1000, 1.0f}};
+       }},
+      {"logit_bias",
+       [](SamplingParams& p) {
+         p.logit_bias = {{-1, 1.0f}};
+       }},
+      {"logit_bias",
+       [](SamplingParams& p) {
+         p.logit_bias = {{5, 101.0f}};
+       }},
       {"max_tokens", [](SamplingParams& p) { p.max_tokens = -1; }},
       {"min_tokens", [](SamplingParams& p) { p.min_tokens = -1; }},
       {"min_tokens", [](SamplingParams& p) { p.min_tokens = 17; }},
       {"stop", [](SamplingParams& p) { p.stop = std::vector<std::string>(17, "x"); }},
-      {"stop", [](SamplingParams& p) { p.stop = {"ok", ""}; }},
-      {"stop_token_ids", [](SamplingParams& p) { p.stop_token_ids = {5, 1000}; }},
+      {"stop",
+       [](SamplingParams& p) {
+         p.stop = {"ok", ""};
+       }},
+      {"stop_token_ids",
+       [](SamplingParams& p) {
+         p.stop_token_ids = {5, 1000};
+       }},
       {"logprobs", [](SamplingParams& p) { p.logprobs = 21; }},
       {"logprobs", [](SamplingParams& p) { p.logprobs = -2; }},
       {"prompt_logprobs", [](SamplingParams& p) { p.prompt_logprobs = 50; }},

@@ -41,7 +41,7 @@ TEST(StopChecker, StopStringAcrossDeltasIsHeldBackAndCut) {
   StopChecker sc(tok, p, kEos, 100);
   EXPECT_EQ(sc.append(tok.id_of("hello")).text, "hello");
   EXPECT_EQ(sc.append(tok.id_of(" ")).text, " ");
-  EXPECT_EQ(sc.append(tok.id_of("ST")).text, "");          // could become STOP
+  EXPECT_EQ(sc.append(tok.id_of("ST")).text, "");  // could become STOP
   OutputDelta d = sc.append(tok.id_of("OP"));
   EXPECT_EQ(d.text, "");
   EXPECT_EQ(d.finish, FinishReason::kStop);
@@ -135,7 +135,8 @@ TEST(StopChecker, StopsWaitForMinTokens) {
   p.stop = {"ld"};
   p.min_tokens = 2;
   StopChecker sc(tok, p, kEos, 100);
-  Streamed r = feed(sc, {tok.id_of("ld"), FakeTokenizer::kEos, tok.id_of("hello"), tok.id_of("ld")});
+  Streamed r =
+      feed(sc, {tok.id_of("ld"), FakeTokenizer::kEos, tok.id_of("hello"), tok.id_of("ld")});
   EXPECT_EQ(r.last.finish, FinishReason::kStop);
   EXPECT_EQ(r.last.stop_reason, "ld");
   EXPECT_EQ(sc.text(), "ldhello");
@@ -147,8 +148,8 @@ TEST(StopChecker, StopStringWithSplitCharacter) {
   SamplingParams p;
   p.stop = {"\xE2\x82\xAC!"};
   StopChecker sc(tok, p, kEos, 100);
-  Streamed r = feed(sc, {tok.id_of("hello"), tok.id_of("\xE2\x82"), tok.id_of("\xAC"), tok.id_of("!"),
-                    tok.id_of("ld")});
+  Streamed r = feed(sc, {tok.id_of("hello"), tok.id_of("\xE2\x82"), tok.id_of("\xAC"),
+                         tok.id_of("!"), tok.id_of("ld")});
   EXPECT_EQ(r.deltas[1], "");
   EXPECT_EQ(r.deltas[2], "");  // "€" is a prefix of the stop string
   EXPECT_EQ(r.last.stop_reason, "\xE2\x82\xAC!");
@@ -160,8 +161,10 @@ TEST(StopChecker, StopStringWithSplitCharacter) {
 TEST(StopChecker, RandomStreamsMatchOracle) {
   FakeTokenizer tok;
   std::mt19937 gen(7);
-  const std::vector<std::string> pieces = {"hello", " world", " wor", "ld", "STOP", "ST", "OP", " the", " ", "  ", "</s", "top>", "o", "S"};
-  const std::vector<std::vector<std::string>> stop_sets = {{"STOP"}, {"ld", "o w"}, {"</stop>"}, {" ", "xx"}, {"hello world"}};
+  const std::vector<std::string> pieces = {"hello", " world", " wor", "ld",  "STOP", "ST", "OP",
+                                           " the",  " ",      "  ",   "</s", "top>", "o",  "S"};
+  const std::vector<std::vector<std::string>> stop_sets = {
+      {"STOP"}, {"ld", "o w"}, {"</stop>"}, {" ", "xx"}, {"hello world"}};
   for (int iter = 0; iter < 3000; ++iter) {
     SamplingParams p;
     p.stop = stop_sets[gen() % stop_sets.size()];

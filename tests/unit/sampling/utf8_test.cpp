@@ -21,7 +21,7 @@ TEST(Utf8, IncompleteTail) {
 
 TEST(Utf8, SanitizeReplacesMaximalSubparts) {
   EXPECT_EQ(sanitize_utf8("h\xC3\xA9llo"), "h\xC3\xA9llo");
-  EXPECT_EQ(sanitize_utf8("a\xE2\x82z"), "a\xEF\xBF\xBDz");       // one U+FFFD for E2 82
+  EXPECT_EQ(sanitize_utf8("a\xE2\x82z"), "a\xEF\xBF\xBDz");          // one U+FFFD for E2 82
   EXPECT_EQ(sanitize_utf8("\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // each stray byte
   EXPECT_EQ(sanitize_utf8("\xF4\x90"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // F4 90 is out of range
   EXPECT_EQ(sanitize_utf8("\xF0\x9F\x98"), "\xEF\xBF\xBD");
@@ -29,7 +29,7 @@ TEST(Utf8, SanitizeReplacesMaximalSubparts) {
 
 TEST(Utf8, SanitizeSplitsAtCompleteBoundaries) {
   std::mt19937 gen(1);
-  const std::vector<std::string> pieces = {"a", "\xC3", "\xA9", "\xE2", "\x82", "\xAC", "\xF0",
+  const std::vector<std::string> pieces = {"a",    "\xC3", "\xA9", "\xE2", "\x82", "\xAC", "\xF0",
                                            "\x9F", "\x98", "\x80", "\xFF", "\xED", "\xA0", "z"};
   for (int iter = 0; iter < 2000; ++iter) {
     std::string s;

@@ -1,0 +1,112 @@
+// The engine thread's work (DESIGN §2): admits drained requests into the Scheduler, and each
+// step runs schedule -> build the ForwardBatch -> ModelRunner::execute -> sample every sampling
+// row with its own RNG -> Scheduler::update -> detokenize + stop check -> push StepOutputs, and
+// records the metrics. Ends requests from outside (abort, timeout, a gone reader). Single-
+// threaded: every method runs on the engine thread, except step_timings() (any thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/active_request.h"
+#include "engine/engine_intake.h"
+#include "engine/engine_stats.h"
+#include "engine/runner/batch_builder.h"
+#include "engine/runner/model_runner.h"
+#include "engine/runner/sampler.h"
+#include "engine/scheduler/scheduler.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace llmserve {
+
+// Cumulative wall time of the step phases, in seconds, over `steps` non-empty steps.
+struct StepTimings {
+  uint64_t steps = 0;
+  double schedule_s = 0;  // Scheduler::schedule + update + batch building
+  double model_s = 0;     // ModelRunner::execute
+  double sample_s = 0;    // Sampler
+  double output_s = 0;    // detokenize, stop check, stream pushes, metrics
+  uint64_t tokens = 0;    // tokens run (prefill + decode)
+  uint64_t decode_tokens = 0;
+};
+
+class StepLoop {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Called when a request has sent its last message (the intake forgets its external id).
+  using EndedFn = std::function<void(uint64_t id, const std::string& external_id)>;
+
+  StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
+           const Tokenizer& tokenizer, EngineMetrics& metrics, uint64_t server_seed,
+           EndedFn on_ended);
+
+  // Turns a submitted request into n scheduler requests (or ends it at once: past its deadline,
+  // or refused by the scheduler -> kError).
+  void admit(PendingSubmit p);
+  // Ends every unfinished sample of request `id` (unknown ids are ignored).
+  void end_request(uint64_t id, FinishReason reason, Status error = Status::ok());
+  // Aborts requests whose reader is gone and times out those past their deadline.
+  void check_streams_and_deadlines(Clock::time_point now);
+  // One step. Returns false when the scheduler had nothing to run.
+  bool step();
+  void abort_all();
+
+  bool has_work() const { return scheduler_->has_unfinished_requests(); }
+  // Gauges and counters (the caller adds intake-side fields).
+  void fill_stats(EngineStats& s) const;
+  int64_t waiting_prompt_tokens() const;
+  const Scheduler& scheduler() const { return *scheduler_; }
+  const ModelRunner& runner() const { return *runner_; }
+  StepTimings step_timings() const;
+
+ private:
+  struct SampleRef {
+    ActiveRequest* req = nullptr;
+    SampleSlot* slot = nullptr;
+  };
+
+  void deliver(ActiveRequest& req, SampleSlot& slot, StepOutput out);
+  void on_sample_finished(ActiveRequest& req, SampleSlot& slot);
+  void fail_step(const SchedulerOutput& out, const Status& error);
+  void record_first_schedule(ActiveRequest& req, SampleSlot& slot, const ScheduledRequest& s,
+                             Clock::time_point now);
+  void collect_garbage();
+
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Scheduler> scheduler_;
+  const Tokenizer& tokenizer_;
+  EngineMetrics& metrics_;
+  const uint64_t server_seed_;
+  EndedFn on_ended_;
+  std::vector<int32_t> eos_ids_;
+  Sampler sampler_;
+  BatchBuilder builder_;
+  int32_t vocab_size_;
+
+  std::unordered_map<uint64_t, std::unique_ptr<ActiveRequest>> active_;
+  std::unordered_map<uint64_t, SampleRef> by_seq_;
+  std::vector<uint64_t> done_;         // requests whose stream closed; erased after the step
+  std::vector<uint64_t> failed_streams_;
+  uint64_t next_seq_id_ = 1;
+
+  std::vector<BatchEntry> entries_;
+  std::vector<int32_t> sampled_;
+  std::vector<SampleResult> results_;
+
+  // Counters (engine thread writes; fill_stats reads on the same thread).
+  uint64_t steps_ = 0;
+  uint64_t prompt_tokens_ = 0;
+  uint64_t generation_tokens_ = 0;
+  std::array<uint64_t, 6> finished_by_reason_{};
+
+  mutable std::mutex timings_mu_;
+  StepTimings timings_;
+};
+
+}  // namespace llmserve

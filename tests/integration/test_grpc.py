@@ -1,0 +1,130 @@
+"""The gRPC API with a `grpcio` client generated from proto/ at test time."""
+import sys
+import time
+
+import pytest
+import requests
+
+from conftest import ROOT
+
+grpc = pytest.importorskip("grpc")
+
+
+@pytest.fixture(scope="module")
+def pb(tmp_path_factory):
+    """Generates llmserve/v1/generation_pb2*.py with grpc_tools and imports them."""
+    protoc = pytest.importorskip("grpc_tools.protoc")
+    out = tmp_path_factory.mktemp("grpc_gen")
+    proto_dir = ROOT / "proto"
+    rc = protoc.main(["protoc", f"-I{proto_dir}", f"--python_out={out}", f"--grpc_python_out={out}",
+                      str(proto_dir / "llmserve" / "v1" / "generation.proto")])
+    assert rc == 0
+    sys.path.insert(0, str(out))
+    from llmserve.v1 import generation_pb2, generation_pb2_grpc  # noqa: E402
+    return generation_pb2, generation_pb2_grpc
+
+
+@pytest.fixture(scope="module")
+def stub(daemon, pb):
+    channel = grpc.insecure_channel(daemon.grpc_target)
+    grpc.channel_ready_future(channel).result(timeout=30)
+    yield pb[1].GenerationStub(channel)
+    channel.close()
+
+
+def test_generate_streams_text_and_a_final_message(pb, stub):
+    req = pb[0].GenerateRequest(prompt="The sky is", max_tokens=8, temperature=0)
+    msgs = list(stub.Generate(req, timeout=120))
+    assert msgs
+    assert msgs[-1].finish_reason in ("stop", "length")
+    assert msgs[-1].usage.completion_tokens == sum(len(m.token_ids) for m in msgs)
+    text = "".join(m.text for m in msgs)
+    # The same greedy text as the HTTP API.
+    assert text == stub.Complete(req, timeout=120).choices[0].text
+
+
+def test_complete_tokenize_detokenize_list_models(pb, stub):
+    models = stub.ListModels(pb[0].ListModelsRequest(), timeout=10)
+    assert len(models.models) == 1 and models.models[0].max_model_len > 0
+    tok = stub.Tokenize(pb[0].TokenizeRequest(text="Hello world"), timeout=10)
+    assert tok.count == len(tok.token_ids) > 0
+    detok = stub.Detokenize(pb[0].DetokenizeRequest(token_ids=tok.token_ids), timeout=10)
+    assert "Hello world" in detok.text
+
+
+def test_invalid_argument(pb, stub):
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Complete(pb[0].GenerateRequest(prompt="x", temperature=7), timeout=30)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Complete(pb[0].GenerateRequest(), timeout=30)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def kv_usage(daemon):
+    return daemon.metric("llmserve_kv_cache_usage_ratio")
+
+
+def wait_idle(daemon, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        if daemon.metric("llmserve_requests_running") == 0 and kv_usage(daemon) == 0:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_cancel_mid_stream_frees_the_request(daemon, pb, stub):
+    assert wait_idle(daemon)
+    call = stub.Generate(pb[0].GenerateRequest(prompt="Write a long story.", max_tokens=1000,
+                                               ignore_eos=True), timeout=300)
+    got = 0
+    for _ in call:
+        got += 1
+        if got == 3:
+            call.cancel()
+            break
+    with pytest.raises(grpc.RpcError) as e:
+        for _ in call:
+            pass
+    assert e.value.code() == grpc.StatusCode.CANCELLED
+    assert wait_idle(daemon)
+
+
+def test_deadline_aborts(daemon, pb, stub):
+    assert wait_idle(daemon)
+    with pytest.raises(grpc.RpcError) as e:
+        for _ in stub.Generate(pb[0].GenerateRequest(prompt="Tell me everything.",
+                                                     max_tokens=2000, ignore_eos=True),
+                               timeout=0.5):
+            pass
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert wait_idle(daemon)
+
+
+def test_health_service(daemon):
+    health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
+    health_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
+    with grpc.insecure_channel(daemon.grpc_target) as ch:
+        h = health_grpc.HealthStub(ch)
+        for service in ("", "llmserve.v1.Generation"):
+            r = h.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert r.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_reflection_lists_the_service(daemon):
+    refl_pb2 = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2")
+    refl_grpc = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2_grpc")
+    with grpc.insecure_channel(daemon.grpc_target) as ch:
+        stub = refl_grpc.ServerReflectionStub(ch)
+        responses = stub.ServerReflectionInfo(
+            iter([refl_pb2.ServerReflectionRequest(list_services="")]), timeout=10)
+        names = [s.name for r in responses for s in r.list_services_response.service]
+    assert "llmserve.v1.Generation" in names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_grpc_counted_in_metrics(daemon, stub, pb):
+    stub.ListModels(pb[0].ListModelsRequest(), timeout=10)
+    text = requests.get(daemon.url("/metrics"), timeout=10).text
+    assert 'llmserve_grpc_requests_total{method="ListModels",code="OK"}' in text
