@@ -88,12 +88,26 @@ IntakeBatch EngineIntake::drain() {
 
 void EngineIntake::wait(std::optional<std::chrono::steady_clock::time_point> until) {
   std::unique_lock<std::mutex> lock(mu_);
-  auto ready = [this] { return shutdown_ || !submits_.empty() || !aborts_.empty(); };
+  auto ready = [this] { return shutdown_ || woken_ || !submits_.empty() || !aborts_.empty(); };
   if (until) {
     cv_.wait_until(lock, *until, ready);
   } else {
     cv_.wait(lock, ready);
   }
+  woken_ = false;
+}
+
+void EngineIntake::wait_for_shutdown() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return shutdown_; });
+}
+
+void EngineIntake::wake() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    woken_ = true;
+  }
+  cv_.notify_all();
 }
 
 void EngineIntake::set_backlog(int32_t waiting_requests, int64_t waiting_tokens) {

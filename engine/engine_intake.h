@@ -52,6 +52,10 @@ class EngineIntake {
   IntakeBatch drain();
   // Engine thread: blocks until something is queued, shutdown, or `until` (when set).
   void wait(std::optional<std::chrono::steady_clock::time_point> until = std::nullopt);
+  // Engine thread: blocks until shutdown() (the fault-injected wedge).
+  void wait_for_shutdown();
+  // Any thread: wakes wait() once (e.g. to run a check on the engine thread).
+  void wake();
   // Engine thread: requests the scheduler holds but has not admitted (for the limits).
   void set_backlog(int32_t waiting_requests, int64_t waiting_tokens);
   // Engine thread: the request ended; its external id no longer aborts it.
@@ -72,6 +76,7 @@ class EngineIntake {
   int64_t backlog_tokens_ = 0;
   bool accepting_ = true;
   bool shutdown_ = false;
+  bool woken_ = false;
 };
 
 }  // namespace llmserve

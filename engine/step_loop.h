@@ -5,6 +5,7 @@
 // threaded: every method runs on the engine thread, except step_timings() (any thread).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>

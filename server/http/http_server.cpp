@@ -117,7 +117,8 @@ void HttpServer::configure() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
-  s.set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+  s.set_error_handler(httplib::Server::HandlerWithResponse([&ctx](const httplib::Request& req,
+                                                                   httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 413) {
       send_error(res, payload_too_large_error(ctx.state.options().max_body_bytes));
@@ -126,13 +127,13 @@ void HttpServer::configure() {
     } else if (res.status == 405) {
       send_error(res, HttpError{405, "method not allowed", "invalid_request_error", "", "", 0});
     } else {
-      HttpError e{res.status, httplib::status_message(res.status), "invalid_request_error", "",
+      HttpError e{res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", "",
                   "", 0};
       if (res.status >= 500) e.type = "server_error";
       send_error(res, e);
     }
     return httplib::Server::HandlerResponse::Handled;
-  });
+  }));
 
   s.set_exception_handler(
       [](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {

@@ -1,0 +1,202 @@
+#include "engine/llm_engine.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+namespace llmserve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+// Fault injection (test builds only): LLMSERVE_FAULT_WEDGE_ENGINE=N wedges the engine loop
+// after N steps (N >= 1; it then runs no step until shutdown), for readiness-watchdog tests.
+uint64_t wedge_after_steps_from_env() {
+#ifdef LLMSERVE_FAULT_INJECTION
+  if (const char* v = std::getenv("LLMSERVE_FAULT_WEDGE_ENGINE"); v != nullptr && *v != '\0') {
+    const long long n = std::atoll(v);
+    return n > 0 ? static_cast<uint64_t>(n) : 1;
+  }
+#endif
+  return 0;
+}
+
+}  // namespace
+
+LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> tokenizer,
+                     std::unique_ptr<ChatTemplate> chat_template,
+                     std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
+                     int32_t max_model_len)
+    : options_(options),
+      tokenizer_(std::move(tokenizer)),
+      chat_template_(std::move(chat_template)),
+      config_(runner->config()),
+      max_model_len_(max_model_len),
+      intake_(options.max_waiting_requests, options.max_waiting_tokens),
+      wedge_after_steps_(wedge_after_steps_from_env()) {
+  model_name_ = options.model_path;
+  if (auto slash = model_name_.find_last_of('/'); slash != std::string::npos) {
+    model_name_ = model_name_.substr(slash + 1);
+  }
+  if (model_name_.ends_with(".gguf")) model_name_.resize(model_name_.size() - 5);
+  kv_usable_tokens_ = int64_t{scheduler->kv_cache().num_usable_blocks()} *
+                      scheduler->kv_cache().block_size();
+  loop_ = std::make_unique<StepLoop>(
+      std::move(runner), std::move(scheduler), *tokenizer_, metrics_, options.seed,
+      [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); });
+  publish_stats();
+  last_step_ns_ = now_ns();
+  thread_ = std::thread([this] { run(); });
+}
+
+LlmEngine::~LlmEngine() { shutdown(); }
+
+Status LlmEngine::validate(const GenerateRequest& r) const {
+  if (r.prompt_token_ids.empty()) return invalid_argument("prompt is empty");
+  const auto vocab = static_cast<int32_t>(config_.vocab_size);
+  for (int32_t id : r.prompt_token_ids) {
+    if (id < 0 || id >= vocab) {
+      return invalid_argument("prompt token id " + std::to_string(id) + " is outside the vocab [0, " +
+                              std::to_string(vocab) + ")");
+    }
+  }
+  LLMSERVE_RETURN_IF_ERROR(r.params.validate(vocab, options_.max_logprobs));
+  const int64_t prompt = static_cast<int64_t>(r.prompt_token_ids.size());
+  const int64_t total = prompt + r.params.max_tokens;
+  if (prompt >= max_model_len_ || total > max_model_len_) {
+    return out_of_range("this model's maximum context length is " +
+                        std::to_string(max_model_len_) + " tokens; the request asks for " +
+                        std::to_string(total) + " (" + std::to_string(prompt) +
+                        " in the prompt + " + std::to_string(r.params.max_tokens) +
+                        " max_tokens)");
+  }
+  if (total > kv_usable_tokens_) {
+    return resource_exhausted("the request needs up to " + std::to_string(total) +
+                              " tokens of KV cache; the cache holds " +
+                              std::to_string(kv_usable_tokens_));
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<RequestStream>> LlmEngine::submit(GenerateRequest request) {
+  LLMSERVE_RETURN_IF_ERROR(validate(request));
+  if (!intake_.accepting()) return unavailable("engine is not accepting requests");
+  const uint64_t id = next_id_.fetch_add(1);
+  auto stream = std::make_shared<RequestStream>(id, std::max(request.params.n, 1),
+                                                std::max<size_t>(options_.stream_buffer, 1));
+  PendingSubmit p;
+  p.id = id;
+  p.request = std::move(request);
+  p.stream = stream;
+  p.arrival = Clock::now();
+  LLMSERVE_RETURN_IF_ERROR(intake_.submit(std::move(p)));
+  return stream;
+}
+
+void LlmEngine::abort(uint64_t request_id) { intake_.abort(request_id); }
+
+bool LlmEngine::abort_external(const std::string& external_id) {
+  return intake_.abort_external(external_id);
+}
+
+void LlmEngine::stop_accepting() { intake_.stop_accepting(); }
+
+void LlmEngine::shutdown() {
+  std::lock_guard<std::mutex> lock(shutdown_mu_);
+  intake_.shutdown();
+  if (thread_.joinable()) thread_.join();
+}
+
+EngineStats LlmEngine::stats() const {
+  EngineStats s;
+  {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    s = stats_;
+  }
+  s.has_pending_work = s.has_pending_work || intake_.has_pending();
+  s.requests_waiting += static_cast<int64_t>(intake_.num_pending());
+  s.last_step_age_ms = (now_ns() - last_step_ns_.load()) / 1000000;
+  return s;
+}
+
+void LlmEngine::publish_stats() {
+  EngineStats s;
+  loop_->fill_stats(s);
+  s.has_pending_work = loop_->has_work();
+  intake_.set_backlog(static_cast<int32_t>(s.requests_waiting), s.waiting_prompt_tokens);
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_ = s;
+}
+
+Status LlmEngine::check_kv_invariants() {
+  std::unique_lock<std::mutex> lock(invariant_mu_);
+  invariant_requested_ = true;
+  invariant_done_ = false;
+  intake_.wake();
+  invariant_cv_.wait(lock, [this] { return invariant_done_ || !thread_.joinable(); });
+  if (!invariant_done_) return unavailable("engine thread has stopped");
+  return invariant_result_;
+}
+
+void LlmEngine::run() {
+  while (true) {
+    IntakeBatch batch = intake_.drain();
+    for (PendingSubmit& p : batch.submits) loop_->admit(std::move(p));
+    for (uint64_t id : batch.aborts) loop_->end_request(id, FinishReason::kAbort);
+    if (batch.shutdown) {
+      loop_->abort_all();
+      publish_stats();
+      break;
+    }
+    loop_->check_streams_and_deadlines(Clock::now());
+    {
+      std::lock_guard<std::mutex> lock(invariant_mu_);
+      if (invariant_requested_) {
+        const Scheduler& sched = loop_->scheduler();
+        Status st = sched.check_invariants();
+        const KvCacheManager& kv = sched.kv_cache();
+        if (st.is_ok() && !sched.has_unfinished_requests() &&
+            (kv.usage() != 0.0 || kv.num_free_blocks() != kv.num_usable_blocks())) {
+          st = internal_error("idle engine holds KV blocks: " +
+                              std::to_string(kv.num_usable_blocks() - kv.num_free_blocks()) +
+                              " in use");
+        }
+        invariant_result_ = std::move(st);
+        invariant_requested_ = false;
+        invariant_done_ = true;
+        invariant_cv_.notify_all();
+      }
+    }
+    if (wedge_after_steps_ != 0 && loop_->has_work()) {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      if (stats_.steps >= wedge_after_steps_) {
+        spdlog::warn("fault injection: engine loop wedged after {} steps", stats_.steps);
+      }
+    }
+    if (wedge_after_steps_ != 0 && stats().steps >= wedge_after_steps_ && loop_->has_work()) {
+      intake_.wait_for_shutdown();
+      continue;
+    }
+    const bool ran = loop_->has_work() && loop_->step();
+    publish_stats();
+    if (ran) {
+      last_step_ns_ = now_ns();
+      continue;
+    }
+    if (loop_->has_work()) {
+      intake_.wait(Clock::now() + std::chrono::milliseconds(5));  // nothing fit this step
+    } else {
+      intake_.wait();
+    }
+  }
+  std::lock_guard<std::mutex> lock(invariant_mu_);
+  invariant_cv_.notify_all();
+}
+
+}  // namespace llmserve

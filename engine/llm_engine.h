@@ -1,0 +1,89 @@
+// LlmEngine: the Engine implementation (DESIGN §2). submit() / abort() run on any thread and
+// only touch the EngineIntake; one engine thread drains it and drives the StepLoop, waiting on
+// the intake's condition variable when idle. Stats are published as a snapshot after each step.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "engine/chat/chat_template.h"
+#include "engine/engine.h"
+#include "engine/engine_intake.h"
+#include "engine/model/model_config.h"
+#include "engine/step_loop.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace llmserve {
+
+class LlmEngine final : public Engine {
+ public:
+  // Takes the loaded parts; starts the engine thread. `runner` and `scheduler` must agree on
+  // block_size and num_blocks. chat_template may be null.
+  LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> tokenizer,
+            std::unique_ptr<ChatTemplate> chat_template, std::unique_ptr<ModelRunner> runner,
+            std::unique_ptr<Scheduler> scheduler, int32_t max_model_len);
+  ~LlmEngine() override;
+
+  Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;
+  void abort(uint64_t request_id) override;
+  bool abort_external(const std::string& external_id) override;
+
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const ChatTemplate* chat_template() const override { return chat_template_.get(); }
+  const ModelConfig& model_config() const override { return config_; }
+  int32_t max_model_len() const override { return max_model_len_; }
+  const EngineOptions& options() const override { return options_; }
+  std::string model_name() const override { return model_name_; }
+
+  EngineStats stats() const override;
+  const EngineMetrics& metrics() const override { return metrics_; }
+
+  void stop_accepting() override;
+  void shutdown() override;
+
+  // Phase timings of the steps run so far (benchmarks).
+  StepTimings step_timings() const { return loop_->step_timings(); }
+  // KV cache consistency once the engine is idle: every block free or cached, nothing held.
+  // Runs on the engine thread; blocks the caller until it has.
+  Status check_kv_invariants();
+
+ private:
+  void run();
+  void publish_stats();
+  Status validate(const GenerateRequest& r) const;
+
+  EngineOptions options_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  ModelConfig config_;
+  int32_t max_model_len_;
+  std::string model_name_;
+  EngineMetrics metrics_;
+  EngineIntake intake_;
+  std::unique_ptr<StepLoop> loop_;
+  std::atomic<uint64_t> next_id_{1};
+
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+  std::atomic<int64_t> last_step_ns_{0};
+  uint64_t wedge_after_steps_ = 0;  // fault injection: 0 = never
+
+  int64_t kv_usable_tokens_ = 0;
+
+  std::mutex invariant_mu_;
+  std::condition_variable invariant_cv_;
+  bool invariant_requested_ = false;
+  bool invariant_done_ = false;
+  Status invariant_result_;
+
+  std::mutex shutdown_mu_;
+  std::thread thread_;
+};
+
+}  // namespace llmserve
