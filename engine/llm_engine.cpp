@@ -139,7 +139,7 @@ Status LlmEngine::check_kv_invariants() {
   invariant_requested_ = true;
   invariant_done_ = false;
   intake_.wake();
-  invariant_cv_.wait(lock, [this] { return invariant_done_ || !thread_.joinable(); });
+  invariant_cv_.wait(lock, [this] { return invariant_done_ || stopped_; });
   if (!invariant_done_) return unavailable("engine thread has stopped");
   return invariant_result_;
 }
@@ -173,13 +173,8 @@ void LlmEngine::run() {
         invariant_cv_.notify_all();
       }
     }
-    if (wedge_after_steps_ != 0 && loop_->has_work()) {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      if (stats_.steps >= wedge_after_steps_) {
-        spdlog::warn("fault injection: engine loop wedged after {} steps", stats_.steps);
-      }
-    }
-    if (wedge_after_steps_ != 0 && stats().steps >= wedge_after_steps_ && loop_->has_work()) {
+    if (wedge_after_steps_ != 0 && loop_->has_work() && loop_->steps() >= wedge_after_steps_) {
+      spdlog::warn("fault injection: engine loop wedged after {} steps", loop_->steps());
       intake_.wait_for_shutdown();
       continue;
     }
@@ -196,6 +191,7 @@ void LlmEngine::run() {
     }
   }
   std::lock_guard<std::mutex> lock(invariant_mu_);
+  stopped_ = true;
   invariant_cv_.notify_all();
 }
 

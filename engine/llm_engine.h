@@ -80,6 +80,7 @@ class LlmEngine final : public Engine {
   std::condition_variable invariant_cv_;
   bool invariant_requested_ = false;
   bool invariant_done_ = false;
+  bool stopped_ = false;  // engine thread has exited (guarded by invariant_mu_)
   Status invariant_result_;
 
   std::mutex shutdown_mu_;

@@ -254,6 +254,11 @@ bool StepLoop::step() {
   timings_.output_s += seconds(t5 - t4);
   timings_.tokens += static_cast<uint64_t>(out.stats.num_scheduled_tokens);
   timings_.decode_tokens += static_cast<uint64_t>(out.stats.num_decode_tokens);
+  if (out.stats.num_prefill_tokens == 0) {
+    ++timings_.decode_only_steps;
+    timings_.decode_only_s += seconds(t5 - t0);
+    timings_.decode_only_tokens += static_cast<uint64_t>(out.stats.num_decode_tokens);
+  }
   return true;
 }
 

@@ -35,6 +35,10 @@ struct StepTimings {
   double output_s = 0;    // detokenize, stop check, stream pushes, metrics
   uint64_t tokens = 0;    // tokens run (prefill + decode)
   uint64_t decode_tokens = 0;
+  // Steps that ran decodes only (no prompt tokens): their count, wall time and tokens.
+  uint64_t decode_only_steps = 0;
+  double decode_only_s = 0;
+  uint64_t decode_only_tokens = 0;
 };
 
 class StepLoop {
@@ -59,6 +63,7 @@ class StepLoop {
   void abort_all();
 
   bool has_work() const { return scheduler_->has_unfinished_requests(); }
+  uint64_t steps() const { return steps_; }
   // Gauges and counters (the caller adds intake-side fields).
   void fill_stats(EngineStats& s) const;
   int64_t waiting_prompt_tokens() const;

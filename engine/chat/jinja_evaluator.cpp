@@ -56,13 +56,31 @@ Status Evaluator::locate(Status s, int line, int col) const {
                               std::to_string(col) + ": " + s.message());
 }
 
+namespace {
+const Value* find_var(const std::vector<std::pair<std::string, Value>>& vars, const std::string& name) {
+  for (const auto& [k, v] : vars) {
+    if (k == name) return &v;
+  }
+  return nullptr;
+}
+}  // namespace
+
+void Evaluator::assign(const std::string& name, Value v) {
+  auto& vars = frames_.back().vars;
+  for (auto& [k, old] : vars) {
+    if (k == name) {
+      old = std::move(v);
+      return;
+    }
+  }
+  vars.emplace_back(name, std::move(v));
+}
+
 Value Evaluator::lookup(const std::string& name) const {
   for (size_t i = frames_.size(); i-- > 0;) {
-    auto it = frames_[i].vars.find(name);
-    if (it != frames_[i].vars.end()) return it->second;
+    if (const Value* v = find_var(frames_[i].vars, name)) return *v;
     if (frames_[i].barrier) {
-      auto top = frames_[0].vars.find(name);
-      if (top != frames_[0].vars.end()) return top->second;
+      if (const Value* v = find_var(frames_[0].vars, name)) return *v;
       break;
     }
   }
@@ -202,29 +220,33 @@ Result<Evaluator::Flow> Evaluator::exec_for(const Stmt& s, std::string& out) {
   }
   if (items.empty()) return exec_body(s.else_body, out);
   const int64_t n = static_cast<int64_t>(items.size());
+  // One loop object per loop (as in jinja2), updated in place each iteration.
+  auto index = std::make_shared<int64_t>(0);
+  auto loop = std::make_shared<Dict>();
+  loop->entries = {{"index", Value()},    {"index0", Value()},  {"revindex", Value()},
+                   {"revindex0", Value()}, {"first", Value()},   {"last", Value()},
+                   {"length", Value(n)},   {"depth", Value(1)},  {"depth0", Value(0)},
+                   {"previtem", Value()},  {"nextitem", Value()}};
+  loop->entries.emplace_back(
+      "cycle", Value::callable("cycle", [index](Evaluator&, CallArgs& args) -> Result<Value> {
+        if (args.positional.empty()) return invalid_argument("no items for cycling given");
+        return args.positional[static_cast<size_t>(*index) % args.positional.size()];
+      }));
+  Value loop_value = Value::dict(loop);
   for (int64_t i = 0; i < n; ++i) {
     LLMSERVE_RETURN_IF_ERROR(locate(count_iterations(1), s.line, s.col));
-    auto loop = std::make_shared<Dict>();
-    loop->entries = {
-        {"index", Value(i + 1)},
-        {"index0", Value(i)},
-        {"revindex", Value(n - i)},
-        {"revindex0", Value(n - i - 1)},
-        {"first", Value(i == 0)},
-        {"last", Value(i == n - 1)},
-        {"length", Value(n)},
-        {"depth", Value(1)},
-        {"depth0", Value(0)},
-        {"previtem", i > 0 ? items[i - 1] : Value::undefined("'loop.previtem' is undefined")},
-        {"nextitem", i + 1 < n ? items[i + 1] : Value::undefined("'loop.nextitem' is undefined")},
-    };
-    loop->entries.emplace_back(
-        "cycle", Value::callable("cycle", [i](Evaluator&, CallArgs& args) -> Result<Value> {
-          if (args.positional.empty()) return invalid_argument("no items for cycling given");
-          return args.positional[static_cast<size_t>(i) % args.positional.size()];
-        }));
+    *index = i;
+    auto& e = loop->entries;
+    e[0].second = Value(i + 1);
+    e[1].second = Value(i);
+    e[2].second = Value(n - i);
+    e[3].second = Value(n - i - 1);
+    e[4].second = Value(i == 0);
+    e[5].second = Value(i == n - 1);
+    e[9].second = i > 0 ? items[i - 1] : Value::undefined("'loop.previtem' is undefined");
+    e[10].second = i + 1 < n ? items[i + 1] : Value::undefined("'loop.nextitem' is undefined");
     frames_.emplace_back();
-    assign("loop", Value::dict(std::move(loop)));
+    assign("loop", loop_value);
     Status st = locate(bind_target(s.target, items[i]), s.line, s.col);
     Result<Flow> f = st.is_ok() ? exec_body(s.body, out) : Result<Flow>(st);
     frames_.pop_back();

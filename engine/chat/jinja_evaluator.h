@@ -6,7 +6,7 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/chat/jinja_ast.h"
@@ -41,7 +41,7 @@ class Evaluator {
  private:
   enum class Flow { kNormal, kBreak, kContinue };
   struct Frame {
-    std::unordered_map<std::string, Value> vars;
+    std::vector<std::pair<std::string, Value>> vars;  // few per frame: a linear scan is fastest
     bool barrier = false;  // macro frame: lookups skip to the template's top frame
   };
 
@@ -60,7 +60,7 @@ class Evaluator {
   Status bind_target(const Target& t, const Value& v);
 
   Value lookup(const std::string& name) const;
-  void assign(const std::string& name, Value v) { frames_.back().vars[name] = std::move(v); }
+  void assign(const std::string& name, Value v);
   Status step();
   Status locate(Status s, int line, int col) const;
 

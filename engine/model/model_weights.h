@@ -3,7 +3,9 @@
 //
 // Canonical names: token_embd.weight, output_norm.weight, output.weight (absent when tied),
 // blk.{i}.attn_norm.weight, blk.{i}.attn_{q,k,v,output}.weight, blk.{i}.attn_{q,k,v}.bias,
-// blk.{i}.ffn_norm.weight, blk.{i}.ffn_{gate,up,down}.weight.
+// blk.{i}.ffn_norm.weight, blk.{i}.ffn_{gate,up,down}.weight. A llama3-scaled GGUF carries its
+// RoPE scaling as rope_freqs.weight ([head_dim / 2] F32 divisors of the inverse frequencies)
+// instead of metadata; when that tensor is present it replaces config().rope_scaling.
 #pragma once
 
 #include <cstddef>

@@ -10,5 +10,6 @@ void add_tokenize_command(CLI::App& root, int& exit_code);
 void add_detokenize_command(CLI::App& root, int& exit_code);
 void add_chat_template_command(CLI::App& root, int& exit_code);
 void add_inspect_command(CLI::App& root, int& exit_code);
+void add_generate_command(CLI::App& root, int& exit_code);
 
 }  // namespace llmserve::cli

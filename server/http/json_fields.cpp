@@ -109,7 +109,8 @@ Result<json> parse_object(std::string_view text) {
   if (j.is_discarded()) {
     // Parse again with exceptions only to get the position for the message.
     try {
-      (void)json::parse(text.begin(), text.end());
+      const json again = json::parse(text.begin(), text.end());
+      (void)again;
     } catch (const json::parse_error& e) {
       return invalid_argument(std::string("request body is not valid JSON: ") + e.what());
     }

@@ -112,7 +112,7 @@ def main():
     torch.set_num_threads(2)
     path = pathlib.Path(args.model)
     tok = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, torch_dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32).eval()
 
     cases = []
     for text in RAW:

@@ -1,0 +1,113 @@
+// Engine::create: loads the model, tokenizer and chat template, sizes the KV cache from the
+// byte budget (logging the arithmetic), builds the scheduler and starts the engine thread.
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/chat/chat_template.h"
+#include "engine/kv_cache/kv_cache_manager.h"
+#include "engine/llm_engine.h"
+#include "engine/runner/model_runner.h"
+#include "engine/scheduler/scheduler.h"
+#include "engine/tokenizer/load_tokenizer.h"
+
+namespace llmserve {
+namespace {
+
+constexpr int kKvBytesPerElement = 4;  // the CPU backend keeps K/V in f32
+
+Status check_options(const EngineOptions& o) {
+  if (o.model_path.empty()) return invalid_argument("engine: model_path is empty");
+  if (o.device != "auto" && o.device != "cpu" && o.device != "cuda") {
+    return invalid_argument("engine: device must be auto, cpu or cuda, got '" + o.device + "'");
+  }
+  if (o.device == "cuda") return unimplemented("engine: the CUDA backend is not available yet");
+  if (o.block_size < 1) return invalid_argument("engine: block_size must be >= 1");
+  if (o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
+    return invalid_argument("engine: max_num_seqs and max_num_batched_tokens must be >= 1");
+  }
+  if (o.max_model_len < 0) return invalid_argument("engine: max_model_len must be >= 0");
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
+  LLMSERVE_RETURN_IF_ERROR(check_options(options));
+  LLMSERVE_ASSIGN_OR_RETURN(auto tokenizer, load_tokenizer(options.model_path));
+  LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(options.model_path));
+  const ModelConfig cfg = model->config();
+
+  int32_t max_model_len = options.max_model_len;
+  if (cfg.max_context > 0) {
+    max_model_len = max_model_len == 0
+                        ? static_cast<int32_t>(std::min<int64_t>(cfg.max_context, INT32_MAX))
+                        : std::min<int32_t>(max_model_len, static_cast<int32_t>(cfg.max_context));
+  }
+  if (max_model_len < 2) return invalid_argument("engine: max_model_len must be >= 2");
+
+  ModelRunnerOptions ro;
+  ro.model_path = options.model_path;
+  ro.num_threads = options.threads > 0
+                       ? options.threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ro.kv_cache_bytes = options.kv_cache_bytes;
+  ro.block_size = options.block_size;
+  ro.max_tokens_per_step = options.max_num_batched_tokens;
+  ro.max_samples_per_step = options.max_num_seqs;
+  LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
+
+  const uint64_t per_token = cfg.kv_bytes_per_token(kKvBytesPerElement);
+  const auto num_blocks = static_cast<int32_t>(std::min<int64_t>(runner->num_blocks(), INT32_MAX));
+  if (num_blocks < 2) {
+    return invalid_argument("engine: kv_cache_bytes " + std::to_string(options.kv_cache_bytes) +
+                            " holds " + std::to_string(num_blocks) +
+                            " KV blocks; at least 2 are needed (" +
+                            cfg.kv_bytes_formula(kKvBytesPerElement) + ")");
+  }
+  spdlog::info(
+      "KV cache: {}; block of {} tokens = {} bytes; budget {} bytes / {} = {} blocks "
+      "(1 reserved) = {} tokens",
+      cfg.kv_bytes_formula(kKvBytesPerElement), options.block_size,
+      per_token * static_cast<uint64_t>(options.block_size), options.kv_cache_bytes,
+      per_token * static_cast<uint64_t>(options.block_size), num_blocks,
+      int64_t{num_blocks - 1} * options.block_size);
+
+  SchedulerConfig sc;
+  sc.max_num_batched_tokens = options.max_num_batched_tokens;
+  sc.max_num_seqs = options.max_num_seqs;
+  sc.max_model_len = max_model_len;
+  sc.enable_chunked_prefill = options.enable_chunked_prefill;
+  LLMSERVE_ASSIGN_OR_RETURN(
+      auto scheduler,
+      Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
+                                           options.enable_prefix_caching)));
+
+  std::unique_ptr<ChatTemplate> chat_template;
+  const std::string& source = options.chat_template_override.empty()
+                                  ? tokenizer->spec().chat_template
+                                  : options.chat_template_override;
+  if (!source.empty()) {
+    auto parsed = ChatTemplate::parse(source);
+    if (parsed.is_ok()) {
+      chat_template = std::make_unique<ChatTemplate>(std::move(parsed).value());
+    } else if (!options.chat_template_override.empty()) {
+      return parsed.status();
+    } else {
+      spdlog::warn("the model's chat template does not parse ({}); chat is disabled",
+                   parsed.status().message());
+    }
+  }
+  spdlog::info("engine: {} on cpu, {} threads, max_model_len {}, max_num_seqs {}, "
+               "max_num_batched_tokens {}, prefix caching {}, chunked prefill {}",
+               options.model_path, ro.num_threads, max_model_len, options.max_num_seqs,
+               options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
+               options.enable_chunked_prefill ? "on" : "off");
+  return std::unique_ptr<Engine>(new LlmEngine(options, std::move(tokenizer),
+                                               std::move(chat_template), std::move(runner),
+                                               std::move(scheduler), max_model_len));
+}
+
+}  // namespace llmserve

@@ -1,0 +1,182 @@
+// `llmserve generate`: one prompt through the CPU model runner, the completion streamed to
+// stdout as it is made, then one stats line on stderr. A direct path (no engine, no scheduler)
+// for checking the model: one sequence, contiguous KV blocks.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/chat/chat_template.h"
+#include "engine/model/model_weights.h"
+#include "engine/runner/batch_builder.h"
+#include "engine/runner/model_runner.h"
+#include "engine/runner/sampler.h"
+#include "engine/runner/sampling_state.h"
+#include "engine/runner/stop_checker.h"
+#include "engine/tokenizer/load_tokenizer.h"
+#include "server/cli/command.h"
+
+namespace llmserve::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct GenerateOptions {
+  std::string model;
+  std::string prompt;
+  bool chat = false;
+  int32_t max_tokens = 64;
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;
+  std::optional<uint64_t> seed;
+  int threads = 2;
+  std::string logits_out;
+  bool ignore_eos = false;
+};
+
+double ms_since(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double, std::milli>(t1 - t0).count();
+}
+
+std::string token_text(const TokenizerSpec& spec, int32_t id) {
+  return id >= 0 && static_cast<size_t>(id) < spec.tokens.size() ? spec.tokens[static_cast<size_t>(id)] : "";
+}
+
+Result<std::vector<int32_t>> prompt_ids(const GenerateOptions& o, const Tokenizer& tok) {
+  if (!o.chat) return tok.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
+  const TokenizerSpec& spec = tok.spec();
+  if (spec.chat_template.empty()) return not_found(o.model + " has no chat template");
+  LLMSERVE_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::parse(spec.chat_template));
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  messages.push_back({{"role", "user"}, {"content", o.prompt}});
+  LLMSERVE_ASSIGN_OR_RETURN(std::string text,
+                            apply_chat_template(tmpl, messages, true, token_text(spec, spec.bos_id),
+                                                token_text(spec, spec.eos_id)));
+  // As HF apply_chat_template(tokenize=True): the template already placed any BOS.
+  return tok.encode(text, /*add_special=*/false, /*parse_special=*/true);
+}
+
+Status write_logits(const std::string& path, std::span<const float> logits) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) return not_found("cannot write " + path);
+  out.write(reinterpret_cast<const char*>(logits.data()),
+            static_cast<std::streamsize>(logits.size() * sizeof(float)));
+  return out ? Status::ok() : internal_error("short write to " + path);
+}
+
+Status run(const GenerateOptions& o) {
+  LLMSERVE_ASSIGN_OR_RETURN(auto tok, load_tokenizer(o.model));
+  LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(o.model));
+  const ModelConfig cfg = model->config();
+  LLMSERVE_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, prompt_ids(o, *tok));
+  if (prompt.empty()) return invalid_argument("the prompt has no tokens");
+  const int64_t context = cfg.max_context > 0 ? cfg.max_context : 4096;
+  if (static_cast<int64_t>(prompt.size()) >= context) {
+    return out_of_range("prompt of " + std::to_string(prompt.size()) + " tokens fills the context of " +
+                        std::to_string(context));
+  }
+  const int32_t max_new = static_cast<int32_t>(
+      std::min<int64_t>(o.max_tokens, context - static_cast<int64_t>(prompt.size())));
+
+  ModelRunnerOptions ro;
+  ro.num_threads = o.threads;
+  ro.max_tokens_per_step = std::min<int64_t>(static_cast<int64_t>(prompt.size()), 2048);
+  ro.max_samples_per_step = 1;
+  const int64_t total = static_cast<int64_t>(prompt.size()) + max_new;
+  const int64_t blocks = (total + ro.block_size - 1) / ro.block_size;
+  ro.kv_cache_bytes = static_cast<uint64_t>(blocks * ro.block_size) * cfg.kv_bytes_per_token(4);
+  LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
+
+  SamplingParams params;
+  params.temperature = o.temperature;
+  params.top_p = o.top_p;
+  params.top_k = o.top_k;
+  params.max_tokens = max_new;
+  params.ignore_eos = o.ignore_eos;
+  params.seed = o.seed ? *o.seed : std::random_device{}();
+  LLMSERVE_RETURN_IF_ERROR(params.validate(static_cast<int32_t>(cfg.vocab_size)));
+  const std::vector<int32_t>& stop_ids = tok->spec().stop_ids;
+  Sampler sampler(static_cast<int32_t>(cfg.vocab_size), stop_ids);
+  SamplingState state(params, prompt, *params.seed);
+  const size_t ctx_n = std::min<size_t>(prompt.size(), 4);
+  StopChecker stop(*tok, params, stop_ids, max_new,
+                   std::span<const int32_t>(prompt).subspan(prompt.size() - ctx_n));
+
+  std::vector<int32_t> tokens = prompt;
+  tokens.reserve(static_cast<size_t>(total));
+  const std::vector<int32_t> table = contiguous_block_table(0, total, ro.block_size);
+  BatchBuilder builder(ro.block_size);
+  int32_t computed = 0;
+  int32_t generated = 0;
+
+  const auto t0 = Clock::now();
+  Clock::time_point t_first = t0;
+  while (max_new > 0 && !stop.finished()) {
+    const int32_t known = static_cast<int32_t>(tokens.size());
+    const int32_t n = std::min<int32_t>(known - computed, static_cast<int32_t>(ro.max_tokens_per_step));
+    const BatchEntry entry{tokens, computed, n, table, computed + n == known};
+    LLMSERVE_ASSIGN_OR_RETURN(ForwardBatch batch, builder.build(std::span(&entry, 1)));
+    LLMSERVE_ASSIGN_OR_RETURN(std::span<const float> logits, runner->execute(batch));
+    computed += n;
+    if (!entry.sample) continue;
+    if (generated == 0 && !o.logits_out.empty()) {
+      LLMSERVE_RETURN_IF_ERROR(write_logits(o.logits_out, logits));
+    }
+    const SampleResult r = sampler.sample(logits, params, state);
+    if (generated == 0) t_first = Clock::now();
+    ++generated;
+    tokens.push_back(r.token_id);
+    const OutputDelta d = stop.append(r.token_id);
+    std::cout << d.text << std::flush;
+  }
+  std::cout << stop.flush() << "\n" << std::flush;
+  const auto t_end = Clock::now();
+  const double ttft = ms_since(t0, t_first);
+  const double prefill_tps = ttft > 0 ? 1000.0 * static_cast<double>(prompt.size()) / ttft : 0;
+  const double decode_ms = ms_since(t_first, t_end);
+  const double decode_tps = generated > 1 && decode_ms > 0 ? 1000.0 * (generated - 1) / decode_ms : 0;
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "stats: prompt %zu tok, generated %d tok, ttft %.1f ms, prefill %.1f tok/s, decode %.1f tok/s",
+                prompt.size(), generated, ttft, prefill_tps, decode_tps);
+  std::cerr << line << "\n";
+  return Status::ok();
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& root, int& exit_code) {
+  auto o = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "generate", "Complete one prompt on the CPU, streaming the text to stdout and stats to stderr");
+  cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
+  cmd->add_option("--prompt", o->prompt, "The prompt text")->required();
+  cmd->add_flag("--chat", o->chat, "Wrap the prompt as a user message with the model's chat template");
+  cmd->add_option("--max-tokens", o->max_tokens, "Most new tokens")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", o->temperature, "0 = greedy (the default)")->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass, (0, 1]")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens; 0 = off");
+  cmd->add_option("--seed", o->seed, "RNG seed (random when unset)");
+  cmd->add_option("--threads", o->threads, "CPU threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--logits-out", o->logits_out,
+                  "Write the last prompt position's logits here (float32 little-endian)");
+  cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the model's stop tokens");
+  cmd->callback([o, &exit_code] {
+    const Status st = run(*o);
+    if (!st.is_ok()) {
+      std::cerr << "error: " << st.to_string() << "\n";
+      exit_code = st.code() == StatusCode::kInvalidArgument ? 2 : 1;
+      return;
+    }
+    exit_code = 0;
+  });
+}
+
+}  // namespace llmserve::cli

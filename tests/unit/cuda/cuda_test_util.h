@@ -1,0 +1,97 @@
+// Helpers for the CUDA tests: skip without a device, device buffers, bf16 rounding, and a
+// comparison that names the kernel and the worst element so one GPU run shows every bug.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/runner/cuda/cuda_device.h"
+#include "llmserve/kernels/dequantize.h"
+
+namespace llmserve::cuda_test {
+
+#define LLMSERVE_REQUIRE_CUDA()                                                  \
+  do {                                                                           \
+    if (::llmserve::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"; \
+  } while (0)
+
+template <typename T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t n) : n_(n) {
+    EXPECT_EQ(cudaMalloc(&p_, std::max<size_t>(n, 1) * sizeof(T)), cudaSuccess);
+  }
+  explicit DeviceBuffer(const std::vector<T>& h) : DeviceBuffer(h.size()) { upload(h); }
+  ~DeviceBuffer() { cudaFree(p_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* get() const { return static_cast<T*>(p_); }
+  void upload(const std::vector<T>& h) {
+    EXPECT_EQ(cudaMemcpy(p_, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  std::vector<T> download() const {
+    std::vector<T> h(n_);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError());
+    EXPECT_EQ(cudaMemcpy(h.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+
+ private:
+  void* p_ = nullptr;
+  size_t n_;
+};
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+inline std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+  std::vector<uint16_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = kernels::fp32_to_bf16(v[i]);
+  return out;
+}
+
+inline std::vector<float> round_bf16(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = kernels::bf16_to_fp32(kernels::fp32_to_bf16(v[i]));
+  return out;
+}
+
+// Passes when |got - want| <= atol + rtol |want| everywhere; else names the kernel, the case
+// and the worst element.
+inline ::testing::AssertionResult near_all(const std::string& what, const std::vector<float>& got,
+                                           const std::vector<float>& want, float atol,
+                                           float rtol) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << what << ": size " << got.size() << " != " << want.size();
+  }
+  size_t worst = 0, bad = 0;
+  double worst_excess = -1.0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double tol = atol + rtol * std::fabs(want[i]);
+    const double err = std::fabs(static_cast<double>(got[i]) - want[i]);
+    const double excess = std::isnan(got[i]) ? 1e30 : err - tol;
+    if (excess > 0) ++bad;
+    if (excess > worst_excess) {
+      worst_excess = excess;
+      worst = i;
+    }
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "KERNEL MISMATCH " << what << ": " << bad << " of " << got.size()
+         << " elements out of tolerance; worst at [" << worst << "] got " << got[worst]
+         << " want " << want[worst];
+}
+
+}  // namespace llmserve::cuda_test
