@@ -77,8 +77,8 @@ RequestResult GrpcDriver::send(const BenchRequest& req) {
   r.latency_s = since_start();
   if (!got_usage) r.output_tokens = tokens_seen > 0 ? tokens_seen : token_msgs;
   if (!st.ok()) {
-    r.error = "gRPC " + std::to_string(static_cast<int>(st.error_code())) + ": " +
-              st.error_message();
+    r.error =
+        "gRPC " + std::to_string(static_cast<int>(st.error_code())) + ": " + st.error_message();
   } else if (token_msgs == 0) {
     r.error = "no message carried generated tokens";
   }

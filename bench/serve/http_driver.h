@@ -14,9 +14,9 @@ namespace llmserve::bench {
 struct HttpTarget {
   std::string scheme_host_port;  // "http://127.0.0.1:8000"
   std::string path = "/v1/completions";
-  std::string api_key;           // sent as "Authorization: Bearer ..." when non-empty
-  std::string model;             // the "model" field when non-empty
-  double timeout_s = 600;        // connect and per-read timeout
+  std::string api_key;     // sent as "Authorization: Bearer ..." when non-empty
+  std::string model;       // the "model" field when non-empty
+  double timeout_s = 600;  // connect and per-read timeout
 };
 
 // "http://host:port[/path]" -> target (path defaults to /v1/completions).

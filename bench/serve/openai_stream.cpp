@@ -32,7 +32,8 @@ void OpenAiStreamAccumulator::on_event(std::string_view data, double t_s) {
   if (const auto c = j.find("choices"); c != j.end() && c->is_array()) {
     for (const auto& choice : *c) {
       const auto text = choice.find("text");
-      if (text != choice.end() && text->is_string() && !text->get_ref<const std::string&>().empty()) {
+      if (text != choice.end() && text->is_string() &&
+          !text->get_ref<const std::string&>().empty()) {
         has_tokens = true;
         r_.generated_text += text->get_ref<const std::string&>();
       }

@@ -39,7 +39,9 @@ nlohmann::json dist_json(const Distribution& d) {
   return {{"mean", d.mean}, {"median", d.median}, {"p90", d.p90}, {"p99", d.p99}};
 }
 
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nullptr; }
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nullptr;
+}
 
 }  // namespace
 

@@ -20,11 +20,11 @@ struct BenchRequest {
 
 struct SyntheticWorkload {
   int num_requests = 0;
-  int input_len = 0;               // tokens after the shared prefix
-  int output_len = 0;              // tokens (max_tokens with ignore_eos)
-  double random_range_ratio = 0;   // lengths uniform in [len*(1-r), len*(1+r)], r in [0, 1)
-  int shared_prefix_len = 0;       // every prompt starts with the same this-many tokens
-  int32_t token_id_min = 1000;     // random ids are uniform in [min, max)
+  int input_len = 0;              // tokens after the shared prefix
+  int output_len = 0;             // tokens (max_tokens with ignore_eos)
+  double random_range_ratio = 0;  // lengths uniform in [len*(1-r), len*(1+r)], r in [0, 1)
+  int shared_prefix_len = 0;      // every prompt starts with the same this-many tokens
+  int32_t token_id_min = 1000;    // random ids are uniform in [min, max)
   int32_t token_id_max = 10000;
   uint64_t seed = 0;
 };

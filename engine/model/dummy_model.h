@@ -7,7 +7,7 @@
 //   LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(path));
 //
 // The file is about the size of the largest tensor (1.1 GB for llama-3.1-8b, 0.5 GB for
-// llama-3.2-1b, under 1 MB for "tiny"); weights are uniform with std 1/sqrt(in_features), norm
+// llama-3.2-1b, about 1 MB for "tiny"); weights are uniform with std 1/sqrt(in_features), norm
 // weights are 1.
 #pragma once
 

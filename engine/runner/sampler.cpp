@@ -87,6 +87,7 @@ int32_t Sampler::argmax(std::span<const float> logits) const {
 }
 
 int32_t Sampler::draw(const SamplingParams& params, double u) {
+  if (weights_.size() < work_.size()) weights_.resize(work_.size());
   cand_.clear();
   if (params.top_k > 0 && params.top_k <= kHeapTopK) {
     top_n_by_heap(work_, static_cast<size_t>(params.top_k), cand_);

@@ -44,7 +44,9 @@ void expect_events(const std::vector<SseEvent>& got, const std::string& where) {
   }
 }
 
-TEST(SseParser, WholeStream) { expect_events(parse_pieces({kStream}), "whole"); }
+TEST(SseParser, WholeStream) {
+  expect_events(parse_pieces({kStream}), "whole");
+}
 
 TEST(SseParser, EverySingleSplitPoint) {
   const std::string_view s(kStream);
@@ -70,7 +72,8 @@ TEST(SseParser, EveryPairOfSplitPoints) {
 
 TEST(SseParser, ByteAtATime) {
   std::vector<std::string_view> bytes;
-  for (size_t i = 0; i < kStream.size(); ++i) bytes.push_back(std::string_view(kStream).substr(i, 1));
+  for (size_t i = 0; i < kStream.size(); ++i)
+    bytes.push_back(std::string_view(kStream).substr(i, 1));
   expect_events(parse_pieces(bytes), "bytewise");
 }
 
@@ -88,7 +91,9 @@ TEST(SseParser, UnterminatedEventIsHeldNotDispatched) {
 }
 
 TEST(SseParser, LeadingBomIsSkipped) {
-  auto got = parse_pieces({"\xEF\xBB", "\xBF" "data: x\n\n"});
+  auto got = parse_pieces({"\xEF\xBB",
+                           "\xBF"
+                           "data: x\n\n"});
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].data, "x");
 }

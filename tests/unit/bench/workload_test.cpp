@@ -133,7 +133,8 @@ TEST_F(JsonlWorkload, ErrorsNameTheLine) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find(":2:"), std::string::npos) << r.status().message();
   EXPECT_FALSE(load_jsonl_workload(write("not json\n"), 1, 4).is_ok());
-  EXPECT_FALSE(load_jsonl_workload(write("{\"prompt\": \"a\", \"max_tokens\": 0}\n"), 1, 4).is_ok());
+  EXPECT_FALSE(
+      load_jsonl_workload(write("{\"prompt\": \"a\", \"max_tokens\": 0}\n"), 1, 4).is_ok());
   EXPECT_FALSE(load_jsonl_workload(write("\n\n"), 1, 4).is_ok());
   EXPECT_FALSE(load_jsonl_workload("/nonexistent/x.jsonl", 1, 4).is_ok());
 }
