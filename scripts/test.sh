@@ -2,17 +2,36 @@
 # Runs every test: installs packages, fetches the default model, builds, runs ctest and the
 # Python integration tests in a venv made from tests/requirements.txt.
 # Usage: scripts/test.sh [--unit-only]
+#        scripts/test.sh [--sanitize=address,undefined|--sanitize=thread] [--fuzz SECONDS]
+#   --sanitize: unit tests (thread: the concurrency tests) in build-asan/ or build-tsan/
+#   --fuzz: every libFuzzer target of tests/fuzz for SECONDS each (scripts/fuzz.sh all)
+#   Either option runs only those checks, not the default build and tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 UNIT_ONLY=0
-for arg in "$@"; do
-  case "$arg" in
+SANITIZE=""
+FUZZ_SECONDS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --unit-only) UNIT_ONLY=1 ;;
-    *) echo "test.sh: unknown argument $arg" >&2; exit 2 ;;
+    --sanitize=*) SANITIZE=${1#--sanitize=} ;;
+    --fuzz=*) FUZZ_SECONDS=${1#--fuzz=} ;;
+    --fuzz) FUZZ_SECONDS=${2:?--fuzz needs SECONDS}; shift ;;
+    *) echo "test.sh: unknown argument $1" >&2; exit 2 ;;
   esac
+  shift
 done
+
+if [ -n "$SANITIZE" ] || [ -n "$FUZZ_SECONDS" ]; then
+  scripts/setup.sh --no-build
+  scripts/fetch-model.sh
+  export LLMSERVE_TEST_MODEL="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+  [ -n "$SANITIZE" ] && scripts/sanitize.sh "$SANITIZE"
+  [ -n "$FUZZ_SECONDS" ] && scripts/fuzz.sh all "$FUZZ_SECONDS"
+  exit 0
+fi
 
 scripts/setup.sh
 scripts/fetch-model.sh
@@ -32,6 +51,9 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/pip" install --quiet --disable-pip-version-check -r tests/requirements.txt
   echo "$want" > "$stamp"
 fi
-if compgen -G "tests/integration/test_*.py" > /dev/null; then
-  "$VENV/bin/python" -m pytest -q tests/integration
+py_tests=()
+compgen -G "tests/integration/test_*.py" > /dev/null && py_tests+=(tests/integration)
+compgen -G "tests/soak/test_*.py" > /dev/null && py_tests+=(tests/soak)
+if [ ${#py_tests[@]} -gt 0 ]; then
+  "$VENV/bin/python" -m pytest -q "${py_tests[@]}"
 fi

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   llmserve::cli::add_detokenize_command(app, exit_code);
   llmserve::cli::add_chat_template_command(app, exit_code);
   llmserve::cli::add_inspect_command(app, exit_code);
+  llmserve::cli::add_bench_command(app, exit_code);
   llmserve::cli::add_generate_command(app, exit_code);
 #ifdef LLMSERVE_HAVE_SERVER
   llmserve::cli::add_serve_command(app, exit_code);

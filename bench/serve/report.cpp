@@ -52,8 +52,11 @@ std::string format_report_table(const BenchStats& s, const BenchConfig& c) {
   t += line("Failed requests:", std::to_string(s.failed));
   t += line("Maximum request concurrency:",
             c.max_concurrency > 0 ? std::to_string(c.max_concurrency) : "unlimited");
-  t += line("Request rate (req/s):",
-            std::isfinite(c.request_rate) ? std::to_string(c.request_rate) : "inf");
+  if (std::isfinite(c.request_rate)) {
+    t += line("Request rate (req/s):", c.request_rate);
+  } else {
+    t += line("Request rate (req/s):", "inf");
+  }
   t += line("Benchmark duration (s):", s.duration_s);
   t += line("Total input tokens:", std::to_string(s.total_input_tokens));
   t += line("Total generated tokens:", std::to_string(s.total_output_tokens));

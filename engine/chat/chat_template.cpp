@@ -18,11 +18,13 @@ Status check_names(const jinja::Expr& e) {
   using K = jinja::Expr::Kind;
   if (e.kind == K::kFilter && !jinja::has_filter(e.name)) {
     return invalid_argument("chat template syntax error at line " + std::to_string(e.line) +
-                            ", column " + std::to_string(e.col) + ": no filter named '" + e.name + "'");
+                            ", column " + std::to_string(e.col) + ": no filter named '" + e.name +
+                            "'");
   }
   if (e.kind == K::kTest && !jinja::has_test(e.name)) {
     return invalid_argument("chat template syntax error at line " + std::to_string(e.line) +
-                            ", column " + std::to_string(e.col) + ": no test named '" + e.name + "'");
+                            ", column " + std::to_string(e.col) + ": no test named '" + e.name +
+                            "'");
   }
   for (const auto& a : e.args) {
     if (a) LLMSERVE_RETURN_IF_ERROR(check_names(*a));
@@ -87,11 +89,17 @@ Result<std::string> ChatTemplate::render(const nlohmann::json& context) const {
 namespace {
 
 template <typename J>
-Result<std::string> apply_impl(const ChatTemplate& tmpl, const J& messages, bool add_generation_prompt,
-                               const std::string& bos, const std::string& eos, const J& extra) {
+Result<std::string> apply_impl(const ChatTemplate& tmpl, const J& messages,
+                               bool add_generation_prompt, const std::string& bos,
+                               const std::string& eos, const J& extra) {
   if (!messages.is_array()) return invalid_argument("messages must be a JSON array");
-  if (!extra.is_null() && !extra.is_object()) return invalid_argument("extra template variables must be a JSON object");
+  if (!extra.is_null() && !extra.is_object())
+    return invalid_argument("extra template variables must be a JSON object");
+  // As transformers' apply_chat_template: tools and documents are always defined (None when
+  // not given), then the caller's variables, then the fixed ones.
   J ctx = J::object();
+  ctx["tools"] = nullptr;
+  ctx["documents"] = nullptr;
   if (extra.is_object()) {
     for (auto it = extra.begin(); it != extra.end(); ++it) ctx[it.key()] = it.value();
   }
@@ -104,9 +112,11 @@ Result<std::string> apply_impl(const ChatTemplate& tmpl, const J& messages, bool
 
 }  // namespace
 
-Result<std::string> apply_chat_template(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+Result<std::string> apply_chat_template(const ChatTemplate& tmpl,
+                                        const nlohmann::ordered_json& messages,
                                         bool add_generation_prompt, const std::string& bos,
-                                        const std::string& eos, const nlohmann::ordered_json& extra) {
+                                        const std::string& eos,
+                                        const nlohmann::ordered_json& extra) {
   return apply_impl(tmpl, messages, add_generation_prompt, bos, eos, extra);
 }
 

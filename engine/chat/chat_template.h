@@ -47,12 +47,13 @@ class ChatTemplate {
   std::shared_ptr<const std::string> source_;
 };
 
-// Renders `messages` (an array of {role, content, ...}) with the usual variables set.
-// extra: an object whose keys are added to the context (e.g. tools, date_string).
-Result<std::string> apply_chat_template(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
-                                        bool add_generation_prompt, const std::string& bos,
-                                        const std::string& eos,
-                                        const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
+// Renders `messages` (an array of {role, content, ...}) as transformers' apply_chat_template
+// does: tools and documents default to None; extra: an object whose keys are added to the
+// context (e.g. tools, date_string); then messages, add_generation_prompt, bos_token, eos_token.
+Result<std::string> apply_chat_template(
+    const ChatTemplate& tmpl, const nlohmann::ordered_json& messages, bool add_generation_prompt,
+    const std::string& bos, const std::string& eos,
+    const nlohmann::ordered_json& extra = nlohmann::ordered_json::object());
 Result<std::string> apply_chat_template(const ChatTemplate& tmpl, const nlohmann::json& messages,
                                         bool add_generation_prompt, const std::string& bos,
                                         const std::string& eos, const nlohmann::json& extra);

@@ -17,20 +17,20 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 struct Expr {
   enum class Kind {
-    kConst,      // value
-    kName,       // name
-    kList,       // args
-    kTuple,      // args
-    kDict,       // pairs
-    kGetAttr,    // a[0] . name
-    kGetItem,    // a[0] [ a[1] ]
-    kSlice,      // a[0] [ a[1] : a[2] : a[3] ] (null children for missing parts)
-    kCall,       // a[0] ( args, kwargs )
-    kFilter,     // a[0] | name ( args, kwargs )
-    kTest,       // a[0] is [not] name ( args )
-    kUnary,      // op a[0]: "not", "-", "+"
-    kBinary,     // a[0] op a[1]
-    kCond,       // a[0] if a[1] else a[2] (a[2] may be null)
+    kConst,    // value
+    kName,     // name
+    kList,     // args
+    kTuple,    // args
+    kDict,     // pairs
+    kGetAttr,  // a[0] . name
+    kGetItem,  // a[0] [ a[1] ]
+    kSlice,    // a[0] [ a[1] : a[2] : a[3] ] (null children for missing parts)
+    kCall,     // a[0] ( args, kwargs )
+    kFilter,   // a[0] | name ( args, kwargs )
+    kTest,     // a[0] is [not] name ( args )
+    kUnary,    // op a[0]: "not", "-", "+"
+    kBinary,   // a[0] op a[1]
+    kCond,     // a[0] if a[1] else a[2] (a[2] may be null)
   };
   Kind kind = Kind::kConst;
   int line = 0, col = 0;
@@ -54,17 +54,17 @@ struct Target {
 
 struct Stmt {
   enum class Kind {
-    kText,      // text
-    kPrint,     // expr
-    kIf,        // branches (cond, body), else_body
-    kFor,       // target in expr [if cond] body [else else_body]
-    kSet,       // target = expr
-    kSetBlock,  // target = rendered body (then optional filter expr applied)
-    kMacro,     // name(params) body
-    kCallBlock, // {% call expr %} body {% endcall %}: expr is the call, body is `caller()`
+    kText,       // text
+    kPrint,      // expr
+    kIf,         // branches (cond, body), else_body
+    kFor,        // target in expr [if cond] body [else else_body]
+    kSet,        // target = expr
+    kSetBlock,   // target = rendered body (then optional filter expr applied)
+    kMacro,      // name(params) body
+    kCallBlock,  // {% call expr %} body {% endcall %}: expr is the call, body is `caller()`
     kBreak,
     kContinue,
-    kScope,     // body rendered in place (generation / filter blocks)
+    kScope,        // body rendered in place (generation / filter blocks)
     kFilterBlock,  // body rendered, then filter chain `expr` applied with input name "__body__"
   };
   Kind kind = Kind::kText;

@@ -20,14 +20,17 @@ class BoundArgs {
   static Result<BoundArgs> bind(std::string_view fn, CallArgs& args,
                                 std::initializer_list<std::string_view> params);
   const Value* get(size_t i) const { return slots_[i] ? &*slots_[i] : nullptr; }
-  Value get_or(size_t i, Value fallback) const { return slots_[i] ? *slots_[i] : std::move(fallback); }
+  Value get_or(size_t i, Value fallback) const {
+    return slots_[i] ? *slots_[i] : std::move(fallback);
+  }
 
  private:
   std::vector<std::optional<Value>> slots_;
 };
 
 bool has_filter(std::string_view name);
-Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& input, CallArgs& args);
+Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& input,
+                           CallArgs& args);
 
 bool has_test(std::string_view name);
 Result<bool> apply_test(Evaluator& ev, std::string_view name, const Value& input, CallArgs& args);

@@ -57,7 +57,8 @@ Status Evaluator::locate(Status s, int line, int col) const {
 }
 
 namespace {
-const Value* find_var(const std::vector<std::pair<std::string, Value>>& vars, const std::string& name) {
+const Value* find_var(const std::vector<std::pair<std::string, Value>>& vars,
+                      const std::string& name) {
   for (const auto& [k, v] : vars) {
     if (k == name) return &v;
   }
@@ -118,7 +119,8 @@ Result<Evaluator::Flow> Evaluator::exec(const Stmt& s, std::string& out) {
         if (truthy(c)) return exec_body(body, out);
       }
       return exec_body(s.else_body, out);
-    case Stmt::Kind::kFor: return exec_for(s, out);
+    case Stmt::Kind::kFor:
+      return exec_for(s, out);
     case Stmt::Kind::kSet: {
       LLMSERVE_ASSIGN_OR_RETURN(Value v, eval(*s.expr));
       LLMSERVE_RETURN_IF_ERROR(locate(exec_set(s, std::move(v)), s.line, s.col));
@@ -160,9 +162,12 @@ Result<Evaluator::Flow> Evaluator::exec(const Stmt& s, std::string& out) {
       LLMSERVE_RETURN_IF_ERROR(check_size(out.size()));
       return Flow::kNormal;
     }
-    case Stmt::Kind::kBreak: return Flow::kBreak;
-    case Stmt::Kind::kContinue: return Flow::kContinue;
-    case Stmt::Kind::kScope: return exec_body(s.body, out);
+    case Stmt::Kind::kBreak:
+      return Flow::kBreak;
+    case Stmt::Kind::kContinue:
+      return Flow::kContinue;
+    case Stmt::Kind::kScope:
+      return exec_body(s.body, out);
   }
   return Flow::kNormal;
 }
@@ -174,11 +179,11 @@ Status Evaluator::bind_target(const Target& t, const Value& v) {
   }
   LLMSERVE_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(v));
   if (items.size() != t.names.size()) {
-    return invalid_argument(items.size() > t.names.size()
-                                ? "too many values to unpack (expected " + std::to_string(t.names.size()) + ")"
-                                : "not enough values to unpack (expected " +
-                                      std::to_string(t.names.size()) + ", got " +
-                                      std::to_string(items.size()) + ")");
+    return invalid_argument(
+        items.size() > t.names.size()
+            ? "too many values to unpack (expected " + std::to_string(t.names.size()) + ")"
+            : "not enough values to unpack (expected " + std::to_string(t.names.size()) + ", got " +
+                  std::to_string(items.size()) + ")");
   }
   for (size_t i = 0; i < items.size(); ++i) assign(t.names[i], items[i]);
   return Status::ok();
@@ -187,7 +192,8 @@ Status Evaluator::bind_target(const Target& t, const Value& v) {
 Status Evaluator::exec_set(const Stmt& s, Value v) {
   if (!s.target.attr.empty()) {
     Value ns = lookup(s.target.names[0]);
-    if (!ns.is_namespace()) return invalid_argument("can only assign attributes of a namespace() object");
+    if (!ns.is_namespace())
+      return invalid_argument("can only assign attributes of a namespace() object");
     if (!s.target.attr.empty() && s.target.attr[0] == '_') {
       return invalid_argument("cannot store underscore-prefixed attributes on a namespace");
     }
@@ -223,7 +229,7 @@ Result<Evaluator::Flow> Evaluator::exec_for(const Stmt& s, std::string& out) {
   // One loop object per loop (as in jinja2), updated in place each iteration.
   auto index = std::make_shared<int64_t>(0);
   auto loop = std::make_shared<Dict>();
-  loop->entries = {{"index", Value()},    {"index0", Value()},  {"revindex", Value()},
+  loop->entries = {{"index", Value()},     {"index0", Value()},  {"revindex", Value()},
                    {"revindex0", Value()}, {"first", Value()},   {"last", Value()},
                    {"length", Value(n)},   {"depth", Value(1)},  {"depth0", Value(0)},
                    {"previtem", Value()},  {"nextitem", Value()}};
@@ -258,58 +264,61 @@ Result<Evaluator::Flow> Evaluator::exec_for(const Stmt& s, std::string& out) {
 
 Result<Value> Evaluator::make_macro(const Stmt& s) {
   const Stmt* def = &s;
-  return Value::callable(s.name.empty() ? "caller" : s.name,
-                         [def](Evaluator& ev, CallArgs& args) -> Result<Value> {
-    if (ev.call_depth_ >= ev.limits_.max_call_depth) {
-      return resource_exhausted("chat template exceeded the macro call depth limit of " +
-                                std::to_string(ev.limits_.max_call_depth));
-    }
-    if (args.positional.size() > def->params.size()) {
-      return invalid_argument("macro '" + def->name + "' takes not more than " +
-                              std::to_string(def->params.size()) + " argument(s)");
-    }
-    Value caller = std::move(ev.pending_caller_);
-    ev.pending_caller_ = Value();
-    ev.frames_.push_back(Frame{{}, true});
-    ++ev.call_depth_;
-    auto finish = [&ev](Result<Value> r) {
-      --ev.call_depth_;
-      ev.frames_.pop_back();
-      return r;
-    };
-    if (!caller.is_undefined()) ev.assign("caller", caller);
-    for (size_t i = 0; i < def->params.size(); ++i) {
-      const auto& [pname, pdefault] = def->params[i];
-      if (i < args.positional.size()) {
-        ev.assign(pname, args.positional[i]);
-        continue;
-      }
-      auto kw = std::find_if(args.keywords.begin(), args.keywords.end(),
-                             [&](const auto& kv) { return kv.first == pname; });
-      if (kw != args.keywords.end()) {
-        ev.assign(pname, kw->second);
-      } else if (pdefault) {
-        auto d = ev.eval(*pdefault);
-        if (!d.is_ok()) return finish(d.status());
-        ev.assign(pname, std::move(d).value());
-      } else {
-        ev.assign(pname, Value::undefined("'" + pname + "' is undefined"));
-      }
-    }
-    for (const auto& [k, v] : args.keywords) {
-      bool known = std::any_of(def->params.begin(), def->params.end(),
-                               [&](const auto& p) { return p.first == k; });
-      if (!known) return finish(invalid_argument("macro '" + def->name + "' takes no keyword argument '" + k + "'"));
-    }
-    std::string text;
-    auto f = ev.exec_body(def->body, text);
-    if (!f.is_ok()) return finish(f.status());
-    return finish(Value(std::move(text)));
-  });
+  return Value::callable(
+      s.name.empty() ? "caller" : s.name, [def](Evaluator& ev, CallArgs& args) -> Result<Value> {
+        if (ev.call_depth_ >= ev.limits_.max_call_depth) {
+          return resource_exhausted("chat template exceeded the macro call depth limit of " +
+                                    std::to_string(ev.limits_.max_call_depth));
+        }
+        if (args.positional.size() > def->params.size()) {
+          return invalid_argument("macro '" + def->name + "' takes not more than " +
+                                  std::to_string(def->params.size()) + " argument(s)");
+        }
+        Value caller = std::move(ev.pending_caller_);
+        ev.pending_caller_ = Value();
+        ev.frames_.push_back(Frame{{}, true});
+        ++ev.call_depth_;
+        auto finish = [&ev](Result<Value> r) {
+          --ev.call_depth_;
+          ev.frames_.pop_back();
+          return r;
+        };
+        if (!caller.is_undefined()) ev.assign("caller", caller);
+        for (size_t i = 0; i < def->params.size(); ++i) {
+          const auto& [pname, pdefault] = def->params[i];
+          if (i < args.positional.size()) {
+            ev.assign(pname, args.positional[i]);
+            continue;
+          }
+          auto kw = std::find_if(args.keywords.begin(), args.keywords.end(),
+                                 [&](const auto& kv) { return kv.first == pname; });
+          if (kw != args.keywords.end()) {
+            ev.assign(pname, kw->second);
+          } else if (pdefault) {
+            auto d = ev.eval(*pdefault);
+            if (!d.is_ok()) return finish(d.status());
+            ev.assign(pname, std::move(d).value());
+          } else {
+            ev.assign(pname, Value::undefined("'" + pname + "' is undefined"));
+          }
+        }
+        for (const auto& [k, v] : args.keywords) {
+          bool known = std::any_of(def->params.begin(), def->params.end(),
+                                   [&](const auto& p) { return p.first == k; });
+          if (!known)
+            return finish(invalid_argument("macro '" + def->name + "' takes no keyword argument '" +
+                                           k + "'"));
+        }
+        std::string text;
+        auto f = ev.exec_body(def->body, text);
+        if (!f.is_ok()) return finish(f.status());
+        return finish(Value(std::move(text)));
+      });
 }
 
 Result<Value> Evaluator::call_value(const Value& fn, CallArgs& args) {
-  if (fn.is_undefined()) return invalid_argument(fn.str().empty() ? "undefined value is not callable" : fn.str());
+  if (fn.is_undefined())
+    return invalid_argument(fn.str().empty() ? "undefined value is not callable" : fn.str());
   if (!fn.is_callable()) return invalid_argument("'" + fn.type_name() + "' object is not callable");
   return fn.callable_ref().fn(*this, args);
 }
@@ -336,8 +345,10 @@ Result<CallArgs> Evaluator::eval_args(const Expr& e, size_t first_arg) {
 
 Result<Value> Evaluator::eval_impl(const Expr& e) {
   switch (e.kind) {
-    case Expr::Kind::kConst: return e.value;
-    case Expr::Kind::kName: return lookup(e.name);
+    case Expr::Kind::kConst:
+      return e.value;
+    case Expr::Kind::kName:
+      return lookup(e.name);
     case Expr::Kind::kList:
     case Expr::Kind::kTuple: {
       std::vector<Value> items;
@@ -352,7 +363,8 @@ Result<Value> Evaluator::eval_impl(const Expr& e) {
       for (const auto& [k, v] : e.pairs) {
         LLMSERVE_ASSIGN_OR_RETURN(Value key, eval(*k));
         LLMSERVE_ASSIGN_OR_RETURN(Value val, eval(*v));
-        if (!key.is_string()) return unimplemented("dict keys other than strings are not supported");
+        if (!key.is_string())
+          return unimplemented("dict keys other than strings are not supported");
         d->set(key.str(), std::move(val));
       }
       return Value::dict(std::move(d));
@@ -378,7 +390,8 @@ Result<Value> Evaluator::eval_impl(const Expr& e) {
       }
       return slice_value(obj, parts[0], parts[1], parts[2]);
     }
-    case Expr::Kind::kCall: return eval_call(e);
+    case Expr::Kind::kCall:
+      return eval_call(e);
     case Expr::Kind::kFilter: {
       LLMSERVE_ASSIGN_OR_RETURN(Value input, eval(*e.args[0]));
       LLMSERVE_ASSIGN_OR_RETURN(CallArgs args, eval_args(e, 1));
@@ -394,12 +407,14 @@ Result<Value> Evaluator::eval_impl(const Expr& e) {
       LLMSERVE_ASSIGN_OR_RETURN(Value v, eval(*e.args[0]));
       return unary_op(e.name, v);
     }
-    case Expr::Kind::kBinary: return eval_binary(e);
+    case Expr::Kind::kBinary:
+      return eval_binary(e);
     case Expr::Kind::kCond: {
       LLMSERVE_ASSIGN_OR_RETURN(Value c, eval(*e.args[1]));
       if (truthy(c)) return eval(*e.args[0]);
       if (e.args[2]) return eval(*e.args[2]);
-      return Value::undefined("the inline if-expression evaluated to false and no else section was defined");
+      return Value::undefined(
+          "the inline if-expression evaluated to false and no else section was defined");
     }
   }
   return internal_error("unknown expression kind");
@@ -433,7 +448,8 @@ Result<Value> Evaluator::eval_call(const Expr& e) {
 }
 
 Result<Value> Evaluator::get_attr(const Value& obj, const std::string& name) {
-  if (obj.is_undefined()) return invalid_argument(obj.str().empty() ? "value is undefined" : obj.str());
+  if (obj.is_undefined())
+    return invalid_argument(obj.str().empty() ? "value is undefined" : obj.str());
   if (obj.is_namespace()) {
     if (const Value* v = obj.dict_ref().find(name)) return *v;
   } else if (obj.is_dict()) {
@@ -446,7 +462,8 @@ Result<Value> Evaluator::get_attr(const Value& obj, const std::string& name) {
 }
 
 Result<Value> Evaluator::get_item(const Value& obj, const Value& key) {
-  if (obj.is_undefined()) return invalid_argument(obj.str().empty() ? "value is undefined" : obj.str());
+  if (obj.is_undefined())
+    return invalid_argument(obj.str().empty() ? "value is undefined" : obj.str());
   if (obj.is_dict() || obj.is_namespace()) {
     if (key.is_string()) {
       if (const Value* v = obj.dict_ref().find(key.str())) return *v;
@@ -459,7 +476,8 @@ Result<Value> Evaluator::get_item(const Value& obj, const Value& key) {
   } else if (key.is_string()) {
     if (auto m = get_method(obj, key.str())) return *m;
   }
-  return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + to_str(key) + "'");
+  return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + to_str(key) +
+                          "'");
 }
 
 }  // namespace llmserve::jinja

@@ -16,11 +16,11 @@
 namespace llmserve::jinja {
 
 struct Limits {
-  int64_t max_steps = 20'000'000;         // expression evaluations + statement executions
+  int64_t max_steps = 20'000'000;           // expression evaluations + statement executions
   int64_t max_loop_iterations = 1'000'000;  // for-loop iterations, all loops together
-  int max_call_depth = 64;                // nested macro calls
-  size_t max_output_bytes = 32u << 20;    // rendered text and any single string value
-  int64_t max_range = 100'000;            // elements of one range() (jinja2's sandbox limit)
+  int max_call_depth = 64;                  // nested macro calls
+  size_t max_output_bytes = 32u << 20;      // rendered text and any single string value
+  int64_t max_range = 100'000;              // elements of one range() (jinja2's sandbox limit)
 };
 
 class Evaluator {

@@ -13,12 +13,15 @@ namespace {
 // Every filter jinja2 knows (a template naming another one fails to parse, as in jinja2); the
 // ones not implemented here fail when reached.
 const char* const kFilters[] = {
-    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e",
-    "escape", "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent",
-    "int", "join", "last", "length", "list", "lower", "items", "map", "min", "max", "pprint",
-    "random", "reject", "rejectattr", "replace", "reverse", "round", "safe", "select",
-    "selectattr", "slice", "sort", "string", "striptags", "sum", "title", "trim", "truncate",
-    "unique", "upper", "urlencode", "urlize", "wordcount", "wordwrap", "xmlattr", "tojson"};
+    "abs",       "attr",       "batch",       "capitalize", "center",  "count",
+    "d",         "default",    "dictsort",    "e",          "escape",  "filesizeformat",
+    "first",     "float",      "forceescape", "format",     "groupby", "indent",
+    "int",       "join",       "last",        "length",     "list",    "lower",
+    "items",     "map",        "min",         "max",        "pprint",  "random",
+    "reject",    "rejectattr", "replace",     "reverse",    "round",   "safe",
+    "select",    "selectattr", "slice",       "sort",       "string",  "striptags",
+    "sum",       "title",      "trim",        "truncate",   "unique",  "upper",
+    "urlencode", "urlize",     "wordcount",   "wordwrap",   "xmlattr", "tojson"};
 
 // jinja2's make_attrgetter: dotted path, integer parts index sequences.
 Value attr_path(const Value& obj, std::string_view path) {
@@ -26,7 +29,8 @@ Value attr_path(const Value& obj, std::string_view path) {
   size_t start = 0;
   while (start <= path.size()) {
     size_t dot = path.find('.', start);
-    std::string part(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    std::string part(
+        path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
     if (cur.is_dict() || cur.is_namespace()) {
       const Value* v = cur.dict_ref().find(part);
@@ -60,12 +64,23 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -87,7 +102,8 @@ Result<Value> to_int(const Value& v, const Value& fallback) {
     char* end = nullptr;
     errno = 0;
     long long x = std::strtoll(digits.c_str(), &end, 10);
-    if (!digits.empty() && end && *end == '\0' && errno == 0 && digits.find_first_of(" \t") == std::string::npos) {
+    if (!digits.empty() && end && *end == '\0' && errno == 0 &&
+        digits.find_first_of(" \t") == std::string::npos) {
       return Value(static_cast<int64_t>(x));
     }
     double d = std::strtod(s.c_str(), &end);
@@ -102,10 +118,12 @@ Result<Value> select_like(Evaluator& ev, std::string_view name, const Value& seq
   bool by_attr = name == "selectattr" || name == "rejectattr";
   bool keep_if = name == "select" || name == "selectattr";
   std::vector<Value> rest = args.positional;
-  if (!args.keywords.empty()) return invalid_argument(std::string(name) + "() takes no keyword arguments");
+  if (!args.keywords.empty())
+    return invalid_argument(std::string(name) + "() takes no keyword arguments");
   std::string attr;
   if (by_attr) {
-    if (rest.empty() || !rest[0].is_string()) return invalid_argument(std::string(name) + "() needs an attribute name");
+    if (rest.empty() || !rest[0].is_string())
+      return invalid_argument(std::string(name) + "() needs an attribute name");
     attr = rest[0].str();
     rest.erase(rest.begin());
   }
@@ -135,9 +153,11 @@ Result<Value> select_like(Evaluator& ev, std::string_view name, const Value& seq
 Result<Value> map_filter(Evaluator& ev, const Value& seq, CallArgs& args) {
   LLMSERVE_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(seq));
   std::vector<Value> out;
-  auto attr = std::find_if(args.keywords.begin(), args.keywords.end(), [](auto& kv) { return kv.first == "attribute"; });
+  auto attr = std::find_if(args.keywords.begin(), args.keywords.end(),
+                           [](auto& kv) { return kv.first == "attribute"; });
   if (attr != args.keywords.end()) {
-    auto def = std::find_if(args.keywords.begin(), args.keywords.end(), [](auto& kv) { return kv.first == "default"; });
+    auto def = std::find_if(args.keywords.begin(), args.keywords.end(),
+                            [](auto& kv) { return kv.first == "default"; });
     for (auto& item : items) {
       Value v = attr_path(item, to_str(attr->second));
       if (v.is_undefined() && def != args.keywords.end()) v = def->second;
@@ -149,7 +169,8 @@ Result<Value> map_filter(Evaluator& ev, const Value& seq, CallArgs& args) {
     return invalid_argument("map() needs a filter name or attribute=");
   }
   std::string filter = args.positional[0].str();
-  CallArgs rest{std::vector<Value>(args.positional.begin() + 1, args.positional.end()), args.keywords};
+  CallArgs rest{std::vector<Value>(args.positional.begin() + 1, args.positional.end()),
+                args.keywords};
   for (auto& item : items) {
     CallArgs a = rest;
     LLMSERVE_ASSIGN_OR_RETURN(Value v, apply_filter(ev, filter, item, a));
@@ -159,16 +180,22 @@ Result<Value> map_filter(Evaluator& ev, const Value& seq, CallArgs& args) {
 }
 
 Result<Value> tojson(Evaluator& ev, const Value& v, CallArgs& args) {
-  LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"}));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      auto a,
+      BoundArgs::bind("tojson", args, {"ensure_ascii", "indent", "separators", "sort_keys"}));
   JsonDumpOptions o;
   o.ensure_ascii = a.get(0) && truthy(*a.get(0));
   if (const Value* ind = a.get(1); ind && !ind->is_none()) {
-    if (ind->is_string()) o.indent_str = ind->str(), o.indent = 0;
-    else if (ind->is_int()) o.indent = static_cast<int>(std::clamp<int64_t>(ind->as_int(), 0, 64));
-    else return invalid_argument("tojson: indent must be an integer or a string");
+    if (ind->is_string())
+      o.indent_str = ind->str(), o.indent = 0;
+    else if (ind->is_int())
+      o.indent = static_cast<int>(std::clamp<int64_t>(ind->as_int(), 0, 64));
+    else
+      return invalid_argument("tojson: indent must be an integer or a string");
   }
   if (const Value* sep = a.get(2); sep && !sep->is_none()) {
-    if (!sep->is_list() || sep->items().size() != 2 || !sep->items()[0].is_string() || !sep->items()[1].is_string()) {
+    if (!sep->is_list() || sep->items().size() != 2 || !sep->items()[0].is_string() ||
+        !sep->items()[1].is_string()) {
       return invalid_argument("tojson: separators must be a pair of strings");
     }
     o.item_separator = sep->items()[0].str();
@@ -185,8 +212,10 @@ Result<Value> indent_filter(const Value& v, CallArgs& args) {
   LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind("indent", args, {"width", "first", "blank"}));
   std::string pad(4, ' ');
   if (const Value* w = a.get(0)) {
-    if (w->is_string()) pad = w->str();
-    else if (w->is_int()) pad = std::string(static_cast<size_t>(std::clamp<int64_t>(w->as_int(), 0, 256)), ' ');
+    if (w->is_string())
+      pad = w->str();
+    else if (w->is_int())
+      pad = std::string(static_cast<size_t>(std::clamp<int64_t>(w->as_int(), 0, 256)), ' ');
   }
   bool first = a.get(1) && truthy(*a.get(1));
   bool blank = a.get(2) && truthy(*a.get(2));
@@ -211,13 +240,15 @@ Result<Value> indent_filter(const Value& v, CallArgs& args) {
 }
 
 Result<Value> sort_filter(const Value& v, CallArgs& args) {
-  LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind("sort", args, {"reverse", "case_sensitive", "attribute"}));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      auto a, BoundArgs::bind("sort", args, {"reverse", "case_sensitive", "attribute"}));
   bool reverse = a.get(0) && truthy(*a.get(0));
   bool cs = a.get(1) && truthy(*a.get(1));
   std::string attr = a.get(2) ? to_str(*a.get(2)) : "";
   LLMSERVE_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(v));
   std::vector<std::pair<Value, Value>> keyed;
-  for (auto& item : items) keyed.emplace_back(sort_key(attr.empty() ? item : attr_path(item, attr), cs), item);
+  for (auto& item : items)
+    keyed.emplace_back(sort_key(attr.empty() ? item : attr_path(item, attr), cs), item);
   Status err;
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {
     auto c = reverse ? compare(y.first, x.first) : compare(x.first, y.first);
@@ -234,7 +265,8 @@ Result<Value> sort_filter(const Value& v, CallArgs& args) {
 }
 
 Result<Value> minmax(const Value& v, CallArgs& args, bool is_max) {
-  LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind(is_max ? "max" : "min", args, {"case_sensitive", "attribute"}));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      auto a, BoundArgs::bind(is_max ? "max" : "min", args, {"case_sensitive", "attribute"}));
   bool cs = a.get(0) && truthy(*a.get(0));
   std::string attr = a.get(1) ? to_str(*a.get(1)) : "";
   LLMSERVE_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(v));
@@ -252,7 +284,8 @@ Result<Value> minmax(const Value& v, CallArgs& args, bool is_max) {
 }  // namespace
 
 bool has_filter(std::string_view name) {
-  return std::any_of(std::begin(kFilters), std::end(kFilters), [&](const char* f) { return name == f; });
+  return std::any_of(std::begin(kFilters), std::end(kFilters),
+                     [&](const char* f) { return name == f; });
 }
 
 Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& v, CallArgs& args) {
@@ -271,7 +304,8 @@ Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& v,
   if (name == "title") return Value(py_title_words(to_str(v)));
   if (name == "string") return Value(to_str(v));
   if (name == "safe") return v;
-  if (name == "e" || name == "escape" || name == "forceescape") return Value(html_escape(to_str(v)));
+  if (name == "e" || name == "escape" || name == "forceescape")
+    return Value(html_escape(to_str(v)));
   if (name == "replace") {
     CallArgs a = args;
     LLMSERVE_ASSIGN_OR_RETURN(auto method, [&]() -> Result<Value> {
@@ -294,7 +328,8 @@ Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& v,
   }
   if (name == "first" || name == "last") {
     LLMSERVE_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(v));
-    if (items.empty()) return Value::undefined("No " + std::string(name) + " item, sequence was empty.");
+    if (items.empty())
+      return Value::undefined("No " + std::string(name) + " item, sequence was empty.");
     return name == "first" ? items.front() : items.back();
   }
   if (name == "default" || name == "d") {
@@ -332,7 +367,8 @@ Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& v,
   if (name == "dictsort") {
     if (!v.is_dict()) return invalid_argument("dictsort: value must be a mapping");
     std::vector<Value> pairs;
-    for (const auto& [k, x] : v.dict_ref().entries) pairs.push_back(Value::list({Value(k), x}, true));
+    for (const auto& [k, x] : v.dict_ref().entries)
+      pairs.push_back(Value::list({Value(k), x}, true));
     CallArgs a;
     a.keywords.emplace_back("attribute", Value("0"));
     return sort_filter(Value::list(std::move(pairs)), a);
@@ -358,10 +394,14 @@ Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& v,
     if (v.is_int() && method == "common") return Value(v.as_int());
     double scale = std::pow(10.0, static_cast<double>(p));
     double x = v.as_double() * scale;
-    if (method == "common") x = std::nearbyint(x);
-    else if (method == "floor") x = std::floor(x);
-    else if (method == "ceil") x = std::ceil(x);
-    else return invalid_argument("method must be common, ceil or floor");
+    if (method == "common")
+      x = std::nearbyint(x);
+    else if (method == "floor")
+      x = std::floor(x);
+    else if (method == "ceil")
+      x = std::ceil(x);
+    else
+      return invalid_argument("method must be common, ceil or floor");
     return Value(x / scale);
   }
   if (name == "unique") {
@@ -371,7 +411,8 @@ Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& v,
     std::vector<Value> out, seen;
     for (auto& item : items) {
       Value key = sort_key(a.get(1) ? attr_path(item, to_str(*a.get(1))) : item, cs);
-      if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); })) continue;
+      if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, key); }))
+        continue;
       seen.push_back(key);
       out.push_back(item);
     }
@@ -396,8 +437,10 @@ Result<Value> apply_filter(Evaluator& ev, std::string_view name, const Value& v,
     Value acc = a.get_or(1, Value(0));
     for (auto& item : items) {
       Value x = a.get(0) ? attr_path(item, to_str(*a.get(0))) : item;
-      if (!acc.is_number() || !x.is_number()) return invalid_argument("sum: values must be numbers");
-      acc = (acc.is_float() || x.is_float()) ? Value(acc.as_double() + x.as_double()) : Value(acc.as_int() + x.as_int());
+      if (!acc.is_number() || !x.is_number())
+        return invalid_argument("sum: values must be numbers");
+      acc = (acc.is_float() || x.is_float()) ? Value(acc.as_double() + x.as_double())
+                                             : Value(acc.as_int() + x.as_int());
     }
     return acc;
   }

@@ -6,10 +6,18 @@
 namespace llmserve::jinja {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool is_name_char(char c) {
+  return is_name_start(c) || is_digit(c);
+}
 
 void append_utf8(std::string& out, uint32_t cp) {
   if (cp < 0x80) {
@@ -70,8 +78,8 @@ class Lexer {
         size_t l_pos = text.rfind('\n');
         l_pos = l_pos == std::string::npos ? 0 : l_pos + 1;
         if (l_pos > 0 || line_starting_) {
-          bool only_blank = std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l_pos), text.end(),
-                                        [](char c) { return c == ' ' || c == '\t'; });
+          bool only_blank = std::all_of(text.begin() + static_cast<std::ptrdiff_t>(l_pos),
+                                        text.end(), [](char c) { return c == ' ' || c == '\t'; });
           if (only_blank) text.resize(l_pos);
         }
       }
@@ -124,9 +132,7 @@ class Lexer {
     return p;
   }
 
-  bool starts_with(size_t p, std::string_view s) const {
-    return src_.compare(p, s.size(), s) == 0;
-  }
+  bool starts_with(size_t p, std::string_view s) const { return src_.compare(p, s.size(), s) == 0; }
 
   // "{%[-+]? raw -%}" or "%}" (no trim_blocks here, as in jinja2): the end offset, or npos.
   size_t match_raw_begin(size_t p) const {
@@ -323,18 +329,41 @@ class Lexer {
       char e = src_[p + 1];
       p += 2;
       switch (e) {
-        case '\n': break;
-        case '\\': out += '\\'; break;
-        case '\'': out += '\''; break;
-        case '"': out += '"'; break;
-        case 'a': out += '\a'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        case 'v': out += '\v'; break;
-        case 'x': case 'u': case 'U': {
+        case '\n':
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '\'':
+          out += '\'';
+          break;
+        case '"':
+          out += '"';
+          break;
+        case 'a':
+          out += '\a';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        case 'v':
+          out += '\v';
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
           uint32_t cp = 0;
           for (size_t k = 0; k < digits; ++k, ++p) {
@@ -342,7 +371,8 @@ class Lexer {
               return error(p, "truncated \\" + std::string(1, e) + " escape");
             }
             char h = src_[p];
-            cp = cp * 16 + static_cast<uint32_t>(is_digit(h) ? h - '0' : (std::tolower(h) - 'a' + 10));
+            cp = cp * 16 +
+                 static_cast<uint32_t>(is_digit(h) ? h - '0' : (std::tolower(h) - 'a' + 10));
           }
           if (cp > 0x10ffff) return error(p, "illegal Unicode character");
           append_utf8(out, cp);
@@ -374,6 +404,8 @@ class Lexer {
 
 }  // namespace
 
-Result<std::vector<Token>> tokenize(std::string_view source) { return Lexer(source).run(); }
+Result<std::vector<Token>> tokenize(std::string_view source) {
+  return Lexer(source).run();
+}
 
 }  // namespace llmserve::jinja

@@ -10,7 +10,9 @@
 namespace llmserve::jinja {
 namespace {
 
-bool is_py_space(unsigned char c) { return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f); }
+bool is_py_space(unsigned char c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x1f);
+}
 
 Result<std::string> str_arg(const Value* v, std::string_view fn) {
   if (!v || !v->is_string()) return invalid_argument(std::string(fn) + "() argument must be str");
@@ -43,7 +45,8 @@ std::vector<Value> split_whitespace(const std::string& s, int64_t maxsplit) {
   return out;
 }
 
-Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string& name, CallArgs& args) {
+Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string& name,
+                         CallArgs& args) {
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind(name, args, {"chars"}));
     return Value(py_strip(s, a.get(0), name != "rstrip", name != "lstrip"));
@@ -59,12 +62,15 @@ Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string&
     LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind(name, args, {"prefix"}));
     const Value* p = a.get(0);
     std::vector<Value> options;
-    if (p && p->is_list()) options = p->items();
-    else if (p) options.push_back(*p);
+    if (p && p->is_list())
+      options = p->items();
+    else if (p)
+      options.push_back(*p);
     for (const auto& o : options) {
       LLMSERVE_ASSIGN_OR_RETURN(std::string x, str_arg(&o, name));
-      bool hit = name == "startswith" ? s.rfind(x, 0) == 0
-                                      : (s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0);
+      bool hit = name == "startswith"
+                     ? s.rfind(x, 0) == 0
+                     : (s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0);
       if (hit) return Value(true);
     }
     if (!p) return invalid_argument(name + "() takes at least 1 argument");
@@ -75,7 +81,8 @@ Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string&
     LLMSERVE_ASSIGN_OR_RETURN(int64_t maxsplit, int_arg(a.get(1), -1, name));
     const Value* sep = a.get(0);
     if (!sep || sep->is_none()) {
-      if (name == "rsplit" && maxsplit >= 0) return unimplemented("rsplit() with maxsplit and no separator");
+      if (name == "rsplit" && maxsplit >= 0)
+        return unimplemented("rsplit() with maxsplit and no separator");
       return Value::list(split_whitespace(s, maxsplit));
     }
     LLMSERVE_ASSIGN_OR_RETURN(std::string d, str_arg(sep, name));
@@ -84,7 +91,9 @@ Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string&
     if (name == "split") {
       size_t start = 0;
       while (true) {
-        size_t at = (maxsplit >= 0 && static_cast<int64_t>(parts.size()) >= maxsplit) ? std::string::npos : s.find(d, start);
+        size_t at = (maxsplit >= 0 && static_cast<int64_t>(parts.size()) >= maxsplit)
+                        ? std::string::npos
+                        : s.find(d, start);
         if (at == std::string::npos) break;
         parts.push_back(s.substr(start, at - start));
         start = at + d.size();
@@ -171,7 +180,8 @@ Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string&
     LLMSERVE_ASSIGN_OR_RETURN(std::vector<Value> items, iterate(*a.get(0)));
     std::string out;
     for (size_t i = 0; i < items.size(); ++i) {
-      if (!items[i].is_string()) return invalid_argument("sequence item " + std::to_string(i) + ": expected str instance");
+      if (!items[i].is_string())
+        return invalid_argument("sequence item " + std::to_string(i) + ": expected str instance");
       if (i) out += s;
       out += items[i].str();
       LLMSERVE_RETURN_IF_ERROR(ev.check_size(out.size()));
@@ -183,11 +193,12 @@ Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string&
     if (s.empty()) return Value(false);
     bool any_cased = false;
     for (unsigned char c : s) {
-      bool ok = name == "isdigit" ? std::isdigit(c) != 0
-              : name == "isalpha" ? std::isalpha(c) != 0
-              : name == "isalnum" ? std::isalnum(c) != 0
-              : name == "isspace" ? is_py_space(c)
-              : name == "isupper" ? !std::islower(c) : !std::isupper(c);
+      bool ok = name == "isdigit"   ? std::isdigit(c) != 0
+                : name == "isalpha" ? std::isalpha(c) != 0
+                : name == "isalnum" ? std::isalnum(c) != 0
+                : name == "isspace" ? is_py_space(c)
+                : name == "isupper" ? !std::islower(c)
+                                    : !std::isupper(c);
       if (!ok) return Value(false);
       any_cased |= std::isalpha(c) != 0;
     }
@@ -196,15 +207,15 @@ Result<Value> str_method(Evaluator& ev, const std::string& s, const std::string&
   return unimplemented("str." + name + "() is not supported");
 }
 
-const char* const kStrMethods[] = {"strip", "lstrip", "rstrip", "upper", "lower", "title",
-                                   "capitalize", "startswith", "endswith", "split", "rsplit",
-                                   "splitlines", "replace", "find", "rfind", "count", "join",
-                                   "isdigit", "isalpha", "isalnum", "isspace", "isupper",
-                                   "islower", "format", "center", "zfill", "index", "encode"};
-const char* const kListMethods[] = {"count", "index", "append", "extend", "insert", "pop",
-                                    "remove", "clear", "sort", "reverse", "copy"};
-const char* const kDictMethods[] = {"items", "keys", "values", "get", "copy", "update", "pop",
-                                    "popitem", "setdefault", "clear"};
+const char* const kStrMethods[] = {
+    "strip",      "lstrip",   "rstrip", "upper",   "lower",      "title",   "capitalize",
+    "startswith", "endswith", "split",  "rsplit",  "splitlines", "replace", "find",
+    "rfind",      "count",    "join",   "isdigit", "isalpha",    "isalnum", "isspace",
+    "isupper",    "islower",  "format", "center",  "zfill",      "index",   "encode"};
+const char* const kListMethods[] = {"count",  "index", "append", "extend",  "insert", "pop",
+                                    "remove", "clear", "sort",   "reverse", "copy"};
+const char* const kDictMethods[] = {"items",  "keys", "values",  "get",        "copy",
+                                    "update", "pop",  "popitem", "setdefault", "clear"};
 
 template <size_t N>
 bool in_list(const char* const (&names)[N], const std::string& n) {
@@ -225,7 +236,8 @@ Result<Value> list_method(const Value& obj, const std::string& name, CallArgs& a
     return Value(n);
   }
   if (name == "copy") return Value::list(obj.items(), obj.is_tuple());
-  return invalid_argument("access to attribute '" + name + "' of '" + obj.type_name() + "' object is unsafe.");
+  return invalid_argument("access to attribute '" + name + "' of '" + obj.type_name() +
+                          "' object is unsafe.");
 }
 
 Result<Value> dict_method(const Value& obj, const std::string& name, CallArgs& args) {
@@ -234,9 +246,12 @@ Result<Value> dict_method(const Value& obj, const std::string& name, CallArgs& a
     LLMSERVE_ASSIGN_OR_RETURN(auto a, BoundArgs::bind(name, args, {}));
     std::vector<Value> out;
     for (const auto& [k, v] : d.entries) {
-      if (name == "items") out.push_back(Value::list({Value(k), v}, true));
-      else if (name == "keys") out.emplace_back(k);
-      else out.push_back(v);
+      if (name == "items")
+        out.push_back(Value::list({Value(k), v}, true));
+      else if (name == "keys")
+        out.emplace_back(k);
+      else
+        out.push_back(v);
     }
     return Value::list(std::move(out));
   }
@@ -259,36 +274,50 @@ std::string py_strip(std::string_view s, const Value* chars, bool left, bool rig
     auto set = utf8_chars(chars->str());
     auto cs = utf8_chars(s);
     size_t b = 0, e = cs.size();
-    auto in_set = [&](std::string_view c) { return std::find(set.begin(), set.end(), c) != set.end(); };
-    if (left) while (b < e && in_set(cs[b])) ++b;
-    if (right) while (e > b && in_set(cs[e - 1])) --e;
+    auto in_set = [&](std::string_view c) {
+      return std::find(set.begin(), set.end(), c) != set.end();
+    };
+    if (left)
+      while (b < e && in_set(cs[b])) ++b;
+    if (right)
+      while (e > b && in_set(cs[e - 1])) --e;
     std::string out;
     for (size_t i = b; i < e; ++i) out += cs[i];
     return out;
   }
   size_t b = 0, e = s.size();
-  if (left) while (b < e && is_py_space(static_cast<unsigned char>(s[b]))) ++b;
-  if (right) while (e > b && is_py_space(static_cast<unsigned char>(s[e - 1]))) --e;
+  if (left)
+    while (b < e && is_py_space(static_cast<unsigned char>(s[b]))) ++b;
+  if (right)
+    while (e > b && is_py_space(static_cast<unsigned char>(s[e - 1]))) --e;
   return std::string(s.substr(b, e - b));
 }
 
-std::string py_upper(std::string_view s) { return unicode_upper(s); }
-std::string py_lower(std::string_view s) { return unicode_lower(s); }
-std::string py_capitalize(std::string_view s) { return unicode_capitalize(s); }
+std::string py_upper(std::string_view s) {
+  return unicode_upper(s);
+}
+std::string py_lower(std::string_view s) {
+  return unicode_lower(s);
+}
+std::string py_capitalize(std::string_view s) {
+  return unicode_capitalize(s);
+}
 
 std::string py_title_words(std::string_view s) {
   // jinja2: re.split(r"([-\s({\[<]+)") then item[0].upper() + item[1:].lower() per piece.
   std::string out;
   bool at_start = true;
   for (uint32_t cp : decode_utf8(s)) {
-    bool sep = (cp < 0x80 && is_py_space(static_cast<unsigned char>(cp))) || cp == '-' || cp == '(' ||
-               cp == '{' || cp == '[' || cp == '<';
+    bool sep = (cp < 0x80 && is_py_space(static_cast<unsigned char>(cp))) || cp == '-' ||
+               cp == '(' || cp == '{' || cp == '[' || cp == '<';
     if (sep) {
       append_code_point(out, cp);
       at_start = true;
     } else {
-      if (at_start && cp == 0x00df) out += "SS";
-      else append_code_point(out, at_start ? cp_upper(cp) : cp_lower(cp));
+      if (at_start && cp == 0x00df)
+        out += "SS";
+      else
+        append_code_point(out, at_start ? cp_upper(cp) : cp_lower(cp));
       at_start = false;
     }
   }
@@ -339,10 +368,12 @@ namespace {
 Result<Value> global_range(Evaluator& ev, CallArgs& args) {
   if (!args.keywords.empty()) return invalid_argument("range() takes no keyword arguments");
   if (args.positional.empty() || args.positional.size() > 3) {
-    return invalid_argument("range expected 1 to 3 arguments, got " + std::to_string(args.positional.size()));
+    return invalid_argument("range expected 1 to 3 arguments, got " +
+                            std::to_string(args.positional.size()));
   }
   for (const auto& a : args.positional) {
-    if (!a.is_int()) return invalid_argument("'" + a.type_name() + "' object cannot be interpreted as an integer");
+    if (!a.is_int())
+      return invalid_argument("'" + a.type_name() + "' object cannot be interpreted as an integer");
   }
   int64_t start = 0, stop, step = 1;
   if (args.positional.size() == 1) {
@@ -369,14 +400,17 @@ Result<Value> make_dict_from_args(CallArgs& args, bool is_namespace) {
   if (args.positional.size() > 1) return invalid_argument("expected at most 1 positional argument");
   if (!args.positional.empty()) {
     const Value& init = args.positional[0];
-    if (!init.is_dict() && !init.is_namespace()) return unimplemented("dict() from a non-mapping is not supported");
+    if (!init.is_dict() && !init.is_namespace())
+      return unimplemented("dict() from a non-mapping is not supported");
     *d = init.dict_ref();
   }
   for (auto& [k, v] : args.keywords) d->set(k, v);
   if (is_namespace) {
     for (const auto& [k, v] : d->entries) {
       if (!k.empty() && k[0] == '_') {
-        return invalid_argument("Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" + k + "'.");
+        return invalid_argument(
+            "Chat templates cannot store underscore-prefixed attributes on a namespace, but got '" +
+            k + "'.");
       }
     }
     return Value::make_namespace(std::move(d));
@@ -389,10 +423,12 @@ Result<Value> make_dict_from_args(CallArgs& args, bool is_namespace) {
 std::optional<Value> get_global(const std::string& name) {
   if (name == "range") return Value::callable("range", global_range);
   if (name == "namespace") {
-    return Value::callable("namespace", [](Evaluator&, CallArgs& a) { return make_dict_from_args(a, true); });
+    return Value::callable("namespace",
+                           [](Evaluator&, CallArgs& a) { return make_dict_from_args(a, true); });
   }
   if (name == "dict") {
-    return Value::callable("dict", [](Evaluator&, CallArgs& a) { return make_dict_from_args(a, false); });
+    return Value::callable("dict",
+                           [](Evaluator&, CallArgs& a) { return make_dict_from_args(a, false); });
   }
   if (name == "raise_exception") {
     return Value::callable("raise_exception", [](Evaluator& ev, CallArgs& a) -> Result<Value> {
@@ -403,7 +439,8 @@ std::optional<Value> get_global(const std::string& name) {
   if (name == "strftime_now") {
     return Value::callable("strftime_now", [](Evaluator&, CallArgs& a) -> Result<Value> {
       LLMSERVE_ASSIGN_OR_RETURN(auto b, BoundArgs::bind("strftime_now", a, {"format"}));
-      if (!b.get(0) || !b.get(0)->is_string()) return invalid_argument("strftime_now() argument must be str");
+      if (!b.get(0) || !b.get(0)->is_string())
+        return invalid_argument("strftime_now() argument must be str");
       std::time_t now = std::time(nullptr);
       std::tm tm{};
       localtime_r(&now, &tm);

@@ -59,7 +59,8 @@ Result<Value> arith(std::string_view op, const Value& l, const Value& r) {
     if (op == "*" && !__builtin_mul_overflow(a, b, &out)) return Value(out);
     if (op == "//" || op == "%") {
       if (b == 0) return invalid_argument("integer division or modulo by zero");
-      if (a == std::numeric_limits<int64_t>::min() && b == -1) return out_of_range("integer overflow");
+      if (a == std::numeric_limits<int64_t>::min() && b == -1)
+        return out_of_range("integer overflow");
       return Value(op == "//" ? floor_div(a, b) : py_mod(a, b));
     }
     if (op == "**" && b >= 0) {
@@ -74,7 +75,8 @@ Result<Value> arith(std::string_view op, const Value& l, const Value& r) {
         return Value(acc);
       }
     }
-    if (op != "/" && op != "**") return out_of_range("integer overflow in '" + std::string(op) + "'");
+    if (op != "/" && op != "**")
+      return out_of_range("integer overflow in '" + std::string(op) + "'");
   }
   double a = l.as_double(), b = r.as_double();
   if (op == "+") return Value(a + b);
@@ -106,7 +108,8 @@ Result<Value> arith(std::string_view op, const Value& l, const Value& r) {
 Result<bool> contains(const Value& container, const Value& item) {
   if (container.is_string()) {
     if (!item.is_string()) {
-      return invalid_argument("'in <string>' requires string as left operand, not " + item.type_name());
+      return invalid_argument("'in <string>' requires string as left operand, not " +
+                              item.type_name());
     }
     return container.str().find(item.str()) != std::string::npos;
   }
@@ -172,7 +175,8 @@ Result<Value> unary_op(std::string_view op, const Value& v) {
     return Value(-v.as_int());
   }
   if (v.is_undefined()) return invalid_argument(v.str().empty() ? "value is undefined" : v.str());
-  return invalid_argument("bad operand type for unary " + std::string(op) + ": '" + v.type_name() + "'");
+  return invalid_argument("bad operand type for unary " + std::string(op) + ": '" + v.type_name() +
+                          "'");
 }
 
 Value index_value(const Value& obj, int64_t index) {
@@ -186,15 +190,18 @@ Value index_value(const Value& obj, int64_t index) {
   int64_t n = static_cast<int64_t>(obj.items().size());
   if (index < 0) index += n;
   if (index < 0 || index >= n) {
-    return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + std::to_string(index) + "'");
+    return Value::undefined("'" + obj.type_name() + " object' has no attribute '" +
+                            std::to_string(index) + "'");
   }
   return obj.items()[static_cast<size_t>(index)];
 }
 
-Result<Value> slice_value(const Value& obj, const Value& start, const Value& stop, const Value& step) {
+Result<Value> slice_value(const Value& obj, const Value& start, const Value& stop,
+                          const Value& step) {
   auto as_opt = [](const Value& v, const char* what) -> Result<std::optional<int64_t>> {
     if (v.is_none() || v.is_undefined()) return std::optional<int64_t>();
-    if (!v.is_int()) return invalid_argument(std::string("slice ") + what + " must be an integer or None");
+    if (!v.is_int())
+      return invalid_argument(std::string("slice ") + what + " must be an integer or None");
     return std::optional<int64_t>(v.as_int());
   };
   LLMSERVE_ASSIGN_OR_RETURN(auto o_start, as_opt(start, "start"));
@@ -210,7 +217,8 @@ Result<Value> slice_value(const Value& obj, const Value& start, const Value& sto
   } else if (obj.is_list()) {
     n = static_cast<int64_t>(obj.items().size());
   } else {
-    if (obj.is_undefined()) return invalid_argument(obj.str().empty() ? "value is undefined" : obj.str());
+    if (obj.is_undefined())
+      return invalid_argument(obj.str().empty() ? "value is undefined" : obj.str());
     return invalid_argument("'" + obj.type_name() + "' object is not subscriptable");
   }
   auto clamp = [&](std::optional<int64_t> v, int64_t def) {

@@ -17,6 +17,7 @@ Result<bool> contains(const Value& container, const Value& item);
 // obj[index] for lists, tuples and strings; out of range gives undefined, as jinja2 does.
 Value index_value(const Value& obj, int64_t index);
 // obj[start:stop:step]; none for a missing part.
-Result<Value> slice_value(const Value& obj, const Value& start, const Value& stop, const Value& step);
+Result<Value> slice_value(const Value& obj, const Value& start, const Value& stop,
+                          const Value& step);
 
 }  // namespace llmserve::jinja

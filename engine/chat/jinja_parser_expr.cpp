@@ -7,7 +7,8 @@
 
 namespace llmserve::jinja {
 
-Result<ExprPtr> Parser::parse_tuple(bool with_condexpr, std::initializer_list<std::string_view> extra_end,
+Result<ExprPtr> Parser::parse_tuple(bool with_condexpr,
+                                    std::initializer_list<std::string_view> extra_end,
                                     bool explicit_parens) {
   const Token& start = cur();
   std::vector<ExprPtr> items;
@@ -23,7 +24,8 @@ Result<ExprPtr> Parser::parse_tuple(bool with_condexpr, std::initializer_list<st
     if (!is_op(",")) break;
   }
   if (!is_tuple && items.size() == 1) return std::move(items[0]);
-  if (items.empty() && !explicit_parens) return error_at(cur(), "expected an expression, got " + describe(cur()));
+  if (items.empty() && !explicit_parens)
+    return error_at(cur(), "expected an expression, got " + describe(cur()));
   auto t = node(Expr::Kind::kTuple, start);
   t->args = std::move(items);
   return t;
@@ -111,9 +113,8 @@ Result<ExprPtr> Parser::parse_compare() {
   while (true) {
     const Token& at = cur();
     std::string op;
-    if (at.type == TokenType::kOp &&
-        (at.value == "==" || at.value == "!=" || at.value == "<" || at.value == ">" ||
-         at.value == "<=" || at.value == ">=")) {
+    if (at.type == TokenType::kOp && (at.value == "==" || at.value == "!=" || at.value == "<" ||
+                                      at.value == ">" || at.value == "<=" || at.value == ">=")) {
       op = at.value;
       advance();
     } else if (is_name("in")) {
@@ -205,9 +206,12 @@ Result<ExprPtr> Parser::parse_primary() {
   switch (t.type) {
     case TokenType::kName: {
       auto e = node(Expr::Kind::kConst, t);
-      if (t.value == "true" || t.value == "True") e->value = Value(true);
-      else if (t.value == "false" || t.value == "False") e->value = Value(false);
-      else if (t.value == "none" || t.value == "None") e->value = Value::none();
+      if (t.value == "true" || t.value == "True")
+        e->value = Value(true);
+      else if (t.value == "false" || t.value == "False")
+        e->value = Value(false);
+      else if (t.value == "none" || t.value == "None")
+        e->value = Value::none();
       else {
         e->kind = Expr::Kind::kName;
         e->name = t.value;
@@ -229,8 +233,10 @@ Result<ExprPtr> Parser::parse_primary() {
       auto e = node(Expr::Kind::kConst, t);
       int64_t v = 0;
       auto res = std::from_chars(t.value.data(), t.value.data() + t.value.size(), v);
-      if (res.ec != std::errc()) e->value = Value(std::strtod(t.value.c_str(), nullptr));
-      else e->value = Value(v);
+      if (res.ec != std::errc())
+        e->value = Value(std::strtod(t.value.c_str(), nullptr));
+      else
+        e->value = Value(v);
       advance();
       return e;
     }
@@ -275,7 +281,8 @@ Result<ExprPtr> Parser::parse_primary() {
       }
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return error_at(t, "unexpected " + describe(t));
 }
@@ -347,7 +354,8 @@ Status Parser::parse_call_args(Expr& e) {
     first = false;
     if (is_op(")")) break;
     if (is_op("*") || is_op("**")) {
-      return error_at(cur(), "*args / **kwargs calls are not supported", StatusCode::kUnimplemented);
+      return error_at(cur(), "*args / **kwargs calls are not supported",
+                      StatusCode::kUnimplemented);
     }
     if (cur().type == TokenType::kName && peek().type == TokenType::kOp && peek().value == "=") {
       std::string key = cur().value;

@@ -26,14 +26,16 @@ class Parser {
  private:
   // ---- token helpers ----
   const Token& cur() const { return toks_[pos_]; }
-  const Token& peek(size_t k = 1) const {
-    return toks_[std::min(pos_ + k, toks_.size() - 1)];
-  }
+  const Token& peek(size_t k = 1) const { return toks_[std::min(pos_ + k, toks_.size() - 1)]; }
   void advance() {
     if (pos_ + 1 < toks_.size()) ++pos_;
   }
-  bool is_op(std::string_view op) const { return cur().type == TokenType::kOp && cur().value == op; }
-  bool is_name(std::string_view n) const { return cur().type == TokenType::kName && cur().value == n; }
+  bool is_op(std::string_view op) const {
+    return cur().type == TokenType::kOp && cur().value == op;
+  }
+  bool is_name(std::string_view n) const {
+    return cur().type == TokenType::kName && cur().value == n;
+  }
   bool skip_op(std::string_view op) {
     if (!is_op(op)) return false;
     advance();
@@ -45,17 +47,23 @@ class Parser {
     return true;
   }
 
-  Status error_at(const Token& t, const std::string& msg, StatusCode code = StatusCode::kInvalidArgument) const {
-    return Status(code, "chat template syntax error at line " + std::to_string(t.line) + ", column " +
-                            std::to_string(t.col) + ": " + msg);
+  Status error_at(const Token& t, const std::string& msg,
+                  StatusCode code = StatusCode::kInvalidArgument) const {
+    return Status(code, "chat template syntax error at line " + std::to_string(t.line) +
+                            ", column " + std::to_string(t.col) + ": " + msg);
   }
   static std::string describe(const Token& t) {
     switch (t.type) {
-      case TokenType::kEof: return "end of template";
-      case TokenType::kVarEnd: return "'}}'";
-      case TokenType::kBlockEnd: return "'%}'";
-      case TokenType::kText: return "template text";
-      default: return "'" + t.value + "'";
+      case TokenType::kEof:
+        return "end of template";
+      case TokenType::kVarEnd:
+        return "'}}'";
+      case TokenType::kBlockEnd:
+        return "'%}'";
+      case TokenType::kText:
+        return "template text";
+      default:
+        return "'" + t.value + "'";
     }
   }
   Status expect_op(std::string_view op) {
@@ -70,7 +78,8 @@ class Parser {
     return error_at(cur(), "expected end of statement block, got " + describe(cur()));
   }
   Result<std::string> expect_name() {
-    if (cur().type != TokenType::kName) return error_at(cur(), "expected a name, got " + describe(cur()));
+    if (cur().type != TokenType::kName)
+      return error_at(cur(), "expected a name, got " + describe(cur()));
     std::string n = cur().value;
     advance();
     return n;
@@ -126,7 +135,6 @@ class Parser {
   Result<ExprPtr> parse_filter_expr(ExprPtr e);
   Result<ExprPtr> parse_filter(ExprPtr e, bool start_inline = false);
   Result<ExprPtr> parse_test(ExprPtr e);
-
 
   std::vector<Token> toks_;
   size_t pos_ = 0;

@@ -20,10 +20,12 @@ Result<BoundArgs> BoundArgs::bind(std::string_view fn, CallArgs& args,
   for (auto& [k, v] : args.keywords) {
     auto it = std::find(params.begin(), params.end(), k);
     if (it == params.end()) {
-      return invalid_argument(std::string(fn) + "() got an unexpected keyword argument '" + k + "'");
+      return invalid_argument(std::string(fn) + "() got an unexpected keyword argument '" + k +
+                              "'");
     }
     size_t i = static_cast<size_t>(it - params.begin());
-    if (b.slots_[i]) return invalid_argument(std::string(fn) + "() got multiple values for argument '" + k + "'");
+    if (b.slots_[i])
+      return invalid_argument(std::string(fn) + "() got multiple values for argument '" + k + "'");
     b.slots_[i] = v;
   }
   return b;
@@ -31,16 +33,18 @@ Result<BoundArgs> BoundArgs::bind(std::string_view fn, CallArgs& args,
 
 namespace {
 
-const char* const kTests[] = {"defined", "undefined", "none", "string", "number", "integer",
-                              "float", "boolean", "true", "false", "mapping", "iterable",
-                              "sequence", "callable", "odd", "even", "divisibleby", "eq",
-                              "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le", "<=",
-                              "gt", "greaterthan", ">", "ge", ">=", "in", "lower", "upper",
-                              "sameas", "escaped", "filter", "test"};
+const char* const kTests[] = {"defined",  "undefined", "none", "string", "number",      "integer",
+                              "float",    "boolean",   "true", "false",  "mapping",     "iterable",
+                              "sequence", "callable",  "odd",  "even",   "divisibleby", "eq",
+                              "equalto",  "==",        "ne",   "!=",     "lt",          "lessthan",
+                              "<",        "le",        "<=",   "gt",     "greaterthan", ">",
+                              "ge",       ">=",        "in",   "lower",  "upper",       "sameas",
+                              "escaped",  "filter",    "test"};
 
 Result<const Value*> one_arg(std::string_view name, CallArgs& args) {
   size_t n = args.positional.size() + args.keywords.size();
-  if (n != 1) return invalid_argument("test '" + std::string(name) + "' takes exactly one argument");
+  if (n != 1)
+    return invalid_argument("test '" + std::string(name) + "' takes exactly one argument");
   return args.positional.empty() ? &args.keywords[0].second : &args.positional[0];
 }
 
@@ -56,7 +60,8 @@ bool all_chars(const std::string& s, int (*pred)(int), int (*opposite)(int)) {
 }  // namespace
 
 bool has_test(std::string_view name) {
-  return std::any_of(std::begin(kTests), std::end(kTests), [&](const char* t) { return name == t; });
+  return std::any_of(std::begin(kTests), std::end(kTests),
+                     [&](const char* t) { return name == t; });
 }
 
 Result<bool> apply_test(Evaluator& ev, std::string_view name, const Value& v, CallArgs& args) {
@@ -78,10 +83,13 @@ Result<bool> apply_test(Evaluator& ev, std::string_view name, const Value& v, Ca
   if (name == "escaped") return false;
   if (name == "lower" || name == "upper") {
     std::string s = to_str(v);
-    return name == "lower" ? all_chars(s, std::islower, std::isupper) : all_chars(s, std::isupper, std::islower);
+    return name == "lower" ? all_chars(s, std::islower, std::isupper)
+                           : all_chars(s, std::isupper, std::islower);
   }
   if (name == "odd" || name == "even") {
-    if (!v.is_number()) return invalid_argument("unsupported operand type(s) for %: '" + v.type_name() + "' and 'int'");
+    if (!v.is_number())
+      return invalid_argument("unsupported operand type(s) for %: '" + v.type_name() +
+                              "' and 'int'");
     if (v.is_float()) {
       double m = std::fmod(v.as_double(), 2.0);
       if (m < 0) m += 2.0;
@@ -110,10 +118,11 @@ Result<bool> apply_test(Evaluator& ev, std::string_view name, const Value& v, Ca
     return equals(v, *arg);
   }
   if (name == "in") return contains(*arg, v);
-  std::string_view op = name == "lt" || name == "lessthan" ? "<"
-                      : name == "le" ? "<="
-                      : name == "gt" || name == "greaterthan" ? ">"
-                      : name == "ge" ? ">=" : name;
+  std::string_view op = name == "lt" || name == "lessthan"      ? "<"
+                        : name == "le"                          ? "<="
+                        : name == "gt" || name == "greaterthan" ? ">"
+                        : name == "ge"                          ? ">="
+                                                                : name;
   if (op == "<" || op == "<=" || op == ">" || op == ">=") {
     LLMSERVE_ASSIGN_OR_RETURN(Value r, binary_op(op, v, *arg));
     return r.as_bool();

@@ -7,7 +7,11 @@ std::vector<uint32_t> decode_utf8(std::string_view s) {
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    size_t n = c < 0x80             ? 1
+               : (c & 0xe0) == 0xc0 ? 2
+               : (c & 0xf0) == 0xe0 ? 3
+               : (c & 0xf8) == 0xf0 ? 4
+                                    : 0;
     bool ok = n > 0 && i + n <= s.size();
     uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1f) : n == 3 ? (c & 0x0f) : (c & 0x07);
     for (size_t k = 1; ok && k < n; ++k) {
@@ -65,10 +69,9 @@ struct ShiftRange {
   uint32_t delta;
 };
 constexpr ShiftRange kShifts[] = {
-    {'A', 'Z', 0x20},         {0x00c0, 0x00d6, 0x20}, {0x00d8, 0x00de, 0x20},
-    {0x0391, 0x03a1, 0x20},   {0x03a3, 0x03ab, 0x20}, {0x0388, 0x038a, 0x25},
-    {0x038e, 0x038f, 0x3f},   {0x0410, 0x042f, 0x20}, {0x0400, 0x040f, 0x50},
-    {0x0531, 0x0556, 0x30},   {0xff21, 0xff3a, 0x20},
+    {'A', 'Z', 0x20},       {0x00c0, 0x00d6, 0x20}, {0x00d8, 0x00de, 0x20}, {0x0391, 0x03a1, 0x20},
+    {0x03a3, 0x03ab, 0x20}, {0x0388, 0x038a, 0x25}, {0x038e, 0x038f, 0x3f}, {0x0410, 0x042f, 0x20},
+    {0x0400, 0x040f, 0x50}, {0x0531, 0x0556, 0x30}, {0xff21, 0xff3a, 0x20},
 };
 
 }  // namespace
@@ -97,14 +100,22 @@ uint32_t cp_upper(uint32_t cp) {
     if (cp >= r.first && cp <= r.last && ((cp & 1) != (r.odd_upper ? 1u : 0u))) return cp - 1;
   }
   switch (cp) {
-    case 0x00ff: return 0x0178;
-    case 0x00b5: return 0x039c;
-    case 0x0131: return 'I';
-    case 0x017f: return 'S';
-    case 0x03ac: return 0x0386;
-    case 0x03cc: return 0x038c;
-    case 0x03c2: return 0x03a3;
-    default: return cp;
+    case 0x00ff:
+      return 0x0178;
+    case 0x00b5:
+      return 0x039c;
+    case 0x0131:
+      return 'I';
+    case 0x017f:
+      return 'S';
+    case 0x03ac:
+      return 0x0386;
+    case 0x03cc:
+      return 0x038c;
+    case 0x03c2:
+      return 0x03a3;
+    default:
+      return cp;
   }
 }
 
@@ -140,8 +151,10 @@ std::string unicode_capitalize(std::string_view s) {
   std::string out;
   bool first = true;
   for (uint32_t cp : decode_utf8(s)) {
-    if (first) append_upper(out, cp);
-    else append_code_point(out, cp_lower(cp));
+    if (first)
+      append_upper(out, cp);
+    else
+      append_code_point(out, cp_lower(cp));
     first = false;
   }
   return out;
@@ -151,8 +164,10 @@ std::string unicode_title(std::string_view s) {
   std::string out;
   bool prev_cased = false;
   for (uint32_t cp : decode_utf8(s)) {
-    if (prev_cased) append_code_point(out, cp_lower(cp));
-    else append_upper(out, cp);
+    if (prev_cased)
+      append_code_point(out, cp_lower(cp));
+    else
+      append_upper(out, cp);
     prev_cased = cp_is_cased(cp);
   }
   return out;

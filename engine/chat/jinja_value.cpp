@@ -27,7 +27,9 @@ Value Value::list(std::vector<Value> items, bool tuple) {
   return v;
 }
 
-Value Value::dict() { return dict(std::make_shared<Dict>()); }
+Value Value::dict() {
+  return dict(std::make_shared<Dict>());
+}
 
 Value Value::dict(std::shared_ptr<Dict> d) {
   Value v;
@@ -51,15 +53,24 @@ Value Value::callable(std::string name, NativeFn fn) {
 
 std::string Value::type_name() const {
   switch (kind_) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
-    case Kind::kList: return tuple_ ? "tuple" : "list";
-    case Kind::kDict: return namespace_ ? "Namespace" : "dict";
-    case Kind::kCallable: return "function";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
+    case Kind::kList:
+      return tuple_ ? "tuple" : "list";
+    case Kind::kDict:
+      return namespace_ ? "Namespace" : "dict";
+    case Kind::kCallable:
+      return "function";
   }
   return "object";
 }
@@ -89,14 +100,22 @@ void Dict::set(std::string key, Value v) {
 bool truthy(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return false;
-    case Value::Kind::kBool: return v.as_bool();
-    case Value::Kind::kInt: return v.as_int() != 0;
-    case Value::Kind::kFloat: return v.as_double() != 0.0;
-    case Value::Kind::kString: return !v.str().empty();
-    case Value::Kind::kList: return !v.items().empty();
-    case Value::Kind::kDict: return v.is_namespace() || !v.dict_ref().entries.empty();
-    case Value::Kind::kCallable: return true;
+    case Value::Kind::kNone:
+      return false;
+    case Value::Kind::kBool:
+      return v.as_bool();
+    case Value::Kind::kInt:
+      return v.as_int() != 0;
+    case Value::Kind::kFloat:
+      return v.as_double() != 0.0;
+    case Value::Kind::kString:
+      return !v.str().empty();
+    case Value::Kind::kList:
+      return !v.items().empty();
+    case Value::Kind::kDict:
+      return v.is_namespace() || !v.dict_ref().entries.empty();
+    case Value::Kind::kCallable:
+      return true;
   }
   return false;
 }
@@ -167,7 +186,9 @@ void append_repr_string(std::string& out, const std::string& s) {
 
 void append_repr(std::string& out, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kString: append_repr_string(out, v.str()); return;
+    case Value::Kind::kString:
+      append_repr_string(out, v.str());
+      return;
     case Value::Kind::kList: {
       out += v.is_tuple() ? '(' : '[';
       const auto& items = v.items();
@@ -194,7 +215,8 @@ void append_repr(std::string& out, const Value& v) {
       if (v.is_namespace()) out += '>';
       return;
     }
-    default: out += to_str(v);
+    default:
+      out += to_str(v);
   }
 }
 
@@ -202,13 +224,20 @@ void append_repr(std::string& out, const Value& v) {
 
 std::string to_str(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return "";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return v.as_bool() ? "True" : "False";
-    case Value::Kind::kInt: return std::to_string(v.as_int());
-    case Value::Kind::kFloat: return format_float(v.as_double());
-    case Value::Kind::kString: return v.str();
-    case Value::Kind::kCallable: return "<function " + v.callable_ref().name + ">";
+    case Value::Kind::kUndefined:
+      return "";
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kBool:
+      return v.as_bool() ? "True" : "False";
+    case Value::Kind::kInt:
+      return std::to_string(v.as_int());
+    case Value::Kind::kFloat:
+      return format_float(v.as_double());
+    case Value::Kind::kString:
+      return v.str();
+    case Value::Kind::kCallable:
+      return "<function " + v.callable_ref().name + ">";
     default: {
       std::string out;
       append_repr(out, v);
@@ -231,8 +260,10 @@ bool equals(const Value& a, const Value& b) {
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.str() == b.str();
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.str() == b.str();
     case Value::Kind::kList: {
       if (a.is_tuple() != b.is_tuple() || a.items().size() != b.items().size()) return false;
       for (size_t i = 0; i < a.items().size(); ++i) {
@@ -250,8 +281,10 @@ bool equals(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Value::Kind::kCallable: return &a.callable_ref() == &b.callable_ref();
-    default: return false;
+    case Value::Kind::kCallable:
+      return &a.callable_ref() == &b.callable_ref();
+    default:
+      return false;
   }
 }
 
@@ -286,16 +319,21 @@ namespace {
 template <typename J>
 Value from_json_impl(const J& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value::none();
-    case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(j.template get<int64_t>());
+    case nlohmann::json::value_t::null:
+      return Value::none();
+    case nlohmann::json::value_t::boolean:
+      return Value(j.template get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(j.template get<int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       uint64_t u = j.template get<uint64_t>();
       if (u <= static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<int64_t>(u));
       return Value(static_cast<double>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value(j.template get<double>());
-    case nlohmann::json::value_t::string: return Value(j.template get<std::string>());
+    case nlohmann::json::value_t::number_float:
+      return Value(j.template get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(j.template get<std::string>());
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
@@ -310,7 +348,8 @@ Value from_json_impl(const J& j) {
       }
       return Value::dict(std::move(d));
     }
-    default: return Value::none();  // binary / discarded: not produced by the JSON parser
+    default:
+      return Value::none();  // binary / discarded: not produced by the JSON parser
   }
 }
 
@@ -319,13 +358,27 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20 || (ensure_ascii && c == 0x7f)) {
           char buf[8];
@@ -360,24 +413,37 @@ Status dump_json(std::string& out, const Value& v, const JsonDumpOptions& o, int
     if (o.indent < 0 && o.indent_str.empty()) return;
     out += '\n';
     for (int i = 0; i < lvl; ++i) {
-      if (!o.indent_str.empty()) out += o.indent_str;
-      else out.append(static_cast<size_t>(o.indent), ' ');
+      if (!o.indent_str.empty())
+        out += o.indent_str;
+      else
+        out.append(static_cast<size_t>(o.indent), ' ');
     }
   };
   bool pretty = o.indent >= 0 || !o.indent_str.empty();
   std::string item_sep = o.item_separator.empty() ? (pretty ? "," : ", ") : o.item_separator;
   switch (v.kind()) {
-    case Value::Kind::kNone: out += "null"; return Status::ok();
-    case Value::Kind::kBool: out += v.as_bool() ? "true" : "false"; return Status::ok();
-    case Value::Kind::kInt: out += std::to_string(v.as_int()); return Status::ok();
+    case Value::Kind::kNone:
+      out += "null";
+      return Status::ok();
+    case Value::Kind::kBool:
+      out += v.as_bool() ? "true" : "false";
+      return Status::ok();
+    case Value::Kind::kInt:
+      out += std::to_string(v.as_int());
+      return Status::ok();
     case Value::Kind::kFloat: {
       double d = v.as_double();
-      if (std::isnan(d)) out += "NaN";
-      else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-      else out += format_float(d);
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d > 0 ? "Infinity" : "-Infinity";
+      else
+        out += format_float(d);
       return Status::ok();
     }
-    case Value::Kind::kString: append_json_string(out, v.str(), o.ensure_ascii); return Status::ok();
+    case Value::Kind::kString:
+      append_json_string(out, v.str(), o.ensure_ascii);
+      return Status::ok();
     case Value::Kind::kList: {
       if (v.items().empty()) {
         out += "[]";
@@ -417,15 +483,20 @@ Status dump_json(std::string& out, const Value& v, const JsonDumpOptions& o, int
       out += '}';
       return Status::ok();
     }
-    default: break;
+    default:
+      break;
   }
   return invalid_argument("Object of type " + v.type_name() + " is not JSON serializable");
 }
 
 }  // namespace
 
-Value from_json(const nlohmann::ordered_json& j) { return from_json_impl(j); }
-Value from_json(const nlohmann::json& j) { return from_json_impl(j); }
+Value from_json(const nlohmann::ordered_json& j) {
+  return from_json_impl(j);
+}
+Value from_json(const nlohmann::json& j) {
+  return from_json_impl(j);
+}
 
 Result<std::string> to_json_string(const Value& v, const JsonDumpOptions& opts) {
   std::string out;
@@ -462,9 +533,9 @@ std::vector<std::string_view> utf8_chars(std::string_view s) {
 }
 
 size_t utf8_length(std::string_view s) {
-  size_t n = 0;
-  for (unsigned char c : s) n += (c & 0xc0) != 0x80;
-  return n;
+  bool ascii = true;
+  for (unsigned char c : s) ascii &= c < 0x80;
+  return ascii ? s.size() : utf8_chars(s).size();
 }
 
 }  // namespace llmserve::jinja

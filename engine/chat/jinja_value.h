@@ -36,16 +36,24 @@ struct Callable {
 class Value {
  public:
   enum class Kind : uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kCallable
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kCallable
   };
 
-  Value() = default;  // undefined
-  Value(bool b) : kind_(Kind::kBool), b_(b) {}                 // NOLINT
-  Value(int v) : kind_(Kind::kInt), i_(v) {}                   // NOLINT
-  Value(int64_t v) : kind_(Kind::kInt), i_(v) {}               // NOLINT
-  Value(double v) : kind_(Kind::kFloat), f_(v) {}              // NOLINT
+  Value() = default;                                                // undefined
+  Value(bool b) : kind_(Kind::kBool), b_(b) {}                      // NOLINT
+  Value(int v) : kind_(Kind::kInt), i_(v) {}                        // NOLINT
+  Value(int64_t v) : kind_(Kind::kInt), i_(v) {}                    // NOLINT
+  Value(double v) : kind_(Kind::kFloat), f_(v) {}                   // NOLINT
   Value(std::string s) : kind_(Kind::kString), s_(std::move(s)) {}  // NOLINT
-  Value(const char* s) : kind_(Kind::kString), s_(s) {}        // NOLINT
+  Value(const char* s) : kind_(Kind::kString), s_(s) {}             // NOLINT
 
   static Value undefined(std::string name = {});
   static Value none();
@@ -59,7 +67,9 @@ class Value {
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_bool() const { return kind_ == Kind::kBool; }
-  bool is_int() const { return kind_ == Kind::kInt || kind_ == Kind::kBool; }  // Python: bool is int
+  bool is_int() const {
+    return kind_ == Kind::kInt || kind_ == Kind::kBool;
+  }  // Python: bool is int
   bool is_float() const { return kind_ == Kind::kFloat; }
   bool is_number() const { return is_int() || is_float(); }
   bool is_string() const { return kind_ == Kind::kString; }
@@ -121,7 +131,7 @@ Value from_json(const nlohmann::json& j);
 struct JsonDumpOptions {
   bool ensure_ascii = false;
   int indent = -1;
-  std::string indent_str;  // used instead of spaces when non-empty (indent given as a string)
+  std::string indent_str;      // used instead of spaces when non-empty (indent given as a string)
   std::string item_separator;  // default: ", " without indent, "," with indent
   std::string key_separator = ": ";
   bool sort_keys = false;

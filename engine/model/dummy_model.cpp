@@ -95,7 +95,8 @@ std::vector<std::string> dummy_model_presets() {
 
 Result<ModelConfig> dummy_model_config(std::string_view preset) {
   const Preset* p = find_preset(preset);
-  if (p == nullptr) return invalid_argument("dummy model: unknown preset '" + std::string(preset) + "'");
+  if (p == nullptr)
+    return invalid_argument("dummy model: unknown preset '" + std::string(preset) + "'");
   ModelConfig c;
   c.architecture = "llama";
   c.hidden_size = p->hidden;
@@ -120,7 +121,8 @@ Result<ModelConfig> dummy_model_config(std::string_view preset) {
 Result<std::string> write_dummy_gguf(std::string_view preset, const std::string& dir,
                                      uint64_t seed) {
   const Preset* p = find_preset(preset);
-  if (p == nullptr) return invalid_argument("dummy model: unknown preset '" + std::string(preset) + "'");
+  if (p == nullptr)
+    return invalid_argument("dummy model: unknown preset '" + std::string(preset) + "'");
   const std::vector<TensorSpec> specs = tensor_specs(*p);
 
   Writer w;
@@ -154,7 +156,8 @@ Result<std::string> write_dummy_gguf(std::string_view preset, const std::string&
     const TensorSpec& t = specs[i];
     w.str(t.name);
     w.raw<uint32_t>(static_cast<uint32_t>(t.shape.size()));
-    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) w.raw<uint64_t>(static_cast<uint64_t>(*it));
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it)
+      w.raw<uint64_t>(static_cast<uint64_t>(*it));
     w.raw<uint32_t>(static_cast<uint32_t>(kernels::DType::BF16));
     const uint64_t off = t.norm ? 0 : ones_bytes + (i * 7919 * kAlign) % slack / kAlign * kAlign;
     w.raw<uint64_t>(off);
@@ -165,8 +168,9 @@ Result<std::string> write_dummy_gguf(std::string_view preset, const std::string&
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) return unavailable("dummy model: cannot write " + path);
   auto put = [&](const void* data, size_t n) -> Status {
-    return std::fwrite(data, 1, n, f.get()) == n ? Status::ok()
-                                                 : unavailable("dummy model: write failed: " + path);
+    return std::fwrite(data, 1, n, f.get()) == n
+               ? Status::ok()
+               : unavailable("dummy model: write failed: " + path);
   };
   LLMSERVE_RETURN_IF_ERROR(put(w.out.data(), w.out.size()));
   std::vector<uint16_t> buf(ones_bytes / 2, kernels::fp32_to_bf16(1.0f));

@@ -145,7 +145,9 @@ int splits_for(int max_seq_len) {
 
 }  // namespace
 
-bool attention_supports_head_dim(int head_dim) { return head_dim == 64 || head_dim == 128; }
+bool attention_supports_head_dim(int head_dim) {
+  return head_dim == 64 || head_dim == 128;
+}
 
 int64_t decode_attention_workspace_floats(int B, int num_heads, int head_dim, int max_seq_len) {
   return static_cast<int64_t>(B) * num_heads * splits_for(max_seq_len) * (head_dim + 2);
@@ -162,9 +164,21 @@ cudaError_t decode_attention(const PagedKvDevice& kv, const float* q, const int3
   const int splits = splits_for(max_seq_len), group = num_heads / kv.num_kv_heads;
   int gc = group < kMaxGroup ? group : kMaxGroup;
   while (group % gc != 0) --gc;
-  DecodeArgs a{kv.k_cache, kv.v_cache, kv.block_tables, kv.block_table_stride, seq_lens, q,
-               num_heads, kv.num_kv_heads, kv.block_size, group, gc, splits, scale * kLog2e,
-               workspace, workspace + static_cast<int64_t>(B) * num_heads * splits * kv.head_dim};
+  DecodeArgs a{kv.k_cache,
+               kv.v_cache,
+               kv.block_tables,
+               kv.block_table_stride,
+               seq_lens,
+               q,
+               num_heads,
+               kv.num_kv_heads,
+               kv.block_size,
+               group,
+               gc,
+               splits,
+               scale * kLog2e,
+               workspace,
+               workspace + static_cast<int64_t>(B) * num_heads * splits * kv.head_dim};
   const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(num_heads / gc),
                   static_cast<unsigned>(B));
   if (kv.head_dim == 64) {

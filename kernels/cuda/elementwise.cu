@@ -10,7 +10,8 @@ __global__ void embedding_kernel(const uint16_t* table, int64_t dim, const int32
                                  float* out) {
   const int64_t t = blockIdx.x;
   const uint16_t* row = table + static_cast<int64_t>(ids[t]) * dim;
-  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x) out[t * dim + i] = bf16_bits_to_f32(row[i]);
+  for (int64_t i = threadIdx.x; i < dim; i += blockDim.x)
+    out[t * dim + i] = bf16_bits_to_f32(row[i]);
 }
 
 __global__ void silu_mul_kernel(const float* gate, const float* up, int64_t n, float* out) {
@@ -72,8 +73,7 @@ cudaError_t f32_to_bf16(const float* x, int64_t n, uint16_t* out, cudaStream_t s
   return cudaGetLastError();
 }
 
-cudaError_t add_bias(float* y, const float* bias, int64_t rows, int64_t cols,
-                     cudaStream_t stream) {
+cudaError_t add_bias(float* y, const float* bias, int64_t rows, int64_t cols, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   add_bias_kernel<<<detail::grid_for(rows * cols, 256), 256, 0, stream>>>(y, bias, rows, cols);
   return cudaGetLastError();

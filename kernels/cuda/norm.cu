@@ -35,7 +35,8 @@ __global__ void rms_norm_kernel(float* residual, const float* x, const float* we
   const float total = block_sum(ss, scratch);
   const float inv = rsqrtf(total / static_cast<float>(dim) + eps);
   const float* src = residual != nullptr ? residual : x;
-  for (int64_t i = threadIdx.x; i < dim; i += kThreads) y[base + i] = src[base + i] * inv * weight[i];
+  for (int64_t i = threadIdx.x; i < dim; i += kThreads)
+    y[base + i] = src[base + i] * inv * weight[i];
 }
 
 }  // namespace
@@ -44,7 +45,7 @@ cudaError_t rms_norm(const float* x, const float* weight, int64_t rows, int64_t 
                      float* y, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(nullptr, x, weight, dim,
-                                                                         eps, y);
+                                                                        eps, y);
   return cudaGetLastError();
 }
 
@@ -52,7 +53,7 @@ cudaError_t add_rms_norm(float* residual, const float* x, const float* weight, i
                          int64_t dim, float eps, float* y, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(residual, x, weight, dim,
-                                                                         eps, y);
+                                                                        eps, y);
   return cudaGetLastError();
 }
 

@@ -79,14 +79,15 @@ __global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs a) {
   const int32_t* bt = a.block_tables + b * a.bt_stride;
   const int n_tiles = (kv_end + kBN - 1) / kBN;
   for (int kt = 0; kt < n_tiles; ++kt) {
-    __syncthreads();  // previous tile fully consumed (and Q / O initialised)
+    __syncthreads();                // previous tile fully consumed (and Q / O initialised)
     constexpr int kChunks = D / 8;  // 16-byte chunks per row
     for (int i = tid; i < kBN * kChunks; i += kThreads) {
       const int r = i / kChunks, c = (i % kChunks) * 8, j = kt * kBN + r;
       uint4 kv4 = make_uint4(0, 0, 0, 0), vv4 = make_uint4(0, 0, 0, 0);
       if (j < kv_end) {
         const int64_t blk = bt[j / a.block_size];
-        const int64_t src = ((blk * a.num_kv_heads + kvh) * a.block_size + j % a.block_size) * D + c;
+        const int64_t src =
+            ((blk * a.num_kv_heads + kvh) * a.block_size + j % a.block_size) * D + c;
         kv4 = *reinterpret_cast<const uint4*>(a.k_cache + src);
         vv4 = *reinterpret_cast<const uint4*>(a.v_cache + src);
       }
@@ -188,9 +189,9 @@ cudaError_t prefill_attention(const PagedKvDevice& kv, const float* q, const int
       num_heads % kv.num_kv_heads != 0) {
     return cudaErrorInvalidValue;
   }
-  const PrefillArgs a{kv.k_cache,   kv.v_cache, kv.block_tables, kv.block_table_stride,
-                      query_start,  seq_lens,   q,               out,
-                      num_heads,    kv.num_kv_heads, kv.block_size, scale * kLog2e};
+  const PrefillArgs a{
+      kv.k_cache, kv.v_cache, kv.block_tables, kv.block_table_stride, query_start,   seq_lens, q,
+      out,        num_heads,  kv.num_kv_heads, kv.block_size,         scale * kLog2e};
   return kv.head_dim == 64 ? launch<64>(a, B, max_q_len, stream)
                            : launch<128>(a, B, max_q_len, stream);
 }

@@ -28,8 +28,8 @@ cudaError_t apply_rope(float* x, int64_t T, int heads, int head_dim, const int32
                        const float* inv_freq, int half, bool interleaved, cudaStream_t stream) {
   if (T <= 0 || half <= 0) return cudaSuccess;
   if (2 * half > head_dim) return cudaErrorInvalidValue;
-  rope_kernel<<<static_cast<unsigned>(T), 128, 0, stream>>>(x, heads, head_dim, positions,
-                                                            inv_freq, half, interleaved);
+  rope_kernel<<<static_cast<unsigned>(T), 128, 0, stream>>>(x, heads, head_dim, positions, inv_freq,
+                                                            half, interleaved);
   return cudaGetLastError();
 }
 

@@ -52,7 +52,8 @@ Status run(const ChatTemplateOptions& o) {
       if (it.key() != "messages") extra[it.key()] = it.value();
     }
   } else {
-    return invalid_argument(o.messages + ": expected an array of messages or an object with \"messages\"");
+    return invalid_argument(o.messages +
+                            ": expected an array of messages or an object with \"messages\"");
   }
 
   std::string source, bos = o.bos, eos = o.eos;
@@ -67,8 +68,9 @@ Status run(const ChatTemplateOptions& o) {
   }
   if (source.empty()) return not_found(o.model + " has no chat template; pass --template FILE");
   LLMSERVE_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::parse(source));
-  LLMSERVE_ASSIGN_OR_RETURN(std::string text,
-                            apply_chat_template(tmpl, messages, o.add_generation_prompt, bos, eos, extra));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      std::string text,
+      apply_chat_template(tmpl, messages, o.add_generation_prompt, bos, eos, extra));
   std::cout << text;
   std::cout.flush();
   return Status::ok();
@@ -78,13 +80,16 @@ Status run(const ChatTemplateOptions& o) {
 
 void add_chat_template_command(CLI::App& root, int& exit_code) {
   auto opts = std::make_shared<ChatTemplateOptions>();
-  CLI::App* cmd = root.add_subcommand("chat-template", "Render a chat with the model's chat template");
-  cmd->add_option("--model", opts->model, "A .gguf file or an HF model directory (template, BOS / EOS)");
+  CLI::App* cmd =
+      root.add_subcommand("chat-template", "Render a chat with the model's chat template");
+  cmd->add_option("--model", opts->model,
+                  "A .gguf file or an HF model directory (template, BOS / EOS)");
   cmd->add_option("--messages", opts->messages,
                   "JSON file: an array of {role, content} messages, or an object with \"messages\" "
                   "and other template variables such as \"tools\"")
       ->required();
-  cmd->add_option("--template", opts->template_file, "A Jinja template file (instead of the model's)");
+  cmd->add_option("--template", opts->template_file,
+                  "A Jinja template file (instead of the model's)");
   cmd->add_option("--bos-token", opts->bos, "bos_token text (default: the model's)");
   cmd->add_option("--eos-token", opts->eos, "eos_token text (default: the model's)");
   cmd->add_flag("--add-generation-prompt", opts->add_generation_prompt,

@@ -10,6 +10,8 @@ void add_tokenize_command(CLI::App& root, int& exit_code);
 void add_detokenize_command(CLI::App& root, int& exit_code);
 void add_chat_template_command(CLI::App& root, int& exit_code);
 void add_inspect_command(CLI::App& root, int& exit_code);
+// `llmserve bench` (bench/serve/): exit code 0 when any request completed, 1 when none did.
+void add_bench_command(CLI::App& root, int& exit_code);
 void add_generate_command(CLI::App& root, int& exit_code);
 
 }  // namespace llmserve::cli

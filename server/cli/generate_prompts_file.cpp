@@ -45,9 +45,11 @@ Status read_params(const json& j, SamplingParams& p) {
   LLMSERVE_RETURN_IF_ERROR(read_field(j, "skip_special_tokens", p.skip_special_tokens));
   LLMSERVE_RETURN_IF_ERROR(
       read_field(j, "include_stop_str_in_output", p.include_stop_str_in_output));
-  std::optional<uint64_t> seed;
-  LLMSERVE_RETURN_IF_ERROR(read_field(j, "seed", seed));
-  p.seed = seed;
+  if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
+    if (!it->is_number_integer()) return invalid_argument("seed must be an integer");
+    p.seed = it->is_number_unsigned() ? it->get<uint64_t>()
+                                      : static_cast<uint64_t>(it->get<int64_t>());
+  }
   if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
     if (it->is_string()) {
       p.stop = {it->get<std::string>()};

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <random>
 
+#include "server/common/utf8_sanitize.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_convert.h"
 

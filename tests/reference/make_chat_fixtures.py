@@ -224,7 +224,9 @@ def main():
         for cname, messages, add_gen, extra in convs:
             case = {"template": tname, "conversation": cname, "add_generation_prompt": add_gen,
                     "bos_token": bos, "eos_token": eos}
-            ctx = dict(extra)
+            # transformers always passes tools and documents (None when absent).
+            ctx = {"tools": None, "documents": None}
+            ctx.update(extra)
             ctx.update(messages=json.loads(json.dumps(messages)), add_generation_prompt=add_gen,
                        bos_token=bos, eos_token=eos)
             try:

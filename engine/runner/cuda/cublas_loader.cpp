@@ -13,7 +13,8 @@ Result<CublasApi> open_cublas() {
     lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (lib != nullptr) break;
   }
-  if (lib == nullptr) return unavailable("cuda: cannot load libcublas.so.13: " + std::string(dlerror()));
+  if (lib == nullptr)
+    return unavailable("cuda: cannot load libcublas.so.13: " + std::string(dlerror()));
   CublasApi api;
   auto sym = [&](auto& fn, const char* name) -> Status {
     fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));

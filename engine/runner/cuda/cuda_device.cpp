@@ -23,7 +23,8 @@ Result<CudaDeviceInfo> cuda_device_info(int device) {
   info.sm_major = prop.major;
   info.sm_minor = prop.minor;
   size_t free_b = 0, total_b = 0;
-  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) return cuda_status(e, "cudaSetDevice");
+  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess)
+    return cuda_status(e, "cudaSetDevice");
   if (cudaError_t e = cudaMemGetInfo(&free_b, &total_b); e != cudaSuccess) {
     return cuda_status(e, "cudaMemGetInfo");
   }

@@ -49,7 +49,8 @@ Status CudaOps::init() {
       cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   LLMSERVE_RETURN_IF_ERROR(cuda_status(
       cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming), "cudaEventCreate"));
-  if (cublas_->create(&handle_) != CUBLAS_STATUS_SUCCESS) return internal_error("cuda ops: cublasCreate failed");
+  if (cublas_->create(&handle_) != CUBLAS_STATUS_SUCCESS)
+    return internal_error("cuda ops: cublasCreate failed");
   LLMSERVE_ASSIGN_OR_RETURN(void* ws, device_alloc(kCublasWorkspace));
   if (cublas_->set_stream(handle_, stream_) != CUBLAS_STATUS_SUCCESS ||
       cublas_->set_workspace(handle_, ws, kCublasWorkspace) != CUBLAS_STATUS_SUCCESS ||
@@ -140,20 +141,23 @@ Result<Weight> CudaOps::prepare_weight(const TensorView& t) {
       for (int64_t r = 0; r < n; ++r) {
         LLMSERVE_RETURN_IF_ERROR(dequantize_to(t, r0 + r, row.data()));
         for (int64_t c = 0; c < cols; ++c) {
-          chunk[static_cast<size_t>(r * cols + c)] = kernels::fp32_to_bf16(row[static_cast<size_t>(c)]);
+          chunk[static_cast<size_t>(r * cols + c)] =
+              kernels::fp32_to_bf16(row[static_cast<size_t>(c)]);
         }
       }
-      LLMSERVE_RETURN_IF_ERROR(cuda_status(
-          cudaMemcpy(static_cast<uint16_t*>(d) + r0 * cols, chunk.data(),
-                     static_cast<size_t>(n * cols) * 2, cudaMemcpyHostToDevice),
-          "upload"));
+      LLMSERVE_RETURN_IF_ERROR(
+          cuda_status(cudaMemcpy(static_cast<uint16_t*>(d) + r0 * cols, chunk.data(),
+                                 static_cast<size_t>(n * cols) * 2, cudaMemcpyHostToDevice),
+                      "upload"));
     }
   }
-  const int64_t need = std::max(options_.max_tokens, options_.max_samples) *
-                       std::max<int64_t>(cols, 1);
+  const int64_t need =
+      std::max(options_.max_tokens, options_.max_samples) * std::max<int64_t>(cols, 1);
   if (need > x_bf16_elems_) {  // GEMM input scratch grows at set-up only
-    LLMSERVE_ASSIGN_OR_RETURN(void* xb, device_alloc(static_cast<size_t>(std::max(
-                                            need, std::max<int64_t>(options_.max_num_seqs, 1) * cols)) * 2));
+    LLMSERVE_ASSIGN_OR_RETURN(
+        void* xb, device_alloc(static_cast<size_t>(std::max(
+                                   need, std::max<int64_t>(options_.max_num_seqs, 1) * cols)) *
+                               2));
     x_bf16_ = static_cast<uint16_t*>(xb);
     x_bf16_elems_ = need;
   }
@@ -201,7 +205,8 @@ Status CudaOps::alloc_kv_cache(const KvCacheSpec& spec) {
   }
   kv_spec_ = spec;
   const int64_t ws = kc::decode_attention_workspace_floats(
-      options_.max_num_seqs, spec.num_kv_heads * 8, spec.head_dim, static_cast<int>(options_.max_model_len));
+      options_.max_num_seqs, spec.num_kv_heads * 8, spec.head_dim,
+      static_cast<int>(options_.max_model_len));
   if (ws > attn_ws_floats_) {
     LLMSERVE_ASSIGN_OR_RETURN(void* w, device_alloc(static_cast<size_t>(ws) * 4));
     attn_ws_ = static_cast<float*>(w);
@@ -220,9 +225,9 @@ void CudaOps::release_kv_cache() {
 }
 
 uint64_t CudaOps::kv_cache_bytes() const {
-  return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) * static_cast<uint64_t>(kv_spec_.num_blocks) *
-         static_cast<uint64_t>(kv_spec_.num_kv_heads) * static_cast<uint64_t>(kv_spec_.block_size) *
-         static_cast<uint64_t>(kv_spec_.head_dim) * 2;
+  return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) *
+         static_cast<uint64_t>(kv_spec_.num_blocks) * static_cast<uint64_t>(kv_spec_.num_kv_heads) *
+         static_cast<uint64_t>(kv_spec_.block_size) * static_cast<uint64_t>(kv_spec_.head_dim) * 2;
 }
 
 Result<KvMemoryPlan> CudaOps::plan_kv_cache(double gpu_memory_utilization) const {
@@ -231,7 +236,8 @@ Result<KvMemoryPlan> CudaOps::plan_kv_cache(double gpu_memory_utilization) const
   LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
   const uint64_t used = total_b - free_b;
   const uint64_t profile_kv = kv_cache_bytes();
-  const uint64_t block_bytes = kv_spec_.num_blocks > 0 ? profile_kv / static_cast<uint64_t>(kv_spec_.num_blocks) : 0;
+  const uint64_t block_bytes =
+      kv_spec_.num_blocks > 0 ? profile_kv / static_cast<uint64_t>(kv_spec_.num_blocks) : 0;
   return plan_kv_blocks(total_b, used > profile_kv ? used - profile_kv : 0, gpu_memory_utilization,
                         block_bytes);
 }
@@ -264,8 +270,8 @@ Status CudaOps::begin_step(const ForwardBatch& batch) {
   const int64_t stride = bt_stride();
   if (T > Tc || B > options_.max_num_seqs || S > Sc || batch.max_blocks_per_seq > stride) {
     return invalid_argument("cuda ops: batch of " + std::to_string(T) + " tokens / " +
-                            std::to_string(B) + " requests / " + std::to_string(S) +
-                            " samples / " + std::to_string(batch.max_blocks_per_seq) +
+                            std::to_string(B) + " requests / " + std::to_string(S) + " samples / " +
+                            std::to_string(batch.max_blocks_per_seq) +
                             " blocks per sequence exceeds the limits given at creation");
   }
   batch_ = batch;
@@ -299,8 +305,7 @@ Status CudaOps::begin_step(const ForwardBatch& batch) {
   max_seq_len_ = 0;
   max_q_len_ = 0;
   for (int64_t b = 0; b <= padded; ++b) {
-    qs[b] = b <= B ? batch.query_start[static_cast<size_t>(b)]
-                   : static_cast<int32_t>(T + (b - B));
+    qs[b] = b <= B ? batch.query_start[static_cast<size_t>(b)] : static_cast<int32_t>(T + (b - B));
   }
   for (int64_t b = 0; b < padded; ++b) {
     const bool real = b < B;
@@ -320,10 +325,10 @@ Status CudaOps::begin_step(const ForwardBatch& batch) {
   }
   // One copy of everything up to the last block-table row in use.
   const int64_t used = (bt - staging_) + padded * stride;
-  LLMSERVE_RETURN_IF_ERROR(cuda_status(
-      cudaMemcpyAsync(dev_idx_, staging_, static_cast<size_t>(used) * 4, cudaMemcpyHostToDevice,
-                      stream_),
-      "index upload"));
+  LLMSERVE_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpyAsync(dev_idx_, staging_, static_cast<size_t>(used) * 4,
+                                  cudaMemcpyHostToDevice, stream_),
+                  "index upload"));
   LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaEventRecord(upload_done_, stream_), "upload event"));
   if (mode_ == Mode::kCapture) LLMSERVE_RETURN_IF_ERROR(graphs_.begin_capture(stream_));
   return Status::ok();
@@ -393,9 +398,10 @@ void CudaOps::prefill_attention(int64_t layer, const float* q, int num_heads, fl
                                 int64_t req_begin, int64_t req_end, float* out) {
   if (skip()) return;
   const auto l = static_cast<size_t>(layer);
-  const kc::PagedKvDevice kv{k_cache_[l], v_cache_[l], d_block_tables_ + req_begin * bt_stride(),
-                             bt_stride(), kv_spec_.num_kv_heads, kv_spec_.block_size,
-                             kv_spec_.head_dim};
+  const kc::PagedKvDevice kv{
+      k_cache_[l],      v_cache_[l],           d_block_tables_ + req_begin * bt_stride(),
+      bt_stride(),      kv_spec_.num_kv_heads, kv_spec_.block_size,
+      kv_spec_.head_dim};
   check(kc::prefill_attention(kv, q, d_query_start_ + req_begin, d_seq_lens_ + req_begin,
                               static_cast<int>(req_end - req_begin), max_q_len_, num_heads, scale,
                               out, stream_),
@@ -407,9 +413,10 @@ void CudaOps::decode_attention(int64_t layer, const float* q, int num_heads, flo
   if (skip()) return;
   const auto l = static_cast<size_t>(layer);
   const int64_t B = mode_ == Mode::kEager ? req_end - req_begin : bucket_;
-  const int max_len = mode_ == Mode::kEager ? max_seq_len_ : static_cast<int>(options_.max_model_len);
-  const int64_t need =
-      kc::decode_attention_workspace_floats(static_cast<int>(B), num_heads, kv_spec_.head_dim, max_len);
+  const int max_len =
+      mode_ == Mode::kEager ? max_seq_len_ : static_cast<int>(options_.max_model_len);
+  const int64_t need = kc::decode_attention_workspace_floats(static_cast<int>(B), num_heads,
+                                                             kv_spec_.head_dim, max_len);
   if (need > attn_ws_floats_) {
     if (mode_ != Mode::kEager) {
       check(cudaErrorMemoryAllocation, "decode attention workspace too small for graph capture");
@@ -425,9 +432,10 @@ void CudaOps::decode_attention(int64_t layer, const float* q, int num_heads, flo
   }
   const int64_t row = batch_.query_start[static_cast<size_t>(req_begin)];
   const int64_t stride = static_cast<int64_t>(num_heads) * kv_spec_.head_dim;
-  const kc::PagedKvDevice kv{k_cache_[l], v_cache_[l], d_block_tables_ + req_begin * bt_stride(),
-                             bt_stride(), kv_spec_.num_kv_heads, kv_spec_.block_size,
-                             kv_spec_.head_dim};
+  const kc::PagedKvDevice kv{
+      k_cache_[l],      v_cache_[l],           d_block_tables_ + req_begin * bt_stride(),
+      bt_stride(),      kv_spec_.num_kv_heads, kv_spec_.block_size,
+      kv_spec_.head_dim};
   check(kc::decode_attention(kv, q + row * stride, d_seq_lens_ + req_begin, static_cast<int>(B),
                              max_len, num_heads, scale, attn_ws_, out + row * stride, stream_),
         "decode_attention");
@@ -459,8 +467,9 @@ std::span<const float> CudaOps::to_host(const float* x, int64_t n) {
   mode_ = Mode::kEager;
   n = std::min(n, host_out_floats_);
   if (error_.is_ok()) {
-    check(cudaMemcpyAsync(host_out_, x, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream_),
-          "copy to host");
+    check(
+        cudaMemcpyAsync(host_out_, x, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream_),
+        "copy to host");
     check(cudaStreamSynchronize(stream_), "step");
   }
   return {host_out_, static_cast<size_t>(std::max<int64_t>(n, 0))};

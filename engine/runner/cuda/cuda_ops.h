@@ -24,11 +24,11 @@ namespace llmserve {
 
 struct CudaOpsOptions {
   int device = 0;
-  int64_t max_tokens = 2048;    // new tokens per step
-  int64_t max_samples = 256;    // sampled rows per step
-  int max_num_seqs = 256;       // requests per step
-  int64_t max_model_len = 4096; // tokens per sequence (block-table width, decode graph grid)
-  bool cuda_graphs = true;      // capture decode steps
+  int64_t max_tokens = 2048;     // new tokens per step
+  int64_t max_samples = 256;     // sampled rows per step
+  int max_num_seqs = 256;        // requests per step
+  int64_t max_model_len = 4096;  // tokens per sequence (block-table width, decode graph grid)
+  bool cuda_graphs = true;       // capture decode steps
 };
 
 class CudaOps final : public Ops {
@@ -93,9 +93,9 @@ class CudaOps final : public Ops {
   float* inv_freq_ = nullptr;
   uint16_t* x_bf16_ = nullptr;  // GEMM input scratch
   int64_t x_bf16_elems_ = 0;
-  float* attn_ws_ = nullptr;    // decode split-K workspace
+  float* attn_ws_ = nullptr;  // decode split-K workspace
   int64_t attn_ws_floats_ = 0;
-  float* host_out_ = nullptr;   // pinned, for to_host
+  float* host_out_ = nullptr;  // pinned, for to_host
   int64_t host_out_floats_ = 0;
   // Index data of the step: one pinned staging area and its device copy.
   int32_t* staging_ = nullptr;

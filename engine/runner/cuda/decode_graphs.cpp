@@ -32,7 +32,8 @@ Status DecodeGraphs::begin_capture(cudaStream_t stream) {
 
 Status DecodeGraphs::end_capture(int bucket, cudaStream_t stream) {
   cudaGraph_t graph = nullptr;
-  LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture"));
+  LLMSERVE_RETURN_IF_ERROR(
+      cuda_status(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture"));
   cudaGraphExec_t exec = nullptr;
   const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
@@ -43,7 +44,8 @@ Status DecodeGraphs::end_capture(int bucket, cudaStream_t stream) {
 
 Status DecodeGraphs::launch(int bucket, cudaStream_t stream) const {
   auto it = exec_.find(bucket);
-  if (it == exec_.end()) return internal_error("cuda: no decode graph for bucket " + std::to_string(bucket));
+  if (it == exec_.end())
+    return internal_error("cuda: no decode graph for bucket " + std::to_string(bucket));
   return cuda_status(cudaGraphLaunch(it->second, stream), "cudaGraphLaunch");
 }
 

@@ -20,14 +20,13 @@ Result<KvMemoryPlan> plan_kv_blocks(uint64_t total_bytes, uint64_t peak_used_byt
     return invalid_argument("kv plan: gpu_memory_utilization must be in (0, 1]");
   }
   if (block_bytes == 0) return invalid_argument("kv plan: block bytes must be positive");
-  const auto budget = static_cast<uint64_t>(std::floor(static_cast<double>(total_bytes) *
-                                                       gpu_memory_utilization));
+  const auto budget =
+      static_cast<uint64_t>(std::floor(static_cast<double>(total_bytes) * gpu_memory_utilization));
   char util[32];
   std::snprintf(util, sizeof util, "%.3f", gpu_memory_utilization);
   KvMemoryPlan plan;
-  plan.num_blocks = budget > peak_used_bytes
-                        ? static_cast<int64_t>((budget - peak_used_bytes) / block_bytes)
-                        : 0;
+  plan.num_blocks =
+      budget > peak_used_bytes ? static_cast<int64_t>((budget - peak_used_bytes) / block_bytes) : 0;
   plan.arithmetic = "num_blocks = (total " + mib(total_bytes) + " x " + util + " - peak " +
                     mib(peak_used_bytes) + ") / " + std::to_string(block_bytes) +
                     " bytes per block = " + std::to_string(plan.num_blocks);

@@ -1,6 +1,10 @@
 // End-to-end runs of the benchmark against FakeOpenAiServer. Timing assertions are one-sided
 // (never faster than the scripted delays) or generous, since the machine may be loaded.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -13,6 +17,21 @@
 
 namespace llmserve::bench {
 namespace {
+
+// A port nothing listens on: bound to pick it, then closed.
+int unused_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return 1;
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
 
 FakeScript script(int first_delay_ms, int gap_ms, int status = 200, std::string key = "") {
   FakeScript s;
@@ -161,11 +180,7 @@ TEST(HttpBench, ApiKeyIsSentAsBearer) {
 }
 
 TEST(HttpBench, UnreachableServerFailsEachRequest) {
-  int port = 0;
-  {
-    httplib::Server probe;
-    port = probe.bind_to_any_port("127.0.0.1");
-  }  // closed again: nothing listens there now
+  const int port = unused_port();
   BenchConfig c = small_config("http://127.0.0.1:" + std::to_string(port));
   c.num_requests = 3;
   c.timeout_s = 5;

@@ -38,10 +38,9 @@ TEST(ChatTemplateFixture, MatchesJinja2OnEveryCase) {
     }
     std::string cname = c["conversation"].get<std::string>();
     const ojson& conv = fixture["conversations"][cname];
-    auto out = apply_chat_template(templates.at(tname), conv["messages"],
-                                   c["add_generation_prompt"].get<bool>(),
-                                   c["bos_token"].get<std::string>(),
-                                   c["eos_token"].get<std::string>(), conv["extra"]);
+    auto out = apply_chat_template(
+        templates.at(tname), conv["messages"], c["add_generation_prompt"].get<bool>(),
+        c["bos_token"].get<std::string>(), c["eos_token"].get<std::string>(), conv["extra"]);
     std::string label = tname + " x " + cname;
     if (c.contains("expected")) {
       ++rendered;
@@ -69,7 +68,8 @@ TEST(ChatTemplateFixture, MatchesJinja2OnEveryCase) {
 }
 
 TEST(ChatTemplateFixture, RealTemplatesAreStored) {
-  for (const char* name : {"smollm2", "chatml", "llama3", "llama3_1", "mistral_v0_1", "qwen2", "qwen2_5"}) {
+  for (const char* name :
+       {"smollm2", "chatml", "llama3", "llama3_1", "mistral_v0_1", "qwen2", "qwen2_5"}) {
     auto t = ChatTemplate::parse(read_file(kDir + "templates/" + name + ".jinja"));
     EXPECT_TRUE(t.is_ok()) << name << ": " << t.status().to_string();
   }

@@ -51,7 +51,8 @@ std::vector<std::string> real_templates() {
   std::vector<std::string> out;
   for (const char* name : {"llama3_1", "qwen2_5", "smollm2", "mistral_v0_1", "features_expr",
                            "features_filters", "features_loops"}) {
-    out.push_back(read_file(std::string(LLMSERVE_FIXTURES_DIR) + "/chat/templates/" + name + ".jinja"));
+    out.push_back(
+        read_file(std::string(LLMSERVE_FIXTURES_DIR) + "/chat/templates/" + name + ".jinja"));
     EXPECT_FALSE(out.back().empty()) << name;
   }
   return out;
@@ -80,9 +81,14 @@ TEST(ChatTemplateRobustness, MutatedTemplates) {
     for (int k = 0; k < edits && !src.empty(); ++k) {
       size_t at = rng() % src.size();
       switch (rng() % 3) {
-        case 0: src[at] = alphabet[rng() % alphabet.size()]; break;
-        case 1: src.erase(at, 1 + rng() % 8); break;
-        default: src.insert(at, 1, alphabet[rng() % alphabet.size()]);
+        case 0:
+          src[at] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          src.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          src.insert(at, 1, alphabet[rng() % alphabet.size()]);
       }
     }
     try_render(src);
@@ -91,12 +97,60 @@ TEST(ChatTemplateRobustness, MutatedTemplates) {
 
 TEST(ChatTemplateRobustness, RandomTokenSoup) {
   std::mt19937 rng(99);
-  const char* pieces[] = {"{{", "}}", "{%", "%}", "{#", "#}", "-", "+", " for ", " in ", " if ",
-                          " else ", " endif ", " endfor ", " set ", " x ", " messages ", " loop.",
-                          "index", "(", ")", "[", "]", "{", "}", "'s'", "\"t\"", "1", "2.5", "|",
-                          " trim ", " tojson", ",", ":", "=", " == ", " is ", " not ", " defined ",
-                          " macro ", " endmacro ", " ns ", " namespace()", "~", "*", "**", "//",
-                          "range(9)", ".", " raise_exception('e') ", "\n", "text", " and ", " or "};
+  const char* pieces[] = {"{{",
+                          "}}",
+                          "{%",
+                          "%}",
+                          "{#",
+                          "#}",
+                          "-",
+                          "+",
+                          " for ",
+                          " in ",
+                          " if ",
+                          " else ",
+                          " endif ",
+                          " endfor ",
+                          " set ",
+                          " x ",
+                          " messages ",
+                          " loop.",
+                          "index",
+                          "(",
+                          ")",
+                          "[",
+                          "]",
+                          "{",
+                          "}",
+                          "'s'",
+                          "\"t\"",
+                          "1",
+                          "2.5",
+                          "|",
+                          " trim ",
+                          " tojson",
+                          ",",
+                          ":",
+                          "=",
+                          " == ",
+                          " is ",
+                          " not ",
+                          " defined ",
+                          " macro ",
+                          " endmacro ",
+                          " ns ",
+                          " namespace()",
+                          "~",
+                          "*",
+                          "**",
+                          "//",
+                          "range(9)",
+                          ".",
+                          " raise_exception('e') ",
+                          "\n",
+                          "text",
+                          " and ",
+                          " or "};
   const size_t n_pieces = sizeof(pieces) / sizeof(pieces[0]);
   for (int i = 0; i < 3000; ++i) {
     std::string src;

@@ -35,7 +35,9 @@ TEST(JinjaInterpreter, PrintsPythonValues) {
 TEST(JinjaInterpreter, UndefinedErrorsWhereJinja2Does) {
   EXPECT_NE(err("{{ x.y }}").message().find("'x' is undefined"), std::string::npos);
   EXPECT_NE(err("{{ 'a' + x }}").message().find("'x' is undefined"), std::string::npos);
-  EXPECT_NE(err("{{ d.missing.deeper }}", {{"d", ojson::object()}}).message().find("has no attribute 'missing'"),
+  EXPECT_NE(err("{{ d.missing.deeper }}", {{"d", ojson::object()}})
+                .message()
+                .find("has no attribute 'missing'"),
             std::string::npos);
   EXPECT_FALSE(render("{{ x.y is defined }}").is_ok());
   EXPECT_EQ(ok("{{ 'a' ~ x }}{% for i in x %}no{% endfor %}{{ x | length }}"), "a0");
@@ -58,12 +60,18 @@ TEST(JinjaInterpreter, ErrorsNameLineAndColumn) {
 
 TEST(JinjaInterpreter, ScopingFollowsJinja2) {
   // Loop bodies get a fresh scope per iteration; namespaces carry state out of loops.
-  EXPECT_EQ(ok("{% set x = 5 %}{% for i in [1,2] %}[{{ x }}]{% set x = i %}{% endfor %}{{ x }}"), "[5][5]5");
-  EXPECT_EQ(ok("{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"), "6");
+  EXPECT_EQ(ok("{% set x = 5 %}{% for i in [1,2] %}[{{ x }}]{% set x = i %}{% endfor %}{{ x }}"),
+            "[5][5]5");
+  EXPECT_EQ(ok("{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% "
+               "endfor %}{{ ns.n }}"),
+            "6");
   EXPECT_EQ(ok("{% if true %}{% set y = 1 %}{% endif %}{{ y }}"), "1");
-  EXPECT_EQ(ok("{% macro m(a, b=2) %}{{ a }}-{{ b }}-{{ g }}{% endmacro %}{% set g = 7 %}{{ m(1) }} {{ m(1, b=3) }}"),
+  EXPECT_EQ(ok("{% macro m(a, b=2) %}{{ a }}-{{ b }}-{{ g }}{% endmacro %}{% set g = 7 %}{{ m(1) "
+               "}} {{ m(1, b=3) }}"),
             "1-2-7 1-3-7");
-  EXPECT_EQ(ok("{% macro wrap() %}<{{ caller() }}>{% endmacro %}{% call wrap() %}inner{% endcall %}"), "<inner>");
+  EXPECT_EQ(
+      ok("{% macro wrap() %}<{{ caller() }}>{% endmacro %}{% call wrap() %}inner{% endcall %}"),
+      "<inner>");
   EXPECT_EQ(ok("{% set b %}x{{ 1 + 1 }}{% endset %}{{ b }}"), "x2");
   EXPECT_EQ(ok("{% filter upper %}shout{% endfilter %}"), "SHOUT");
 }
@@ -74,10 +82,14 @@ TEST(JinjaInterpreter, ImmutableSandboxRejectsMutation) {
 }
 
 TEST(JinjaInterpreter, LimitsStopHostileTemplates) {
-  EXPECT_EQ(err("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}").code(),
+  EXPECT_EQ(err("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+                .code(),
             StatusCode::kResourceExhausted);
-  EXPECT_EQ(err("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(err("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}").code(),
+  EXPECT_EQ(err("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(err("{% set ns = namespace(s='xxxxxxxxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s "
+                "= ns.s ~ ns.s %}{% endfor %}")
+                .code(),
             StatusCode::kResourceExhausted);
   EXPECT_EQ(err("{{ 'x' * 100000000000 }}").code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(err("{{ range(10000000) | length }}").code(), StatusCode::kResourceExhausted);

@@ -21,12 +21,12 @@ TEST(JinjaLexer, SplitsTagsAndExpressionTokens) {
   ASSERT_TRUE(toks.is_ok());
   std::vector<TokenType> types;
   for (const auto& t : *toks) types.push_back(t.type);
-  std::vector<TokenType> want = {TokenType::kText, TokenType::kVarBegin, TokenType::kName,
-                                 TokenType::kOp, TokenType::kName, TokenType::kOp,
-                                 TokenType::kFloat, TokenType::kVarEnd, TokenType::kText,
-                                 TokenType::kBlockBegin, TokenType::kName, TokenType::kName,
-                                 TokenType::kOp, TokenType::kString, TokenType::kBlockEnd,
-                                 TokenType::kText, TokenType::kEof};
+  std::vector<TokenType> want = {TokenType::kText,       TokenType::kVarBegin, TokenType::kName,
+                                 TokenType::kOp,         TokenType::kName,     TokenType::kOp,
+                                 TokenType::kFloat,      TokenType::kVarEnd,   TokenType::kText,
+                                 TokenType::kBlockBegin, TokenType::kName,     TokenType::kName,
+                                 TokenType::kOp,         TokenType::kString,   TokenType::kBlockEnd,
+                                 TokenType::kText,       TokenType::kEof};
   EXPECT_EQ(types, want);
   EXPECT_EQ((*toks)[13].value, "q\n");
 }
@@ -57,7 +57,8 @@ TEST(JinjaLexer, BracesInsideExpressionsBalance) {
 TEST(JinjaLexer, ErrorsNameLineAndColumn) {
   auto r = tokenize("ok\n  {{ a $ b }}");
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("line 2, column 8"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("line 2, column 8"), std::string::npos)
+      << r.status().message();
   EXPECT_FALSE(tokenize("{{ 'unterminated }}").is_ok());
   EXPECT_FALSE(tokenize("{# never closed").is_ok());
   EXPECT_FALSE(tokenize("{{ a").is_ok());

@@ -69,10 +69,11 @@ Result2 run_case(const Case& c, int num_decodes) {
   r.cpu.assign(q.size(), 0.0f);
   kernels::ThreadPool pool(1);
   const int64_t stride = static_cast<int64_t>(H) * D;
-  kernels::PagedKv cpu_kv{{num_blocks, c.num_kv_heads, c.block_size, D}, k.data(), v.data(),
-                          bt.data(), max_blocks};
+  kernels::PagedKv cpu_kv{
+      {num_blocks, c.num_kv_heads, c.block_size, D}, k.data(), v.data(), bt.data(), max_blocks};
   if (num_decodes > 0) {
-    kernels::decode_attention(pool, cpu_kv, q.data(), seq.data(), num_decodes, H, scale, r.cpu.data());
+    kernels::decode_attention(pool, cpu_kv, q.data(), seq.data(), num_decodes, H, scale,
+                              r.cpu.data());
   }
   if (num_decodes < B) {
     kernels::PagedKv p = cpu_kv;
@@ -86,8 +87,8 @@ Result2 run_case(const Case& c, int num_decodes) {
   DeviceBuffer<float> dq(q), dout(std::vector<float>(q.size(), 0.0f));
   kc::PagedKvDevice kv{dk.get(), dv.get(), dbt.get(), max_blocks, c.num_kv_heads, c.block_size, D};
   if (num_decodes > 0) {
-    DeviceBuffer<float> ws(static_cast<size_t>(
-        kc::decode_attention_workspace_floats(num_decodes, H, D, max_len)));
+    DeviceBuffer<float> ws(
+        static_cast<size_t>(kc::decode_attention_workspace_floats(num_decodes, H, D, max_len)));
     EXPECT_EQ(kc::decode_attention(kv, dq.get(), dseq.get(), num_decodes, max_len, H, scale,
                                    ws.get(), dout.get(), nullptr),
               cudaSuccess);
@@ -108,7 +109,8 @@ Result2 run_case(const Case& c, int num_decodes) {
 std::string name(const Case& c, const char* kind) {
   std::string s = std::string(kind) + " head_dim " + std::to_string(c.head_dim) + " group " +
                   std::to_string(c.group) + " reqs";
-  for (const Req& r : c.reqs) s += " (" + std::to_string(r.q_len) + "/" + std::to_string(r.seq_len) + ")";
+  for (const Req& r : c.reqs)
+    s += " (" + std::to_string(r.q_len) + "/" + std::to_string(r.seq_len) + ")";
   return s;
 }
 
@@ -116,7 +118,7 @@ TEST(CudaAttention, DecodeMatchesCpuOverShapeGrid) {
   LLMSERVE_REQUIRE_CUDA();
   for (int D : {64, 128}) {
     for (int G : {1, 4, 8}) {
-      Case c{D, G};
+      Case c{D, G, 2, 16, {}};
       for (int len : {1, 2, 15, 16, 17, 33, 255, 256, 257, 600, 4100}) c.reqs.push_back({1, len});
       const auto r = run_case(c, static_cast<int>(c.reqs.size()));
       EXPECT_TRUE(near_all(name(c, "decode_attention"), r.gpu, r.cpu, 2e-4f, 2e-3f));
@@ -129,8 +131,21 @@ TEST(CudaAttention, PrefillMatchesCpuOverShapeGrid) {
   for (int D : {64, 128}) {
     for (int G : {1, 4, 8}) {
       // (q_len, seq_len): fresh prompts of 1..130 tokens and chunks after cached pages.
-      Case c{D, G, 2, 16, {{1, 1}, {5, 5}, {16, 16}, {17, 17}, {64, 64}, {65, 65}, {130, 130},
-                           {7, 27}, {70, 103}, {1, 40}, {33, 300}}};
+      Case c{D,
+             G,
+             2,
+             16,
+             {{1, 1},
+              {5, 5},
+              {16, 16},
+              {17, 17},
+              {64, 64},
+              {65, 65},
+              {130, 130},
+              {7, 27},
+              {70, 103},
+              {1, 40},
+              {33, 300}}};
       const auto r = run_case(c, 0);
       // Q and P are rounded to bf16 for the tensor cores: about 3 significant digits.
       EXPECT_TRUE(near_all(name(c, "prefill_attention"), r.gpu, r.cpu, 2e-2f, 2e-2f));

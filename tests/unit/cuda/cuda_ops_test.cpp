@@ -152,7 +152,8 @@ TEST(CudaOpsModel, ForwardAnd32GreedyTokensMatchCpu) {
   }
   EXPECT_EQ(first_divergence, -1) << which << ": greedy token " << first_divergence
                                   << " differs (worst logit diff / spread " << worst << ")";
-  std::printf("[ model %s ] 32 greedy tokens, worst logit diff / spread %.3g\n", which.c_str(), worst);
+  std::printf("[ model %s ] 32 greedy tokens, worst logit diff / spread %.3g\n", which.c_str(),
+              worst);
 }
 
 TEST(CudaOpsModel, GraphReplayEqualsEager) {
@@ -177,7 +178,8 @@ TEST(CudaOpsModel, GraphReplayEqualsEager) {
     ops.set_cuda_graphs(graphs);
     StepBatch d;
     d.blocks_per_seq = kBlocksPerSeq;
-    for (int r = 0; r < 3; ++r) d.add(r, {static_cast<int32_t>(10 + r)}, lens[static_cast<size_t>(r)]);
+    for (int r = 0; r < 3; ++r)
+      d.add(r, {static_cast<int32_t>(10 + r)}, lens[static_cast<size_t>(r)]);
     auto l = gpu.graph->forward(d.view());
     EXPECT_TRUE(l.is_ok()) << l.status().message();
     EXPECT_TRUE(ops.status().is_ok()) << ops.status().message();

@@ -16,8 +16,8 @@
 
 namespace llmserve::cuda_test {
 
-#define LLMSERVE_REQUIRE_CUDA()                                                  \
-  do {                                                                           \
+#define LLMSERVE_REQUIRE_CUDA()                                                 \
+  do {                                                                          \
     if (::llmserve::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
@@ -47,7 +47,8 @@ class DeviceBuffer {
   size_t n_;
 };
 
-inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
+                                        float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);
@@ -70,10 +71,10 @@ inline std::vector<float> round_bf16(const std::vector<float>& v) {
 // Passes when |got - want| <= atol + rtol |want| everywhere; else names the kernel, the case
 // and the worst element.
 inline ::testing::AssertionResult near_all(const std::string& what, const std::vector<float>& got,
-                                           const std::vector<float>& want, float atol,
-                                           float rtol) {
+                                           const std::vector<float>& want, float atol, float rtol) {
   if (got.size() != want.size()) {
-    return ::testing::AssertionFailure() << what << ": size " << got.size() << " != " << want.size();
+    return ::testing::AssertionFailure()
+           << what << ": size " << got.size() << " != " << want.size();
   }
   size_t worst = 0, bad = 0;
   double worst_excess = -1.0;
@@ -90,8 +91,8 @@ inline ::testing::AssertionResult near_all(const std::string& what, const std::v
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << "KERNEL MISMATCH " << what << ": " << bad << " of " << got.size()
-         << " elements out of tolerance; worst at [" << worst << "] got " << got[worst]
-         << " want " << want[worst];
+         << " elements out of tolerance; worst at [" << worst << "] got " << got[worst] << " want "
+         << want[worst];
 }
 
 }  // namespace llmserve::cuda_test

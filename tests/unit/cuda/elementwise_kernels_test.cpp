@@ -32,7 +32,8 @@ TEST(CudaKernels, EmbeddingMatchesCpu) {
   DeviceBuffer<uint16_t> d_table(table);
   DeviceBuffer<int32_t> d_ids(ids);
   DeviceBuffer<float> d_out(want.size());
-  ASSERT_EQ(kc::embedding_bf16(d_table.get(), dim, d_ids.get(), 5, d_out.get(), nullptr), cudaSuccess);
+  ASSERT_EQ(kc::embedding_bf16(d_table.get(), dim, d_ids.get(), 5, d_out.get(), nullptr),
+            cudaSuccess);
   EXPECT_TRUE(near_all("embedding_bf16", d_out.download(), want, 0.0f, 0.0f));
 }
 
@@ -49,7 +50,8 @@ TEST(CudaKernels, SiluMulGatherBiasAndBf16MatchCpu) {
   const int64_t dim = 33;
   const std::vector<int32_t> rows = {4, 0, 300};
   std::vector<float> gathered;
-  for (int32_t r : rows) gathered.insert(gathered.end(), gate.begin() + r * dim, gate.begin() + (r + 1) * dim);
+  for (int32_t r : rows)
+    gathered.insert(gathered.end(), gate.begin() + r * dim, gate.begin() + (r + 1) * dim);
   DeviceBuffer<int32_t> drows(rows);
   DeviceBuffer<float> dgath(gathered.size());
   ASSERT_EQ(kc::gather_rows(dg.get(), dim, drows.get(), 3, dgath.get(), nullptr), cudaSuccess);
@@ -76,7 +78,8 @@ TEST(CudaKernels, RmsNormAndFusedResidualMatchCpu) {
     const auto resid = random_floats(rows * dim, 7);
     std::vector<float> want(rows * dim), want_resid = resid, want2(rows * dim);
     kernels::rms_norm(pool, x.data(), w.data(), rows, dim, 1e-5f, want.data());
-    kernels::add_rms_norm(pool, want_resid.data(), x.data(), w.data(), rows, dim, 1e-5f, want2.data());
+    kernels::add_rms_norm(pool, want_resid.data(), x.data(), w.data(), rows, dim, 1e-5f,
+                          want2.data());
     DeviceBuffer<float> dx(x), dw(w), dy(rows * dim), dr(resid);
     const std::string tag = " dim " + std::to_string(dim);
     ASSERT_EQ(kc::rms_norm(dx.get(), dw.get(), rows, dim, 1e-5f, dy.get(), nullptr), cudaSuccess);

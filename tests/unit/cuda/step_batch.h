@@ -27,7 +27,8 @@ struct StepBatch {
     }
     query_start.push_back(static_cast<int32_t>(tokens.size()));
     seq_lens.push_back(cached + n);
-    for (int64_t j = 0; j < blocks_per_seq; ++j) block_tables.push_back(static_cast<int32_t>(r * blocks_per_seq + j));
+    for (int64_t j = 0; j < blocks_per_seq; ++j)
+      block_tables.push_back(static_cast<int32_t>(r * blocks_per_seq + j));
     samples.push_back(static_cast<int32_t>(tokens.size()) - 1);
     is_prefill.push_back(n > 1 ? 1 : 0);
     if (n == 1 && num_decodes == static_cast<int64_t>(seq_lens.size()) - 1) ++num_decodes;

@@ -245,7 +245,9 @@ TEST(BadRequests, EachGetsTheRightStatusAndErrorShape) {
     ASSERT_FALSE(st.is_ok());
     const HttpError e = http_error_from_status(st);
     EXPECT_EQ(e.status, c.status) << st.to_string();
-    if (!c.param.empty()) EXPECT_EQ(e.param, c.param) << st.to_string();
+    if (!c.param.empty()) {
+      EXPECT_EQ(e.param, c.param) << st.to_string();
+    }
     const auto body = nlohmann::json::parse(error_body(e));
     ASSERT_TRUE(body.contains("error"));
     const auto& err = body["error"];

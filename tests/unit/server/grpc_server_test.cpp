@@ -86,7 +86,9 @@ TEST_F(GrpcServerTest, GenerateStreamsDeltasThenFinal) {
   while (reader->Read(&msg)) {
     ++messages;
     text += msg.text();
-    if (!msg.text().empty()) EXPECT_EQ(msg.logprobs_size(), 1);
+    if (!msg.text().empty()) {
+      EXPECT_EQ(msg.logprobs_size(), 1);
+    }
     if (!msg.finish_reason().empty()) {
       finish = msg.finish_reason();
       EXPECT_EQ(msg.usage().prompt_tokens(), 2);

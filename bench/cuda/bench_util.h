@@ -1,0 +1,36 @@
+// Timing helpers for the GPU benchmarks: CUDA-event timing of a callable on a stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <functional>
+
+namespace llmserve::bench {
+
+// Mean milliseconds of fn() over `iters` runs after `warmup` runs, timed with CUDA events.
+inline float time_ms(cudaStream_t s, int warmup, int iters, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cudaEventRecord(a, s);
+  for (int i = 0; i < iters; ++i) fn();
+  cudaEventRecord(b, s);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) {
+    std::printf("CUDA ERROR during benchmark: %s\n", cudaGetErrorString(e));
+  }
+  return ms / static_cast<float>(iters);
+}
+
+// Device-to-device copy bandwidth in GB/s (bytes read + written), the roofline for the tables.
+double copy_bandwidth_gbs();
+void run_kernel_benchmarks(double bw_gbs);
+int run_model_benchmarks(const char* preset, double bw_gbs);
+
+}  // namespace llmserve::bench

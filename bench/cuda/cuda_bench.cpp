@@ -1,0 +1,29 @@
+// bench_cuda [--model-preset llama-3.1-8b|llama-3.2-1b|none]: prints Markdown tables.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "bench/cuda/bench_util.h"
+#include "engine/runner/cuda/cuda_device.h"
+
+int main(int argc, char** argv) {
+  using namespace llmserve;
+  const char* preset = "llama-3.1-8b";
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--model-preset") == 0) preset = argv[i + 1];
+  }
+  if (cuda_device_count() == 0) {
+    std::printf("no CUDA device: nothing to benchmark\n");
+    return 0;
+  }
+  auto info = cuda_device_info(0);
+  if (info.is_ok()) {
+    std::printf("## GPU: %s (sm_%d%d, %.1f GiB)\n\n", info->name.c_str(), info->sm_major,
+                info->sm_minor, static_cast<double>(info->total_bytes) / (1 << 30));
+  }
+  const double bw = bench::copy_bandwidth_gbs();
+  std::printf("Device-to-device copy: %.0f GB/s (read + write)\n\n", bw);
+  bench::run_kernel_benchmarks(bw);
+  if (std::strcmp(preset, "none") == 0) return 0;
+  return bench::run_model_benchmarks(preset, bw);
+}

@@ -1,0 +1,40 @@
+// Invariants every accepted request must hold, shared by the request fuzz targets: prompt ids in
+// the vocab, prompt + max_tokens within the context, and the engine-side checks run as the
+// routes run them. A violation aborts (the fuzzer reports it as a crash).
+#pragma once
+
+#include <cstdlib>
+#include <optional>
+#include <vector>
+
+#include "server/http/generation_fields.h"
+#include "server/http/request_limits.h"
+
+namespace llmserve::fuzz {
+
+inline RequestLimits fuzz_limits(int32_t vocab) {
+  RequestLimits l;
+  l.vocab_size = vocab;
+  l.max_model_len = 2048;
+  l.model_name = "fuzz-model";
+  return l;
+}
+
+inline void check_accepted(const GenerationFields& fields,
+                           const std::vector<std::vector<int32_t>>& prompts,
+                           const RequestLimits& limits) {
+  if (prompts.empty()) std::abort();
+  for (const auto& p : prompts) {
+    for (int32_t id : p) {
+      if (id < 0 || id >= limits.vocab_size) std::abort();
+    }
+    if (static_cast<int64_t>(p.size()) + fields.params.max_tokens > limits.max_model_len) {
+      std::abort();
+    }
+  }
+  if (!fields.params.validate(limits.vocab_size, limits.max_logprobs).is_ok()) return;
+  auto reqs = make_generate_requests(fields, prompts, "fuzz", std::nullopt);
+  if (reqs.size() != prompts.size()) std::abort();
+}
+
+}  // namespace llmserve::fuzz

@@ -1,0 +1,62 @@
+"""Drain: SIGTERM with 64 streams in flight -> all 64 complete, new requests get 503 (or find the
+listener closed), exit code 0."""
+import asyncio
+import json
+import signal
+
+import pytest
+
+import soak_util
+
+httpx = pytest.importorskip("httpx")
+
+STREAMS = 64
+MAX_TOKENS = 32
+
+
+async def run(daemon):
+    limits = httpx.Limits(max_connections=STREAMS * 2, max_keepalive_connections=0)
+    async with httpx.AsyncClient(limits=limits) as client:
+        first = [asyncio.Event() for _ in range(STREAMS)]
+
+        async def stream(i):
+            body = {"prompt": f"Drain test {i}:", "max_tokens": MAX_TOKENS, "temperature": 0,
+                    "ignore_eos": True, "stream": True}
+            text, finish, events = "", None, 0
+            async with client.stream("POST", daemon.url("/v1/completions"), json=body,
+                                     timeout=300) as r:
+                assert r.status_code == 200, r.status_code
+                async for line in r.aiter_lines():
+                    if line.startswith("data: ") and line != "data: [DONE]":
+                        events += 1
+                        first[i].set()
+                        c = json.loads(line[6:])["choices"][0]
+                        text += c.get("text", "")
+                        finish = c.get("finish_reason") or finish
+            first[i].set()
+            return finish
+
+        tasks = [asyncio.ensure_future(stream(i)) for i in range(STREAMS)]
+        await asyncio.wait_for(asyncio.gather(*[e.wait() for e in first[:8]]), timeout=300)
+        daemon.proc.send_signal(signal.SIGTERM)
+        await asyncio.sleep(0.2)
+        try:
+            r = await client.post(daemon.url("/v1/completions"),
+                                  json={"prompt": "late", "max_tokens": 2}, timeout=30)
+            late = r.status_code
+        except httpx.ConnectError:
+            late = "refused"
+        finishes = await asyncio.gather(*tasks, return_exceptions=True)
+    return late, finishes
+
+
+def test_drain(soak_daemon):
+    daemon = soak_daemon("--server.http-threads", str(STREAMS + 16),
+                         "--server.shutdown-grace-seconds", "120")
+    late, finishes = asyncio.run(run(daemon))
+    code = daemon.proc.wait(timeout=150)
+    print(f"drain: {sum(f == 'length' for f in finishes)}/{STREAMS} completed, late request -> "
+          f"{late}, exit {code}")
+    assert all(f == "length" for f in finishes), finishes
+    assert late in (503, "refused")
+    assert code == 0
