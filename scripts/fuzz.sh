@@ -29,14 +29,23 @@ else
   targets=("$TARGET")
 fi
 
-if ! command -v clang++ > /dev/null; then
-  echo "fuzz.sh: clang++ not found (scripts/setup.sh installs clang)" >&2
+# The newest clang installed (clang 14 cannot capture structured bindings in lambdas, which
+# engine/chat uses): FUZZ_CXX overrides; `apt-get install clang-16 libclang-rt-16-dev` adds one.
+CXX_BIN=${FUZZ_CXX:-}
+if [ -z "$CXX_BIN" ]; then
+  for v in 19 18 17 16 15 ""; do
+    if command -v "clang++${v:+-$v}" > /dev/null; then CXX_BIN="clang++${v:+-$v}"; break; fi
+  done
+fi
+if [ -z "$CXX_BIN" ]; then
+  echo "fuzz.sh: no clang++ found (apt-get install clang-16 libclang-rt-16-dev)" >&2
   exit 2
 fi
+CC_BIN=${CXX_BIN/clang++/clang}
 if [ ! -f "$BUILD/build.ninja" ]; then
   flags="-fsanitize=fuzzer-no-link -fno-sanitize-recover=all"
   mkdir -p "$BUILD"
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMSERVE_FUZZ=ON -DLLMSERVE_SANITIZE=address,undefined \
     -DLLMSERVE_CUDA=OFF -DLLMSERVE_BUILD_BENCH=OFF \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" > "$BUILD/configure.log" 2>&1 ||

@@ -19,7 +19,7 @@ bool ActiveRequests::cancel(const std::string& id) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return false;
-  it->second->cancel();
+  it->second->abort();
   return true;
 }
 

@@ -28,7 +28,7 @@ class ActiveRequests {
   };
 
   std::unique_ptr<Registration> add(const std::string& id, GenerationJob* job);
-  // True when a job with that id was found and cancelled.
+  // True when a job with that id was found; it is aborted (its reader sees "abort").
   bool cancel(const std::string& id);
   size_t size() const;
 

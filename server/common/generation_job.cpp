@@ -42,6 +42,10 @@ void GenerationJob::cancel() {
   }
 }
 
+void GenerationJob::abort() {
+  for (auto& s : streams_) engine_.abort(s->request_id());
+}
+
 std::optional<GenerationJob::Event> GenerationJob::next(std::chrono::milliseconds timeout) {
   timed_out_ = false;
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -35,8 +35,12 @@ class GenerationJob {
   std::optional<Event> next(std::chrono::milliseconds timeout);
   bool timed_out() const { return timed_out_; }
   bool finished() const;
-  // Thread-safe; idempotent. Aborts every engine request that has not ended.
+  // The reader is gone: thread-safe, idempotent; cancels the streams and aborts every engine
+  // request that has not ended.
   void cancel();
+  // Asks the engine to stop (e.g. DELETE /v1/requests/{id}); thread-safe. The reader keeps
+  // reading and sees each sample's final "abort" message.
+  void abort();
   bool cancelled() const { return cancelled_.load(); }
   size_t num_prompts() const { return streams_.size(); }
 

@@ -8,9 +8,12 @@ import asyncio
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LONG = os.environ.get("LLMSERVE_SOAK", "short") == "long"
@@ -130,3 +133,38 @@ async def grpc_generate(stub, pb2, prompt, max_tokens, stop_after_msgs=None, can
             call.cancel()
             return text, "client-abort"
     return text, finish
+
+
+# Fixtures (imported by each test module: `from soak_util import soak_daemon, pb`; no
+# conftest.py here, so tests/integration's `from conftest import ...` keeps finding its own).
+@pytest.fixture
+def soak_daemon():
+    """start(*flags, env=None, binary=None) -> a ready Daemon; all are killed after the test."""
+    why = serve_available()
+    if why:
+        pytest.skip(why)
+    started = []
+
+    def start(*extra_args, env=None, binary=None):
+        if binary is not None:
+            old = _it.BIN
+            _it.BIN = binary
+            try:
+                d = Daemon(extra_args, env)
+            finally:
+                _it.BIN = old
+        else:
+            d = Daemon(extra_args, env)
+        started.append(d)
+        return d.wait_ready()
+
+    yield start
+    for d in started:
+        d.stop(signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def pb(tmp_path_factory):
+    pytest.importorskip("grpc")
+    pytest.importorskip("grpc_tools")
+    return grpc_modules(tmp_path_factory.mktemp("soak_grpc"))

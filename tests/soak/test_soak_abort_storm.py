@@ -9,6 +9,7 @@ import time
 import pytest
 
 import soak_util
+from soak_util import soak_daemon, pb  # noqa: F401 (fixtures)
 
 httpx = pytest.importorskip("httpx")
 grpc = pytest.importorskip("grpc")

@@ -4,6 +4,7 @@ import pytest
 import requests
 
 import bad_input_corpus
+from soak_util import soak_daemon, pb  # noqa: F401 (fixtures)
 
 HTTP = bad_input_corpus.http_cases()
 GRPC = bad_input_corpus.grpc_cases()

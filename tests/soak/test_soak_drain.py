@@ -7,6 +7,7 @@ import signal
 import pytest
 
 import soak_util
+from soak_util import soak_daemon  # noqa: F401 (fixtures)
 
 httpx = pytest.importorskip("httpx")
 

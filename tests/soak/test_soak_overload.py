@@ -6,6 +6,7 @@ import time
 import pytest
 
 import soak_util
+from soak_util import soak_daemon  # noqa: F401 (fixtures)
 
 httpx = pytest.importorskip("httpx")
 

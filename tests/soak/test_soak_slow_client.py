@@ -9,6 +9,7 @@ import pytest
 import requests
 
 import soak_util
+from soak_util import soak_daemon  # noqa: F401 (fixtures)
 
 BUFFER_TOKENS = 16
 

@@ -7,6 +7,7 @@ import pytest
 import requests
 
 import soak_util
+from soak_util import soak_daemon  # noqa: F401 (fixtures)
 
 WINDOW_S = 2.0
 

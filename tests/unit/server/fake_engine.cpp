@@ -184,6 +184,12 @@ void FakeEngine::run(uint64_t id, GenerateRequest req, std::shared_ptr<RequestSt
     std::this_thread::sleep_for(script.step_delay);
   }
   stream->close();
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = external_.begin(); it != external_.end();) {
+      it = it->second == id ? external_.erase(it) : std::next(it);
+    }
+  }
   metrics_.time_to_first_token.observe(0.01);
   running_.fetch_sub(1);
 }
