@@ -158,6 +158,7 @@ void LlmEngine::run() {
     {
       std::lock_guard<std::mutex> lock(invariant_mu_);
       if (invariant_requested_) {
+        publish_stats();  // so stats() read after the check sees this state
         const Scheduler& sched = loop_->scheduler();
         Status st = sched.check_invariants();
         const KvCacheManager& kv = sched.kv_cache();

@@ -1,5 +1,6 @@
 // matmul per weight type at the default model's shapes (SmolLM2-135M: hidden 576, kv 192,
-// MLP 1536, vocab 49152), decode M = 1, 4, 16 and prefill M = 512. Counters: weight bytes read
+// MLP 1536, vocab 49152), decode M = 1, 4, 16 and prefill M = 512; BM_MatmulPacked does the same
+// for weights repacked at load (isa 0 = auto, 1 = AVX2, 2 = AVX-512 VNNI). Counters: weight bytes read
 // per second (GB/s) and GFLOP/s. BM_DecodeStep runs one decode step's worth of matmuls over a
 // model-sized set of distinct weights (~98 MB), so its GB/s is the one to compare with
 // bench_membw.
@@ -9,6 +10,7 @@
 
 #include "bench_common.h"
 #include "llmserve/kernels/matmul.h"
+#include "llmserve/kernels/packed_weight.h"
 
 namespace llmserve::kernels::bench {
 namespace {
@@ -59,14 +61,63 @@ void matmul_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Matmul)->Apply(matmul_args);
 
+void BM_MatmulPacked(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t K = state.range(1), N = state.range(2), M = state.range(3);
+  const auto isa = static_cast<PackedIsa>(state.range(4));
+  if (isa == PackedIsa::kAvx512Vnni && !cpu_has_avx512_vnni()) {
+    state.SkipWithError("no AVX-512 VNNI");
+    return;
+  }
+  set_packed_isa(isa);
+  const auto w = weights(type, N, K);
+  const PackedWeight pw = pack_weight(type, w.data(), N, K);
+  const auto x = random_vec(M * K);
+  std::vector<float> y(M * N);
+  auto& pool = bench_pool();
+  for (auto _ : state) {
+    matmul_packed(pool, x.data(), M, pw, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_packed_isa(PackedIsa::kAuto);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(w.size()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+
+void packed_args(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][2] = {{576, 576}, {576, 1536}, {1536, 576}, {576, 49152}};
+  for (DType t : {DType::Q4_1, DType::Q8_0}) {
+    for (auto [k, n] : shapes) {
+      for (int64_t m : {1, 4, 16, 512}) {
+        if (n == 49152 && m == 512) continue;
+        for (int64_t isa : {1, 2}) b->Args({static_cast<int64_t>(t), k, n, m, isa});
+      }
+    }
+  }
+  b->ArgNames({"type", "K", "N", "M", "isa"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_MatmulPacked)->Apply(packed_args);
+
 // One decode step of matmuls with the model's layout: 30 layers of Q4_1 projections and a
 // Q8_0 LM head, each in its own buffer (as in the real model).
+// packed = 1: the same weights repacked (isa as in BM_MatmulPacked).
 void BM_DecodeStep(benchmark::State& state) {
   const int64_t M = state.range(0);
+  const bool packed = state.range(1) != 0;
+  const auto isa = static_cast<PackedIsa>(state.range(2));
+  if (isa == PackedIsa::kAvx512Vnni && !cpu_has_avx512_vnni()) {
+    state.SkipWithError("no AVX-512 VNNI");
+    return;
+  }
+  set_packed_isa(isa);
   struct Mat {
     DType t;
     int64_t n, k;
     std::vector<uint8_t> w;
+    PackedWeight p;
   };
   std::vector<Mat> mats;
   for (int l = 0; l < 30; ++l) {
@@ -77,24 +128,44 @@ void BM_DecodeStep(benchmark::State& state) {
                         {1536, 576},
                         {1536, 576},
                         {576, 1536}}) {
-      mats.push_back({DType::Q4_1, n, k, weights(DType::Q4_1, n, k)});
+      mats.push_back({DType::Q4_1, n, k, weights(DType::Q4_1, n, k), {}});
     }
   }
-  mats.push_back({DType::Q8_0, 49152, 576, weights(DType::Q8_0, 49152, 576)});
+  mats.push_back({DType::Q8_0, 49152, 576, weights(DType::Q8_0, 49152, 576), {}});
   size_t bytes = 0;
-  for (auto& m : mats) bytes += m.w.size();
+  for (auto& m : mats) {
+    bytes += m.w.size();
+    if (packed) {
+      m.p = pack_weight(m.t, m.w.data(), m.n, m.k);
+      m.w = {};  // only the packed copy stays, as in the engine
+    }
+  }
   const auto x = random_vec(M * 1536);
   std::vector<float> y(M * 49152);
   auto& pool = bench_pool();
   for (auto _ : state) {
-    for (auto& m : mats) matmul(pool, x.data(), M, m.k, m.t, m.w.data(), m.n, y.data());
+    for (auto& m : mats) {
+      if (packed) {
+        matmul_packed(pool, x.data(), M, m.p, y.data());
+      } else {
+        matmul(pool, x.data(), M, m.k, m.t, m.w.data(), m.n, y.data());
+      }
+    }
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(M),
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  set_packed_isa(PackedIsa::kAuto);
 }
-BENCHMARK(BM_DecodeStep)->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DecodeStep)
+    ->ArgsProduct({{1, 4, 16}, {0}, {0}})
+    ->ArgsProduct({{1, 4, 16}, {1}, {1, 2}})
+    ->ArgNames({"M", "packed", "isa"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace llmserve::kernels::bench

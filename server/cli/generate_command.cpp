@@ -21,6 +21,7 @@
 #include "engine/runner/stop_checker.h"
 #include "engine/tokenizer/load_tokenizer.h"
 #include "server/cli/command.h"
+#include "server/cli/generate_prompts_file.h"
 
 namespace llmserve::cli {
 namespace {
@@ -38,6 +39,7 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;
   int threads = 2;
   std::string logits_out;
+  std::string prompts_file;  // JSONL of requests run through the engine (generate_prompts_file.h)
   bool ignore_eos = false;
 };
 
@@ -157,7 +159,10 @@ void add_generate_command(CLI::App& root, int& exit_code) {
   CLI::App* cmd = root.add_subcommand(
       "generate", "Complete one prompt on the CPU, streaming the text to stdout and stats to stderr");
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
-  cmd->add_option("--prompt", o->prompt, "The prompt text")->required();
+  cmd->add_option("--prompt", o->prompt, "The prompt text (or --prompts-file)");
+  cmd->add_option("--prompts-file", o->prompts_file,
+                  "JSONL, one request per line with its own params, run concurrently through the "
+                  "engine; prints one JSON result per line in input order (- = stdin)");
   cmd->add_flag("--chat", o->chat, "Wrap the prompt as a user message with the model's chat template");
   cmd->add_option("--max-tokens", o->max_tokens, "Most new tokens")->check(CLI::NonNegativeNumber);
   cmd->add_option("--temperature", o->temperature, "0 = greedy (the default)")->check(CLI::Range(0.0, 100.0));
@@ -169,6 +174,18 @@ void add_generate_command(CLI::App& root, int& exit_code) {
                   "Write the last prompt position's logits here (float32 little-endian)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the model's stop tokens");
   cmd->callback([o, &exit_code] {
+    if (!o->prompts_file.empty()) {
+      EngineOptions eo;
+      eo.model_path = o->model;
+      eo.threads = o->threads;
+      exit_code = run_generate_prompts_file(eo, o->prompts_file);
+      return;
+    }
+    if (o->prompt.empty()) {
+      std::cerr << "error: --prompt or --prompts-file is required\n";
+      exit_code = 2;
+      return;
+    }
     const Status st = run(*o);
     if (!st.is_ok()) {
       std::cerr << "error: " << st.to_string() << "\n";

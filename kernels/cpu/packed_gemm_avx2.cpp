@@ -1,0 +1,24 @@
+// Packed micro-kernels, AVX2 baseline: vpmaddubsw pairs summed in 16 bits (exact for 4-bit
+// weights: 8 steps x 2 x 15 x 127 < 2^15), widened once per block.
+#include "kernels/cpu/packed_gemm_impl.h"
+
+namespace llmserve::kernels::cpu {
+namespace {
+
+struct Avx2 {
+  using Acc4 = __m256i;
+  static __m256i zero4() { return _mm256_setzero_si256(); }
+  static __m256i dot_u4(__m256i s, __m256i w, __m256i x) {
+    return _mm256_add_epi16(s, _mm256_maddubs_epi16(w, x));
+  }
+  static __m256i sum4(__m256i s) { return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); }
+  static __m256i dot_s8(__m256i s, __m256i aw, __m256i xs) {
+    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, xs), _mm256_set1_epi16(1)));
+  }
+};
+
+}  // namespace
+
+PackedKernels packed_kernels_avx2() { return make_packed_kernels<Avx2>(); }
+
+}  // namespace llmserve::kernels::cpu

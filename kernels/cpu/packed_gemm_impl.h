@@ -1,0 +1,140 @@
+// Internal: the register-blocked micro-kernels over packed group blocks, written once against an
+// `Isa` policy for the integer dot steps and compiled per instruction set by packed_gemm_*.cpp
+// (hence the unnamed namespace: each including file gets its own copy, built with its target).
+// Isa provides:
+//   Acc4 zero4(); Acc4 dot_u4(Acc4, u4 weights, s8 x); __m256i sum4(Acc4) -- for 4-bit weights
+//   __m256i dot_s8(__m256i acc32, |w| bytes, sign-adjusted x)                -- for 8-bit weights
+// Every variant gives the exact integer sums, so results match across instruction sets, and each
+// activation row follows the same float operations whatever R.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/cpu/packed_layout.h"
+#include "kernels/cpu/quantize_activations.h"
+
+namespace llmserve::kernels::cpu {
+namespace {
+
+inline __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+inline __m256 load_halves(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+inline void store_rows(__m256 v, float* y, int valid) {
+  if (valid == kGroupRows) {
+    _mm256_storeu_ps(y, v);
+  } else {
+    alignas(32) float t[kGroupRows];
+    _mm256_store_ps(t, v);
+    for (int j = 0; j < valid; ++j) y[j] = t[j];
+  }
+}
+
+template <typename P>
+inline __m256 q4_min_term(const P& p, __m256 dw) {
+  if constexpr (sizeof(P) == sizeof(PackQ4_1x8)) {
+    return load_halves(p.m);  // x = d * q + m
+  } else {
+    return _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));  // x = d * (q - 8)
+  }
+}
+
+template <typename Isa, typename P, int R>
+void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+  const __m256i lo = _mm256_set1_epi8(0x0F);
+  __m256 acc[R], macc[R];
+  for (int r = 0; r < R; ++r) acc[r] = macc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const P& p = g[b];
+    typename Isa::Acc4 s[R];
+    for (int r = 0; r < R; ++r) s[r] = Isa::zero4();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+      const __m256i wl = _mm256_and_si256(v, lo);
+      const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = x[r * nb + b].qs;
+        s[r] = Isa::dot_u4(s[r], wl, bcast4(q + 4 * c));
+        s[r] = Isa::dot_u4(s[r], wh, bcast4(q + 16 + 4 * c));
+      }
+    }
+    const __m256 dw = load_halves(p.d);
+    const __m256 mw = q4_min_term(p, dw);
+    for (int r = 0; r < R; ++r) {
+      const ActQ8& a = x[r * nb + b];
+      const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Isa::sum4(s[r])), sc, acc[r]);
+      macc[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a.ds), macc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) store_rows(_mm256_add_ps(acc[r], macc[r]), y + r * ys, valid);
+}
+
+template <typename Isa, int R>
+void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const PackQ8_0x8& p = g[b];
+    __m256i s[R];
+    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+      const __m256i aw = _mm256_sign_epi8(v, v);
+      for (int r = 0; r < R; ++r) {
+        const __m256i xs = _mm256_sign_epi8(bcast4(x[r * nb + b].qs + 4 * c), v);
+        s[r] = Isa::dot_s8(s[r], aw, xs);
+      }
+    }
+    const __m256 dw = load_halves(p.d);
+    for (int r = 0; r < R; ++r) {
+      const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(x[r * nb + b].d));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r]), sc, acc[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) store_rows(acc[r], y + r * ys, valid);
+}
+
+template <typename Isa, typename P>
+void q4_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid) {
+  const auto* p = static_cast<const P*>(g);
+  switch (R) {
+    case 1: q4_rows<Isa, P, 1>(p, x, nb, y, ys, valid); break;
+    case 2: q4_rows<Isa, P, 2>(p, x, nb, y, ys, valid); break;
+    case 3: q4_rows<Isa, P, 3>(p, x, nb, y, ys, valid); break;
+    default: q4_rows<Isa, P, 4>(p, x, nb, y, ys, valid); break;
+  }
+}
+
+template <typename Isa>
+void q8_0_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
+                int valid) {
+  const auto* p = static_cast<const PackQ8_0x8*>(g);
+  switch (R) {
+    case 1: q8_0_rows<Isa, 1>(p, x, nb, y, ys, valid); break;
+    case 2: q8_0_rows<Isa, 2>(p, x, nb, y, ys, valid); break;
+    case 3: q8_0_rows<Isa, 3>(p, x, nb, y, ys, valid); break;
+    default: q8_0_rows<Isa, 4>(p, x, nb, y, ys, valid); break;
+  }
+}
+
+template <typename Isa>
+PackedKernels make_packed_kernels() {
+  PackedKernels k;
+  k.q4_0 = &q4_group<Isa, PackQ4_0x8>;
+  k.q4_1 = &q4_group<Isa, PackQ4_1x8>;
+  k.q8_0 = &q8_0_group<Isa>;
+  k.max_rows = 4;
+  return k;
+}
+
+}  // namespace
+}  // namespace llmserve::kernels::cpu

@@ -1,0 +1,45 @@
+// Internal: the group blocks of packed weights (see packed_weight.h). A group block covers 8 rows
+// and 32 columns. Quants are interleaved 4 bytes per row: 32-byte chunk c holds, in its 32-bit
+// lane j, bytes 4c..4c+3 of row j's source block. For Q4 those bytes hold elements 4c..4c+3
+// (low nibbles) and 16+4c..16+4c+3 (high nibbles); for Q8_0, elements 4c..4c+3.
+#pragma once
+
+#include <cstdint>
+
+namespace llmserve::kernels::cpu {
+
+inline constexpr int kGroupRows = 8;
+
+struct PackQ4_0x8 {
+  uint16_t d[kGroupRows];  // f16
+  uint8_t qs[4 * 32];
+};
+struct PackQ4_1x8 {
+  uint16_t d[kGroupRows], m[kGroupRows];  // f16
+  uint8_t qs[4 * 32];
+};
+struct PackQ8_0x8 {
+  uint16_t d[kGroupRows];  // f16
+  int8_t qs[8 * 32];
+};
+static_assert(sizeof(PackQ4_0x8) == 8 * 18);
+static_assert(sizeof(PackQ4_1x8) == 8 * 20);
+static_assert(sizeof(PackQ8_0x8) == 8 * 34);
+
+struct ActQ8;
+
+// One group's outputs for R activation rows: y[r * y_stride + j] = W[row j] . x_r for j < valid
+// (valid <= 8), r < R <= max_rows. x holds R rows of nb consecutive ActQ8 blocks.
+using GroupGemmFn = void (*)(const void* group, const ActQ8* x, int64_t nb, int R, float* y,
+                             int64_t y_stride, int valid);
+
+struct PackedKernels {
+  GroupGemmFn q4_0 = nullptr, q4_1 = nullptr, q8_0 = nullptr;
+  int max_rows = 1;
+};
+
+PackedKernels packed_kernels_avx2();
+// Compiled for AVX-512 VNNI: call only when the CPU has it.
+PackedKernels packed_kernels_avx512_vnni();
+
+}  // namespace llmserve::kernels::cpu

@@ -1,0 +1,166 @@
+#include "llmserve/kernels/packed_weight.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cpu/packed_layout.h"
+#include "kernels/cpu/quantize_activations.h"
+#include "llmserve/kernels/quant_blocks.h"
+
+namespace llmserve::kernels {
+namespace {
+
+using cpu::ActQ8;
+using cpu::kGroupRows;
+
+constexpr int64_t kGroupsPerTask = 2;  // 16 output rows per task
+constexpr int64_t kTileM = 64;         // activation rows per task when M is large
+
+size_t group_block_bytes(DType t) {
+  switch (t) {
+    case DType::Q4_0: return sizeof(cpu::PackQ4_0x8);
+    case DType::Q4_1: return sizeof(cpu::PackQ4_1x8);
+    case DType::Q8_0: return sizeof(cpu::PackQ8_0x8);
+    default: return 0;
+  }
+}
+
+// Interleaves `chunks` 4-byte pieces of each of the 8 source rows' quants into dst.
+void interleave(const uint8_t* const* src_qs, int chunks, uint8_t* dst) {
+  for (int c = 0; c < chunks; ++c) {
+    for (int j = 0; j < kGroupRows; ++j) std::memcpy(dst + c * 32 + j * 4, src_qs[j] + c * 4, 4);
+  }
+}
+
+template <typename Src, typename Dst>
+void pack_group_block(const Src* const* rows, Dst& out) {
+  const uint8_t* qs[kGroupRows];
+  for (int j = 0; j < kGroupRows; ++j) {
+    out.d[j] = rows[j]->d;
+    if constexpr (std::is_same_v<Src, BlockQ4_1>) out.m[j] = rows[j]->m;
+    qs[j] = reinterpret_cast<const uint8_t*>(rows[j]->qs);
+  }
+  interleave(qs, static_cast<int>(sizeof(Src::qs) / 4), reinterpret_cast<uint8_t*>(out.qs));
+}
+
+template <typename Src, typename Dst>
+void pack_all(const void* w, int64_t N, int64_t K, Dst* out) {
+  const int64_t nb = K / kQK, groups = (N + kGroupRows - 1) / kGroupRows;
+  const Src zero{};
+  const auto* src = static_cast<const Src*>(w);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t b = 0; b < nb; ++b) {
+      const Src* rows[kGroupRows];
+      for (int j = 0; j < kGroupRows; ++j) {
+        const int64_t n = g * kGroupRows + j;
+        rows[j] = n < N ? src + n * nb + b : &zero;
+      }
+      pack_group_block(rows, out[g * nb + b]);
+    }
+  }
+}
+
+bool detect_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw");
+}
+
+std::atomic<PackedIsa> g_requested{PackedIsa::kAuto};
+
+PackedIsa resolve(PackedIsa want) {
+  if (want == PackedIsa::kAvx2 || !cpu_has_avx512_vnni()) return PackedIsa::kAvx2;
+  return PackedIsa::kAvx512Vnni;
+}
+
+const cpu::PackedKernels& kernels_for(PackedIsa isa) {
+  static const cpu::PackedKernels avx2 = cpu::packed_kernels_avx2();
+  static const cpu::PackedKernels vnni =
+      cpu_has_avx512_vnni() ? cpu::packed_kernels_avx512_vnni() : avx2;
+  return isa == PackedIsa::kAvx512Vnni ? vnni : avx2;
+}
+
+}  // namespace
+
+void PackedWeight::Free::operator()(void* p) const { std::free(p); }
+
+bool cpu_has_avx512_vnni() {
+  static const bool has = detect_vnni();
+  return has;
+}
+
+void set_packed_isa(PackedIsa isa) { g_requested.store(isa); }
+PackedIsa active_packed_isa() { return resolve(g_requested.load()); }
+
+bool can_pack_weight(DType type, int64_t N, int64_t K) {
+  return group_block_bytes(type) != 0 && N > 0 && K > 0 && K % kQK == 0;
+}
+
+PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
+  PackedWeight p;
+  if (!can_pack_weight(type, N, K)) return p;
+  const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
+  const size_t bytes = static_cast<size_t>(groups * (K / kQK)) * group_block_bytes(type);
+  void* mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (mem == nullptr) return p;
+  switch (type) {
+    case DType::Q4_0: pack_all<BlockQ4_0>(w, N, K, static_cast<cpu::PackQ4_0x8*>(mem)); break;
+    case DType::Q4_1: pack_all<BlockQ4_1>(w, N, K, static_cast<cpu::PackQ4_1x8*>(mem)); break;
+    default: pack_all<BlockQ8_0>(w, N, K, static_cast<cpu::PackQ8_0x8*>(mem)); break;
+  }
+  p.data_.reset(static_cast<uint8_t*>(mem));
+  p.bytes_ = bytes;
+  p.type_ = type;
+  p.rows_ = N;
+  p.cols_ = K;
+  return p;
+}
+
+void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y) {
+  const int64_t N = w.rows(), K = w.cols();
+  if (M <= 0 || N <= 0) return;
+  const cpu::PackedKernels& ks = kernels_for(active_packed_isa());
+  const cpu::GroupGemmFn fn = w.type() == DType::Q4_0   ? ks.q4_0
+                              : w.type() == DType::Q4_1 ? ks.q4_1
+                                                        : ks.q8_0;
+  const int64_t nb = K / kQK;
+  thread_local std::vector<ActQ8> scratch;
+  if (scratch.size() < static_cast<size_t>(M * nb)) scratch.resize(static_cast<size_t>(M * nb));
+  ActQ8* xq = scratch.data();
+  auto quantize = [&](int64_t b, int64_t e) {
+    for (int64_t m = b; m < e; ++m) cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
+  };
+  if (M >= 8) {
+    pool.parallel_for(M, quantize);
+  } else {
+    quantize(0, M);
+  }
+
+  const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
+  const size_t gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
+  const int64_t tile_m = M <= 2 * kTileM ? M : kTileM;
+  const int64_t m_tiles = (M + tile_m - 1) / tile_m;
+  const int64_t g_tiles = (groups + kGroupsPerTask - 1) / kGroupsPerTask;
+  const auto* wb = static_cast<const uint8_t*>(w.data());
+  const int max_rows = ks.max_rows;
+  pool.parallel_for(g_tiles * m_tiles, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t g0 = (t / m_tiles) * kGroupsPerTask;
+      const int64_t g1 = std::min(groups, g0 + kGroupsPerTask);
+      const int64_t m0 = (t % m_tiles) * tile_m, m1 = std::min(M, m0 + tile_m);
+      for (int64_t g = g0; g < g1; ++g) {
+        const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, N - g * kGroupRows));
+        for (int64_t m = m0; m < m1; m += max_rows) {
+          const int R = static_cast<int>(std::min<int64_t>(max_rows, m1 - m));
+          fn(wb + g * gbytes, xq + m * nb, nb, R, y + m * N + g * kGroupRows, N, valid);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace llmserve::kernels

@@ -1,0 +1,59 @@
+// Weights repacked once at load into groups of 8 interleaved rows, and the matmul over them.
+// A group block holds the 8 rows' scales side by side and their quants interleaved 4 bytes per
+// row, so one 32-byte load feeds 8 output rows and each weight load is reused for up to 4
+// activation rows (the register-blocked micro-kernel). Same bytes as the source; rows are padded
+// to a multiple of 8 with zero blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "llmserve/kernels/dtype.h"
+#include "llmserve/kernels/thread_pool.h"
+
+namespace llmserve::kernels {
+
+class PackedWeight {
+ public:
+  PackedWeight() = default;
+
+  bool empty() const { return data_ == nullptr; }
+  DType type() const { return type_; }
+  int64_t rows() const { return rows_; }  // N, before padding
+  int64_t cols() const { return cols_; }  // K
+  const void* data() const { return data_.get(); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  friend PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K);
+  struct Free {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+  size_t bytes_ = 0;
+  DType type_ = DType::F32;
+  int64_t rows_ = 0, cols_ = 0;
+};
+
+// True for the types pack_weight handles (Q4_0, Q4_1, Q8_0) when K % 32 == 0 and N, K > 0.
+bool can_pack_weight(DType type, int64_t N, int64_t K);
+
+// Repacks W[N, K] (N rows of row_bytes(type, K) bytes). Empty result when !can_pack_weight or
+// out of memory.
+PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K);
+
+// y[M, N] = x[M, K] . W^T for a packed W; activations quantized per 32 to 8 bits inside the call.
+// Each y row depends only on its own x row: bit-identical whatever M, the other rows, the thread
+// count, or the instruction set picked (AVX2 or AVX-512 VNNI give the same integers).
+// Precondition: !w.empty(); y does not alias x.
+void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y);
+
+// Instruction set of the packed micro-kernels: kAuto picks AVX-512 VNNI when the CPU has it.
+// For tests and benchmarks; not thread-safe against concurrent matmuls.
+enum class PackedIsa { kAuto, kAvx2, kAvx512Vnni };
+void set_packed_isa(PackedIsa isa);
+PackedIsa active_packed_isa();  // kAvx2 or kAvx512Vnni
+bool cpu_has_avx512_vnni();
+
+}  // namespace llmserve::kernels

@@ -1,0 +1,129 @@
+// matmul_packed against dequantize_row + a double-precision dot (tolerance as in matmul_test:
+// 8-bit activations err by amax_block/254 per element), bit-identical rows whatever the batch and
+// thread count, and bit-identical results from the AVX2 and AVX-512 VNNI micro-kernels.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernel_test_util.h"
+#include "llmserve/kernels/matmul.h"
+#include "llmserve/kernels/packed_weight.h"
+
+namespace llmserve::kernels {
+namespace {
+
+using testing::random_floats;
+using testing::random_weights;
+
+struct IsaGuard {
+  explicit IsaGuard(PackedIsa isa) { set_packed_isa(isa); }
+  ~IsaGuard() { set_packed_isa(PackedIsa::kAuto); }
+};
+
+std::vector<PackedIsa> isas() {
+  std::vector<PackedIsa> v = {PackedIsa::kAvx2};
+  if (cpu_has_avx512_vnni()) v.push_back(PackedIsa::kAvx512Vnni);
+  return v;
+}
+
+void check_against_reference(DType type, int64_t M, int64_t K, int64_t N, ThreadPool& pool,
+                             uint32_t seed) {
+  std::mt19937 rng(seed);
+  const auto w = random_weights(rng, type, N, K);
+  auto x = random_floats(rng, M * K, -2.0f, 2.0f);
+  for (int64_t i = 0; i < M * K; i += 97) x[i] *= 8.0f;
+  const PackedWeight pw = pack_weight(type, w.data(), N, K);
+  ASSERT_FALSE(pw.empty());
+  EXPECT_EQ(pw.rows(), N);
+  EXPECT_EQ(pw.cols(), K);
+  std::vector<float> y(M * N, NAN);
+  matmul_packed(pool, x.data(), M, pw, y.data());
+
+  const size_t rb = row_bytes(type, K);
+  std::vector<float> wr(K);
+  for (int64_t n = 0; n < N; ++n) {
+    dequantize_row(type, w.data() + n * rb, wr.data(), K);
+    for (int64_t m = 0; m < M; ++m) {
+      const float* xr = x.data() + m * K;
+      double ref = 0, mag = 0, qbound = 0;
+      for (int64_t b = 0; b < K; b += 32) {
+        double amax = 0, wsum = 0;
+        for (int64_t i = b; i < b + 32; ++i) {
+          ref += static_cast<double>(wr[i]) * xr[i];
+          mag += std::fabs(static_cast<double>(wr[i]) * xr[i]);
+          amax = std::max(amax, std::fabs(static_cast<double>(xr[i])));
+          wsum += std::fabs(wr[i]);
+        }
+        qbound += amax / 254.0 * wsum;
+      }
+      ASSERT_NEAR(y[m * N + n], ref, qbound + 1e-4 * mag + 1e-6)
+          << dtype_name(type) << " M=" << M << " K=" << K << " N=" << N << " m=" << m << " n=" << n;
+    }
+  }
+}
+
+class PackedTypes : public ::testing::TestWithParam<DType> {};
+
+TEST_P(PackedTypes, MatchesDequantizedReference) {
+  ThreadPool pool(2);
+  for (PackedIsa isa : isas()) {
+    IsaGuard guard(isa);
+    uint32_t seed = 1;
+    for (int64_t K : {32, 64, 576}) {
+      for (int64_t N : {8, 37, 64}) {
+        for (int64_t M : {1, 3, 4, 5, 9}) check_against_reference(GetParam(), M, K, N, pool, seed++);
+      }
+    }
+    check_against_reference(GetParam(), 150, 256, 20, pool, seed++);  // 2-D tiling (M > 128)
+  }
+}
+
+TEST_P(PackedTypes, BatchInvariantAcrossShapesThreadsAndIsas) {
+  const DType type = GetParam();
+  ThreadPool pool2(2), pool1(1), pool3(3);
+  std::mt19937 rng(42);
+  const int64_t K = 512, N = 45, M = 150;
+  const auto w = random_weights(rng, type, N, K);
+  const auto x = random_floats(rng, M * K);
+  const PackedWeight pw = pack_weight(type, w.data(), N, K);
+  std::vector<float> all(M * N);
+  {
+    IsaGuard guard(PackedIsa::kAvx2);
+    matmul_packed(pool2, x.data(), M, pw, all.data());
+  }
+  for (PackedIsa isa : isas()) {
+    IsaGuard guard(isa);
+    std::vector<float> again(M * N);
+    matmul_packed(pool2, x.data(), M, pw, again.data());
+    EXPECT_EQ(0, std::memcmp(again.data(), all.data(), all.size() * sizeof(float)));
+    std::vector<float> one(N);
+    for (int64_t m : {0L, 1L, 5L, 63L, 64L, 130L, 149L}) {
+      matmul_packed(pool1, x.data() + m * K, 1, pw, one.data());
+      EXPECT_EQ(0, std::memcmp(one.data(), all.data() + m * N, N * sizeof(float))) << "row " << m;
+    }
+    for (int64_t rows : {2, 3, 6, 16}) {
+      std::vector<float> part(rows * N);
+      matmul_packed(pool3, x.data() + 7 * K, rows, pw, part.data());
+      EXPECT_EQ(0, std::memcmp(part.data(), all.data() + 7 * N, part.size() * sizeof(float)))
+          << rows << " rows";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PackableTypes, PackedTypes,
+                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q8_0),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(PackedWeight, OnlyPackableTypesAndShapes) {
+  EXPECT_TRUE(can_pack_weight(DType::Q4_1, 8, 64));
+  EXPECT_FALSE(can_pack_weight(DType::Q4_K, 8, 256));
+  EXPECT_FALSE(can_pack_weight(DType::F32, 8, 64));
+  EXPECT_FALSE(can_pack_weight(DType::Q8_0, 0, 64));
+  const std::vector<uint8_t> w(row_bytes(DType::F16, 64) * 8);
+  EXPECT_TRUE(pack_weight(DType::F16, w.data(), 8, 64).empty());
+}
+
+}  // namespace
+}  // namespace llmserve::kernels
