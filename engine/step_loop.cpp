@@ -118,7 +118,8 @@ void StepLoop::abort_all() {
 
 void StepLoop::deliver(ActiveRequest& req, SampleSlot& slot, StepOutput out) {
   const bool last = out.finish != FinishReason::kNone;
-  if (!req.stream_failed && !req.stream->push(std::move(out))) {
+  // After an overflow only the final record is still queued (the reader may yet drain it).
+  if ((!req.stream_failed || last) && !req.stream->push(std::move(out)) && !req.stream_failed) {
     req.stream_failed = true;
     failed_streams_.push_back(req.id);
   }
@@ -186,6 +187,18 @@ bool StepLoop::step() {
   if (out.empty()) return false;
   ++steps_;
   entries_.clear();
+  bool orphans = false;  // cannot happen: every scheduler request is ours
+  for (const ScheduledRequest& s : out.scheduled) {
+    if (!by_seq_.contains(s.request_id)) {
+      orphans = true;
+      (void)scheduler_->finish(s.request_id, FinishReason::kError);
+    }
+  }
+  if (orphans) {
+    fail_step(out, internal_error("a scheduled request has no engine state"));
+    collect_garbage();
+    return true;
+  }
   for (const ScheduledRequest& s : out.scheduled) {
     const SampleRef& ref = by_seq_.at(s.request_id);
     record_first_schedule(*ref.req, *ref.slot, s, t0);

@@ -1,7 +1,7 @@
 // matmul per weight type at the default model's shapes (SmolLM2-135M: hidden 576, kv 192,
 // MLP 1536, vocab 49152), decode M = 1, 4, 16 and prefill M = 512; BM_MatmulPacked does the same
-// for weights repacked at load (isa 0 = auto, 1 = AVX2, 2 = AVX-512 VNNI). Counters: weight bytes read
-// per second (GB/s) and GFLOP/s. BM_DecodeStep runs one decode step's worth of matmuls over a
+// for weights repacked at load (isa 0 = auto, 1 = AVX2, 2 = AVX-512 VNNI). Counters: weight bytes
+// read per second (GB/s) and GFLOP/s. BM_DecodeStep runs one decode step's worth of matmuls over a
 // model-sized set of distinct weights (~98 MB), so its GB/s is the one to compare with
 // bench_membw.
 #include <benchmark/benchmark.h>
@@ -156,8 +156,8 @@ void BM_DecodeStep(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["MB"] = static_cast<double>(bytes) / 1e6;
-  state.counters["tok/s"] = benchmark::Counter(static_cast<double>(M),
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tok/s"] =
+      benchmark::Counter(static_cast<double>(M), benchmark::Counter::kIsIterationInvariantRate);
   set_packed_isa(PackedIsa::kAuto);
 }
 BENCHMARK(BM_DecodeStep)

@@ -19,7 +19,10 @@ using kernels::DType;
 
 void CpuOps::AlignedFree::operator()(float* p) const { std::free(p); }
 
-CpuOps::CpuOps(int num_threads) : pool_(std::max(1, num_threads)) {}
+CpuOps::CpuOps(int num_threads) : pool_(std::max(1, num_threads)) {
+  const char* no_pack = std::getenv("LLMSERVE_CPU_NO_PACK");
+  pack_ = no_pack == nullptr || std::string(no_pack) == "0";
+}
 CpuOps::~CpuOps() = default;
 
 Result<float*> CpuOps::alloc(int64_t n) {
@@ -53,6 +56,11 @@ Result<Weight> CpuOps::prepare_weight(const TensorView& t) {
     return unimplemented("cpu ops: no matmul for " + t.name + " of type " +
                          std::string(kernels::dtype_name(t.type)) + " with " +
                          std::to_string(t.cols()) + " columns");
+  }
+  if (pack_ && kernels::can_pack_weight(t.type, t.rows(), t.cols()) && !packed_.contains(t.data)) {
+    kernels::PackedWeight p = kernels::pack_weight(t.type, t.data, t.rows(), t.cols());
+    if (p.empty()) return resource_exhausted("cpu ops: cannot allocate the packed copy of " + t.name);
+    packed_.emplace(t.data, std::move(p));
   }
   return w;
 }
@@ -101,7 +109,12 @@ void CpuOps::add_rms_norm(float* residual, const float* x, const Weight& w, int6
 }
 
 void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) {
-  kernels::matmul(pool_, x, M, w.cols, w.type, w.data, w.rows, y);
+  const auto packed = packed_.find(w.data);
+  if (packed != packed_.end()) {
+    kernels::matmul_packed(pool_, x, M, packed->second, y);
+  } else {
+    kernels::matmul(pool_, x, M, w.cols, w.type, w.data, w.rows, y);
+  }
   if (bias != nullptr) {
     const auto* b = static_cast<const float*>(bias->data);
     for (int64_t m = 0; m < M; ++m) kernels::add(y + m * w.rows, b, y + m * w.rows, w.rows);

@@ -1,5 +1,7 @@
 // The CPU backend of Ops: the AVX2/FMA kernels of kernels/ over one ThreadPool. Weights stay in
-// their stored type in the model's memory map (zero-copy); only small non-f32 vectors (norm
+// their stored type in the model's memory map (zero-copy); Q4_0 / Q4_1 / Q8_0 matrices are also
+// repacked once into interleaved row groups (kernels/packed_weight.h) that matmul reads instead
+// (LLMSERVE_CPU_NO_PACK=1 turns that off, for comparisons); small non-f32 vectors (norm
 // weights, biases) get an f32 copy. The KV cache is per layer K and V of
 // [num_blocks, num_kv_heads, block_size, head_dim] f32. Everything is allocated at set-up; a
 // step allocates nothing. Not thread-safe: one step at a time.
@@ -8,10 +10,12 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/model/ops.h"
 #include "llmserve/kernels/attention.h"
+#include "llmserve/kernels/packed_weight.h"
 #include "llmserve/kernels/thread_pool.h"
 
 namespace llmserve {
@@ -56,6 +60,8 @@ class CpuOps final : public Ops {
 
   kernels::ThreadPool pool_;
   std::vector<Buffer> buffers_;  // activations, f32 copies of vectors, KV cache
+  bool pack_ = true;
+  std::unordered_map<const void*, kernels::PackedWeight> packed_;  // by source data pointer
   std::vector<float*> k_cache_, v_cache_;
   KvCacheSpec kv_spec_;
   RopeSpec rope_;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "kernels/cpu/simd_util.h"
 
@@ -21,49 +20,113 @@ inline void scale_add(float* acc, float c, float p, const float* v, int n) {
   }
   for (; i < n; ++i) acc[i] = acc[i] * c + p * v[i];
 }
+
+// Dots of q with 8 key rows (D % 8 == 0): lane i = q . k[i].
+inline __m256 dot8(const float* q, const float* const* k, int D) {
+  __m256 a[8];
+  for (auto& v : a) v = _mm256_setzero_ps();
+  for (int d = 0; d < D; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[i] + d), a[i]);
+  }
+  const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// acc[D] = acc * c + sum_j p[j] * v[j] (D % 8 == 0), 64 columns of acc in registers at a time.
+inline void scale_add_rows(float* acc, float c, const float* p, const float* const* v, int n,
+                           int D) {
+  const __m256 vc = _mm256_set1_ps(c);
+  int d0 = 0;
+  for (; d0 + 64 <= D; d0 += 64) {
+    __m256 a[8];
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + d0 + 8 * i), vc);
+    for (int j = 0; j < n; ++j) {
+      const __m256 pj = _mm256_broadcast_ss(p + j);
+      const float* vj = v[j] + d0;
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), a[i]);
+    }
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(acc + d0 + 8 * i, a[i]);
+  }
+  for (int d = d0; d < D; d += 8) {
+    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc);
+    for (int j = 0; j < n; ++j)
+      a = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_loadu_ps(v[j] + d), a);
+    _mm256_storeu_ps(acc + d, a);
+  }
+}
+
 }  // namespace
 
+// Per tile of up to 32 keys: scores (8 keys per vector when head_dim % 8 == 0), the running max,
+// e^(s - max) vectorised, then acc rescaled once and accumulated. Lanes past n are zeroed after
+// the exponential, so they add nothing.
 void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
                       float scale, int64_t start, int64_t end, float* rec) {
   const int D = kv.shape.head_dim;
   const int bs = kv.shape.block_size;
+  const bool vec = D % 8 == 0;
   float* m = rec;
   float* l = rec + G;
   float* acc = rec + 2 * G;
   std::fill(m, m + G, -std::numeric_limits<float>::infinity());
   std::fill(l, l + G, 0.0f);
   std::fill(acc, acc + static_cast<int64_t>(G) * D, 0.0f);
-  thread_local std::vector<float> scores;
-  thread_local std::vector<const float*> vrows;
-  if (scores.size() < static_cast<size_t>(G) * kTile) scores.resize(static_cast<size_t>(G) * kTile);
-  vrows.resize(kTile);
+  alignas(32) float s[kTile];
+  const float* krows[kTile];
+  const float* vrows[kTile];
+  const __m256 vscale = _mm256_set1_ps(scale);
 
   for (int64_t t0 = start; t0 < end; t0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, end - t0));
+    const int n8 = (n + 7) / 8 * 8;
     for (int j = 0; j < n; ++j) {
       const int64_t pos = t0 + j;
       const int64_t slot = static_cast<int64_t>(table[pos / bs]) * bs + pos % bs;
       const int64_t off = kv_cache_offset(kv.shape, slot, kv_head);
-      const float* krow = kv.k_cache + off;
+      krows[j] = kv.k_cache + off;
       vrows[j] = kv.v_cache + off;
-      for (int g = 0; g < G; ++g) scores[g * kTile + j] = dot_f32(q + g * D, krow, D) * scale;
     }
     for (int g = 0; g < G; ++g) {
-      float* s = scores.data() + g * kTile;
-      float tmax = s[0];
-      for (int j = 1; j < n; ++j) tmax = std::max(tmax, s[j]);
-      const float m_new = std::max(m[g], tmax);
-      const float corr = std::exp(m[g] - m_new);
-      float sum = 0.0f;
-      for (int j = 0; j < n; ++j) {
-        s[j] = std::exp(s[j] - m_new);
-        sum += s[j];
+      const float* qg = q + static_cast<int64_t>(g) * D;
+      int j = 0;
+      if (vec) {
+        for (; j + 8 <= n; j += 8)
+          _mm256_store_ps(s + j, _mm256_mul_ps(dot8(qg, krows + j, D), vscale));
       }
-      l[g] = l[g] * corr + sum;
+      for (; j < n; ++j) s[j] = dot_f32(qg, krows[j], D) * scale;
+      for (; j < n8; ++j) s[j] = -std::numeric_limits<float>::infinity();
+
+      __m256 vmax = _mm256_load_ps(s);
+      for (j = 8; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_load_ps(s + j));
+      __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+      h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+      h = _mm_max_ss(h, _mm_movehdup_ps(h));
+      const float m_new = std::max(m[g], _mm_cvtss_f32(h));
+      const float corr = std::exp(m[g] - m_new);
+      const __m256 vm = _mm256_set1_ps(m_new);
+      __m256 vsum = _mm256_setzero_ps();
+      for (j = 0; j < n8; j += 8) {
+        __m256 e = exp_ps(_mm256_sub_ps(_mm256_load_ps(s + j), vm));
+        if (j + 8 > n) {
+          const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+          const __m256 keep =
+              _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), idx));
+          e = _mm256_and_ps(e, keep);
+        }
+        _mm256_store_ps(s + j, e);
+        vsum = _mm256_add_ps(vsum, e);
+      }
+      l[g] = l[g] * corr + hsum(vsum);
       m[g] = m_new;
       float* a = acc + static_cast<int64_t>(g) * D;
-      scale_add(a, corr, s[0], vrows[0], D);
-      for (int j = 1; j < n; ++j) scale_add(a, 1.0f, s[j], vrows[j], D);
+      if (vec) {
+        scale_add_rows(a, corr, s, vrows, n, D);
+      } else {
+        scale_add(a, corr, s[0], vrows[0], D);
+        for (j = 1; j < n; ++j) scale_add(a, 1.0f, s[j], vrows[j], D);
+      }
     }
   }
 }

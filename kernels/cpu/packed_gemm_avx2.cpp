@@ -13,12 +13,15 @@ struct Avx2 {
   }
   static __m256i sum4(__m256i s) { return _mm256_madd_epi16(s, _mm256_set1_epi16(1)); }
   static __m256i dot_s8(__m256i s, __m256i aw, __m256i xs) {
-    return _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(aw, xs), _mm256_set1_epi16(1)));
+    return _mm256_add_epi32(s,
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(aw, xs), _mm256_set1_epi16(1)));
   }
 };
 
 }  // namespace
 
-PackedKernels packed_kernels_avx2() { return make_packed_kernels<Avx2>(); }
+PackedKernels packed_kernels_avx2() {
+  return make_packed_kernels<Avx2, 4>();
+}
 
 }  // namespace llmserve::kernels::cpu

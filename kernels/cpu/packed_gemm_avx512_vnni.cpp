@@ -19,12 +19,16 @@ struct Avx512Vnni {
   static __m256i zero4() { return _mm256_setzero_si256(); }
   static __m256i dot_u4(__m256i s, __m256i w, __m256i x) { return _mm256_dpbusd_epi32(s, w, x); }
   static __m256i sum4(__m256i s) { return s; }
-  static __m256i dot_s8(__m256i s, __m256i aw, __m256i xs) { return _mm256_dpbusd_epi32(s, aw, xs); }
+  static __m256i dot_s8(__m256i s, __m256i aw, __m256i xs) {
+    return _mm256_dpbusd_epi32(s, aw, xs);
+  }
 };
 
 }  // namespace
 
-PackedKernels packed_kernels_avx512_vnni() { return make_packed_kernels<Avx512Vnni>(); }
+PackedKernels packed_kernels_avx512_vnni() {
+  return make_packed_kernels<Avx512Vnni, 8>();
+}
 
 }  // namespace llmserve::kernels::cpu
 

@@ -103,36 +103,43 @@ void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_
   for (int r = 0; r < R; ++r) store_rows(acc[r], y + r * ys, valid);
 }
 
-template <typename Isa, typename P>
+// Runs the kernel instantiated for R rows (1 <= R <= MaxR).
+template <typename Isa, typename P, int Rc, int MaxR>
+void q4_dispatch(const P* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid) {
+  if constexpr (Rc < MaxR) {
+    if (R != Rc) return q4_dispatch<Isa, P, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
+  }
+  q4_rows<Isa, P, Rc>(p, x, nb, y, ys, valid);
+}
+
+template <typename Isa, int Rc, int MaxR>
+void q8_0_dispatch(const PackQ8_0x8* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
+                   int valid) {
+  if constexpr (Rc < MaxR) {
+    if (R != Rc) return q8_0_dispatch<Isa, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
+  }
+  q8_0_rows<Isa, Rc>(p, x, nb, y, ys, valid);
+}
+
+template <typename Isa, typename P, int MaxR>
 void q4_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid) {
-  const auto* p = static_cast<const P*>(g);
-  switch (R) {
-    case 1: q4_rows<Isa, P, 1>(p, x, nb, y, ys, valid); break;
-    case 2: q4_rows<Isa, P, 2>(p, x, nb, y, ys, valid); break;
-    case 3: q4_rows<Isa, P, 3>(p, x, nb, y, ys, valid); break;
-    default: q4_rows<Isa, P, 4>(p, x, nb, y, ys, valid); break;
-  }
+  q4_dispatch<Isa, P, 1, MaxR>(static_cast<const P*>(g), x, nb, R, y, ys, valid);
 }
 
-template <typename Isa>
-void q8_0_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
-                int valid) {
-  const auto* p = static_cast<const PackQ8_0x8*>(g);
-  switch (R) {
-    case 1: q8_0_rows<Isa, 1>(p, x, nb, y, ys, valid); break;
-    case 2: q8_0_rows<Isa, 2>(p, x, nb, y, ys, valid); break;
-    case 3: q8_0_rows<Isa, 3>(p, x, nb, y, ys, valid); break;
-    default: q8_0_rows<Isa, 4>(p, x, nb, y, ys, valid); break;
-  }
+template <typename Isa, int MaxR>
+void q8_0_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid) {
+  q8_0_dispatch<Isa, 1, MaxR>(static_cast<const PackQ8_0x8*>(g), x, nb, R, y, ys, valid);
 }
 
-template <typename Isa>
+// MaxR activation rows share each weight load: 4 fits the 16 AVX2 registers, 8 the 32 of
+// AVX-512.
+template <typename Isa, int MaxR>
 PackedKernels make_packed_kernels() {
   PackedKernels k;
-  k.q4_0 = &q4_group<Isa, PackQ4_0x8>;
-  k.q4_1 = &q4_group<Isa, PackQ4_1x8>;
-  k.q8_0 = &q8_0_group<Isa>;
-  k.max_rows = 4;
+  k.q4_0 = &q4_group<Isa, PackQ4_0x8, MaxR>;
+  k.q4_1 = &q4_group<Isa, PackQ4_1x8, MaxR>;
+  k.q8_0 = &q8_0_group<Isa, MaxR>;
+  k.max_rows = MaxR;
   return k;
 }
 

@@ -22,10 +22,14 @@ constexpr int64_t kTileM = 64;         // activation rows per task when M is lar
 
 size_t group_block_bytes(DType t) {
   switch (t) {
-    case DType::Q4_0: return sizeof(cpu::PackQ4_0x8);
-    case DType::Q4_1: return sizeof(cpu::PackQ4_1x8);
-    case DType::Q8_0: return sizeof(cpu::PackQ8_0x8);
-    default: return 0;
+    case DType::Q4_0:
+      return sizeof(cpu::PackQ4_0x8);
+    case DType::Q4_1:
+      return sizeof(cpu::PackQ4_1x8);
+    case DType::Q8_0:
+      return sizeof(cpu::PackQ8_0x8);
+    default:
+      return 0;
   }
 }
 
@@ -86,15 +90,21 @@ const cpu::PackedKernels& kernels_for(PackedIsa isa) {
 
 }  // namespace
 
-void PackedWeight::Free::operator()(void* p) const { std::free(p); }
+void PackedWeight::Free::operator()(void* p) const {
+  std::free(p);
+}
 
 bool cpu_has_avx512_vnni() {
   static const bool has = detect_vnni();
   return has;
 }
 
-void set_packed_isa(PackedIsa isa) { g_requested.store(isa); }
-PackedIsa active_packed_isa() { return resolve(g_requested.load()); }
+void set_packed_isa(PackedIsa isa) {
+  g_requested.store(isa);
+}
+PackedIsa active_packed_isa() {
+  return resolve(g_requested.load());
+}
 
 bool can_pack_weight(DType type, int64_t N, int64_t K) {
   return group_block_bytes(type) != 0 && N > 0 && K > 0 && K % kQK == 0;
@@ -108,9 +118,15 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
   void* mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (mem == nullptr) return p;
   switch (type) {
-    case DType::Q4_0: pack_all<BlockQ4_0>(w, N, K, static_cast<cpu::PackQ4_0x8*>(mem)); break;
-    case DType::Q4_1: pack_all<BlockQ4_1>(w, N, K, static_cast<cpu::PackQ4_1x8*>(mem)); break;
-    default: pack_all<BlockQ8_0>(w, N, K, static_cast<cpu::PackQ8_0x8*>(mem)); break;
+    case DType::Q4_0:
+      pack_all<BlockQ4_0>(w, N, K, static_cast<cpu::PackQ4_0x8*>(mem));
+      break;
+    case DType::Q4_1:
+      pack_all<BlockQ4_1>(w, N, K, static_cast<cpu::PackQ4_1x8*>(mem));
+      break;
+    default:
+      pack_all<BlockQ8_0>(w, N, K, static_cast<cpu::PackQ8_0x8*>(mem));
+      break;
   }
   p.data_.reset(static_cast<uint8_t*>(mem));
   p.bytes_ = bytes;

@@ -84,8 +84,7 @@ std::optional<GenerationJob::Event> GenerationJob::next(std::chrono::millisecond
       // Wait a little on the first live stream so an idle multi-prompt job does not spin.
       for (size_t i = 0; i < n; ++i) {
         if (ended_[i]) continue;
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
         auto out = streams_[i]->next(std::min(left, std::chrono::milliseconds(2)));
         if (out) {
           cursor_ = (i + 1) % n;

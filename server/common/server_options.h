@@ -11,23 +11,23 @@ namespace llmserve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int http_port = 8000;                 // 0 = any free port
-  int grpc_port = 50051;                // 0 = any free port
-  int http_threads = 64;                // cpp-httplib pool size
-  int max_concurrent_generations = 48;  // HTTP generation requests in flight; beyond: 429
-  size_t max_body_bytes = 8u << 20;     // larger bodies: 413
-  std::vector<std::string> api_keys;    // empty = auth off
-  bool metrics_require_auth = true;     // only meaningful when api_keys is non-empty
+  int http_port = 8000;                         // 0 = any free port
+  int grpc_port = 50051;                        // 0 = any free port
+  int http_threads = 64;                        // cpp-httplib pool size
+  int max_concurrent_generations = 48;          // HTTP generation requests in flight; beyond: 429
+  size_t max_body_bytes = 8u << 20;             // larger bodies: 413
+  std::vector<std::string> api_keys;            // empty = auth off
+  bool metrics_require_auth = true;             // only meaningful when api_keys is non-empty
   std::vector<std::string> cors_allow_origins;  // empty = CORS off; "*" = any origin
-  std::string tls_cert_file;            // PEM; both set = TLS on both servers
+  std::string tls_cert_file;                    // PEM; both set = TLS on both servers
   std::string tls_key_file;
-  int max_waiting_requests = 1024;      // checked against EngineStats before parsing; 429
-  int64_t max_waiting_tokens = 0;       // 0 = no limit
-  int retry_after_seconds = 1;          // Retry-After on 429 / 503
+  int max_waiting_requests = 1024;  // checked against EngineStats before parsing; 429
+  int64_t max_waiting_tokens = 0;   // 0 = no limit
+  int retry_after_seconds = 1;      // Retry-After on 429 / 503
   double shutdown_grace_seconds = 30.0;
-  double request_timeout_seconds = 0;   // default per-request deadline; 0 = none
-  double watchdog_seconds = 60.0;       // /ready false when work is pending and no step this long
-  std::string served_model_name;        // "" = the engine's model_name()
+  double request_timeout_seconds = 0;  // default per-request deadline; 0 = none
+  double watchdog_seconds = 60.0;      // /ready false when work is pending and no step this long
+  std::string served_model_name;       // "" = the engine's model_name()
   int keep_alive_timeout_seconds = 5;
 
   bool tls_enabled() const { return !tls_cert_file.empty() && !tls_key_file.empty(); }

@@ -4,11 +4,16 @@ namespace llmserve {
 
 const char* reject_reason_name(RejectReason r) {
   switch (r) {
-    case RejectReason::kNone: return "none";
-    case RejectReason::kDraining: return "draining";
-    case RejectReason::kNotReady: return "not_ready";
-    case RejectReason::kQueueFull: return "queue_full";
-    case RejectReason::kTooManyConcurrent: return "too_many_concurrent";
+    case RejectReason::kNone:
+      return "none";
+    case RejectReason::kDraining:
+      return "draining";
+    case RejectReason::kNotReady:
+      return "not_ready";
+    case RejectReason::kQueueFull:
+      return "queue_full";
+    case RejectReason::kTooManyConcurrent:
+      return "too_many_concurrent";
   }
   return "unknown";
 }

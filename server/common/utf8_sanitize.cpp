@@ -31,8 +31,8 @@ std::string sanitize_utf8(std::string_view s) {
       cp = (cp << 6) | (cc & 0x3F);
     }
     if (ok) {
-      const bool overlong = (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-                            (len == 4 && cp < 0x10000);
+      const bool overlong =
+          (len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000);
       if (overlong || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) ok = false;
     }
     if (ok) {

@@ -33,8 +33,10 @@ std::optional<std::chrono::steady_clock::time_point> steady_deadline(
 
 // OnDone may run on the pump thread itself (inside Finish); never join from there.
 void join_or_detach(std::thread& t) {
-  if (t.get_id() == std::this_thread::get_id()) t.detach();
-  else if (t.joinable()) t.join();
+  if (t.get_id() == std::this_thread::get_id())
+    t.detach();
+  else if (t.joinable())
+    t.join();
 }
 
 // Server-streaming Generate: a pump thread pulls engine outputs and writes them one at a time.
@@ -254,7 +256,8 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
   auto job = GenerationJob::start(
       engine, make_generate_requests(parsed.fields, std::move(parsed.prompts), s.id, deadline));
   if (!job.is_ok()) {
-    if (job.status().code() == StatusCode::kResourceExhausted) metrics_.count_rejection("queue_full");
+    if (job.status().code() == StatusCode::kResourceExhausted)
+      metrics_.count_rejection("queue_full");
     return job.status();
   }
   s.job = std::move(job).value();
@@ -319,11 +322,11 @@ grpc::ServerUnaryReactor* GenerationService::Detokenize(grpc::CallbackServerCont
   std::vector<int32_t> ids(req->token_ids().begin(), req->token_ids().end());
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab) {
-      return finish_unary(ctx, "Detokenize",
-                          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                       "token_ids: " + std::to_string(id) +
-                                           " is out of the vocabulary [0, " +
-                                           std::to_string(vocab) + ")"));
+      return finish_unary(
+          ctx, "Detokenize",
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "token_ids: " + std::to_string(id) +
+                                                               " is out of the vocabulary [0, " +
+                                                               std::to_string(vocab) + ")"));
     }
   }
   resp->set_text(sanitize_utf8(engine->tokenizer().decode(ids, req->skip_special_tokens())));

@@ -14,8 +14,8 @@ class GenerationService final : public v1::Generation::CallbackService {
  public:
   GenerationService(ServerState& state, ServerMetrics& metrics);
 
-  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(
-      grpc::CallbackServerContext* ctx, const v1::GenerateRequest* req) override;
+  grpc::ServerWriteReactor<v1::GenerateResponse>* Generate(grpc::CallbackServerContext* ctx,
+                                                           const v1::GenerateRequest* req) override;
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* ctx,
                                      const v1::GenerateRequest* req,
                                      v1::CompleteResponse* resp) override;

@@ -28,7 +28,9 @@ Result<std::string> read_file(const std::string& path) {
 GrpcServer::GrpcServer(ServerState& state, ServerMetrics& metrics)
     : state_(state), service_(std::make_unique<GenerationService>(state, metrics)) {}
 
-GrpcServer::~GrpcServer() { stop(0); }
+GrpcServer::~GrpcServer() {
+  stop(0);
+}
 
 Status GrpcServer::start() {
   const ServerOptions& o = state_.options();
@@ -67,10 +69,9 @@ void GrpcServer::set_serving(bool serving) {
 void GrpcServer::stop(double grace_seconds) {
   if (!server_) return;
   set_serving(false);
-  const auto deadline =
-      std::chrono::system_clock::now() +
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::duration<double>(std::max(grace_seconds, 0.0)));
+  const auto deadline = std::chrono::system_clock::now() +
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                            std::chrono::duration<double>(std::max(grace_seconds, 0.0)));
   server_->Shutdown(deadline);
   server_->Wait();
   server_.reset();

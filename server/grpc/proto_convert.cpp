@@ -32,7 +32,8 @@ json proto_request_to_json(const v1::GenerateRequest& r) {
   if (r.has_seed()) j["seed"] = r.seed();
   if (!r.stop().empty()) j["stop"] = std::vector<std::string>(r.stop().begin(), r.stop().end());
   if (!r.stop_token_ids().empty()) {
-    j["stop_token_ids"] = std::vector<int32_t>(r.stop_token_ids().begin(), r.stop_token_ids().end());
+    j["stop_token_ids"] =
+        std::vector<int32_t>(r.stop_token_ids().begin(), r.stop_token_ids().end());
   }
   if (r.ignore_eos()) j["ignore_eos"] = true;
   if (r.min_tokens() != 0) j["min_tokens"] = r.min_tokens();
@@ -50,8 +51,8 @@ Result<ParsedCompletion> parse_proto_request(const v1::GenerateRequest& req,
   if (!req.prompt().empty() && !req.prompt_token_ids().empty()) {
     return invalid_argument("prompt: set either prompt or prompt_token_ids, not both");
   }
-  const std::string body = proto_request_to_json(req).dump(-1, ' ', false,
-                                                           json::error_handler_t::replace);
+  const std::string body =
+      proto_request_to_json(req).dump(-1, ' ', false, json::error_handler_t::replace);
   return parse_completion_request(body, tokenizer, limits);
 }
 

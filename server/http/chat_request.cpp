@@ -50,9 +50,9 @@ Result<json> normalize_chat_messages(const json& messages) {
     }
     const std::string role = m["role"].get<std::string>();
     if (!known_role(role)) {
-      return field_error(where + ".role",
-                         "unknown role '" + role +
-                             "' (expected system, developer, user, assistant or tool)");
+      return field_error(
+          where + ".role",
+          "unknown role '" + role + "' (expected system, developer, user, assistant or tool)");
     }
     json nm = json::object();
     nm["role"] = role;

@@ -46,17 +46,18 @@ Result<std::vector<std::vector<int32_t>>> parse_prompts(const json& body,
       prompts.push_back(std::move(ids));
     } else if (p.front().is_string()) {
       if (static_cast<int64_t>(p.size()) > limits.max_choices) {
-        return field_error("prompt", "at most " + std::to_string(limits.max_choices) +
-                                         " prompts are allowed");
+        return field_error(
+            "prompt", "at most " + std::to_string(limits.max_choices) + " prompts are allowed");
       }
       for (const auto& s : p) {
-        if (!s.is_string()) return field_error("prompt", "a list of prompts must hold only strings");
+        if (!s.is_string())
+          return field_error("prompt", "a list of prompts must hold only strings");
       }
       for (const auto& s : p) prompts.push_back(tokenizer.encode(s.get<std::string>()));
     } else if (p.front().is_array()) {
       if (static_cast<int64_t>(p.size()) > limits.max_choices) {
-        return field_error("prompt", "at most " + std::to_string(limits.max_choices) +
-                                         " prompts are allowed");
+        return field_error(
+            "prompt", "at most " + std::to_string(limits.max_choices) + " prompts are allowed");
       }
       for (const auto& arr : p) {
         if (!arr.is_array() || arr.empty()) {
@@ -66,8 +67,7 @@ Result<std::vector<std::vector<int32_t>>> parse_prompts(const json& body,
         prompts.push_back(std::move(ids));
       }
     } else {
-      return field_error("prompt",
-                         "expected a string, a list of strings, or a list of token ids");
+      return field_error("prompt", "expected a string, a list of strings, or a list of token ids");
     }
   } else {
     return field_error("prompt", "expected a string, a list of strings, or a list of token ids");
@@ -110,12 +110,12 @@ Result<ParsedCompletion> parse_completion_request(std::string_view body_text,
   }
   out.fields.params.logprobs = out.logprobs;
   // Reject an oversized prompt list before tokenizing anything.
-  if (present(body, "prompt") && body.at("prompt").is_array() &&
-      !body.at("prompt").empty() && !body.at("prompt").front().is_number()) {
+  if (present(body, "prompt") && body.at("prompt").is_array() && !body.at("prompt").empty() &&
+      !body.at("prompt").front().is_number()) {
     const int64_t choices = static_cast<int64_t>(body.at("prompt").size()) * out.fields.params.n;
     if (choices > limits.max_choices) {
-      return field_error("n", "prompts x n = " + std::to_string(choices) + " exceeds the limit of " +
-                                  std::to_string(limits.max_choices));
+      return field_error("n", "prompts x n = " + std::to_string(choices) +
+                                  " exceeds the limit of " + std::to_string(limits.max_choices));
     }
   }
   LLMSERVE_ASSIGN_OR_RETURN(out.prompts, parse_prompts(body, tokenizer, limits));

@@ -28,7 +28,8 @@ Status parse_stop(const json& body, const RequestLimits& limits, std::vector<std
   }
   if (static_cast<int64_t>(stops.size()) > limits.max_stop_strings) {
     return field_error("stop", "at most " + std::to_string(limits.max_stop_strings) +
-                                   " stop strings are allowed, got " + std::to_string(stops.size()));
+                                   " stop strings are allowed, got " +
+                                   std::to_string(stops.size()));
   }
   for (const auto& s : stops) {
     if (s.empty()) return field_error("stop", "stop strings must not be empty");
@@ -47,8 +48,8 @@ Status parse_logit_bias(const json& body, const RequestLimits& limits,
   const json& v = body.at("logit_bias");
   if (!v.is_object()) return field_error("logit_bias", "expected an object of token id -> bias");
   if (static_cast<int64_t>(v.size()) > limits.max_logit_bias) {
-    return field_error("logit_bias", "at most " + std::to_string(limits.max_logit_bias) +
-                                         " entries are allowed");
+    return field_error("logit_bias",
+                       "at most " + std::to_string(limits.max_logit_bias) + " entries are allowed");
   }
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& key = it.key();
@@ -131,18 +132,17 @@ Status parse_generation_fields(const json& body, const RequestLimits& limits,
     p.seed = s.is_number_unsigned() ? s.get<uint64_t>() : static_cast<uint64_t>(s.get<int64_t>());
   }
   LLMSERVE_RETURN_IF_ERROR(parse_stop(body, limits, &p.stop));
-  LLMSERVE_RETURN_IF_ERROR(
-      parse_int_list(body, "stop_token_ids", static_cast<size_t>(limits.max_stop_token_ids),
-                     &p.stop_token_ids));
+  LLMSERVE_RETURN_IF_ERROR(parse_int_list(
+      body, "stop_token_ids", static_cast<size_t>(limits.max_stop_token_ids), &p.stop_token_ids));
   LLMSERVE_RETURN_IF_ERROR(check_token_ids(p.stop_token_ids, limits.vocab_size, "stop_token_ids"));
   LLMSERVE_RETURN_IF_ERROR(read_bool(body, "ignore_eos", &p.ignore_eos));
   LLMSERVE_RETURN_IF_ERROR(read_int32(body, "min_tokens", 0, kMaxInt, &p.min_tokens));
   if (f.max_tokens_given && p.min_tokens > p.max_tokens) {
-    return field_error("min_tokens", "must not exceed max_tokens (" +
-                                         std::to_string(p.max_tokens) + ")");
+    return field_error("min_tokens",
+                       "must not exceed max_tokens (" + std::to_string(p.max_tokens) + ")");
   }
-  LLMSERVE_RETURN_IF_ERROR(read_bool(body, "include_stop_str_in_output",
-                                     &p.include_stop_str_in_output));
+  LLMSERVE_RETURN_IF_ERROR(
+      read_bool(body, "include_stop_str_in_output", &p.include_stop_str_in_output));
   LLMSERVE_RETURN_IF_ERROR(read_bool(body, "skip_special_tokens", &p.skip_special_tokens));
   LLMSERVE_RETURN_IF_ERROR(read_int32(body, "n", 1, limits.max_n, &p.n));
   if (present(body, "best_of")) {
@@ -176,8 +176,8 @@ Status parse_generation_fields(const json& body, const RequestLimits& limits,
 Status fit_context(int64_t prompt_tokens, const RequestLimits& limits, int32_t default_max,
                    GenerationFields* fields) {
   const int64_t ctx = limits.max_model_len;
-  if (prompt_tokens >= ctx || (fields->max_tokens_given &&
-                               prompt_tokens + fields->params.max_tokens > ctx)) {
+  if (prompt_tokens >= ctx ||
+      (fields->max_tokens_given && prompt_tokens + fields->params.max_tokens > ctx)) {
     const int64_t asked = fields->max_tokens_given ? fields->params.max_tokens : 1;
     return out_of_range("This model's maximum context length is " + std::to_string(ctx) +
                         " tokens. However, you requested " + std::to_string(prompt_tokens + asked) +
@@ -192,8 +192,8 @@ Status fit_context(int64_t prompt_tokens, const RequestLimits& limits, int32_t d
     fields->params.max_tokens = static_cast<int32_t>(want);
     if (fields->params.min_tokens > fields->params.max_tokens) {
       return json_fields::field_error(
-          "min_tokens", "must not exceed max_tokens (" +
-                            std::to_string(fields->params.max_tokens) + ")");
+          "min_tokens",
+          "must not exceed max_tokens (" + std::to_string(fields->params.max_tokens) + ")");
     }
   }
   return Status::ok();
@@ -202,8 +202,9 @@ Status fit_context(int64_t prompt_tokens, const RequestLimits& limits, int32_t d
 Status check_token_ids(const std::vector<int32_t>& ids, int32_t vocab_size, const char* field) {
   for (int32_t id : ids) {
     if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
-      return field_error(field, "token id " + std::to_string(id) + " is out of the vocabulary [0, " +
-                                    std::to_string(vocab_size) + ")");
+      return field_error(field, "token id " + std::to_string(id) +
+                                    " is out of the vocabulary [0, " + std::to_string(vocab_size) +
+                                    ")");
     }
   }
   return Status::ok();
@@ -211,8 +212,7 @@ Status check_token_ids(const std::vector<int32_t>& ids, int32_t vocab_size, cons
 
 std::vector<GenerateRequest> make_generate_requests(
     const GenerationFields& fields, std::vector<std::vector<int32_t>> prompts,
-    const std::string& external_id,
-    std::optional<std::chrono::steady_clock::time_point> deadline) {
+    const std::string& external_id, std::optional<std::chrono::steady_clock::time_point> deadline) {
   std::vector<GenerateRequest> out;
   out.reserve(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {

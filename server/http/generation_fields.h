@@ -22,7 +22,7 @@ struct GenerationFields {
   SamplingParams params;
   bool max_tokens_given = false;  // max_tokens / max_completion_tokens present
   bool stream = false;
-  bool include_usage = false;     // stream_options.include_usage
+  bool include_usage = false;  // stream_options.include_usage
   int32_t priority = 0;
   std::optional<double> timeout_seconds;
   std::string user;
@@ -44,7 +44,6 @@ Status check_token_ids(const std::vector<int32_t>& ids, int32_t vocab_size, cons
 // One GenerateRequest per prompt, sharing params and deadline.
 std::vector<GenerateRequest> make_generate_requests(
     const GenerationFields& fields, std::vector<std::vector<int32_t>> prompts,
-    const std::string& external_id,
-    std::optional<std::chrono::steady_clock::time_point> deadline);
+    const std::string& external_id, std::optional<std::chrono::steady_clock::time_point> deadline);
 
 }  // namespace llmserve

@@ -156,9 +156,8 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   st->builder = std::make_unique<ResponseBuilder>(rc);
 
   if (!stream) {
-    const auto give_up = deadline->has_value()
-                             ? **deadline + std::chrono::seconds(30)
-                             : Clock::time_point::max();
+    const auto give_up =
+        deadline->has_value() ? **deadline + std::chrono::seconds(30) : Clock::time_point::max();
     while (true) {
       auto ev = st->job->next(kPollInterval);
       if (ev) {

@@ -26,7 +26,8 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
 
 void send_error(httplib::Response& res, const HttpError& e) {
   res.status = e.status;
-  if (e.retry_after_seconds > 0) res.set_header("Retry-After", std::to_string(e.retry_after_seconds));
+  if (e.retry_after_seconds > 0)
+    res.set_header("Retry-After", std::to_string(e.retry_after_seconds));
   res.set_content(error_body(e), "application/json");
 }
 

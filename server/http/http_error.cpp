@@ -26,8 +26,10 @@ HttpError http_error_from_status(const Status& status, int retry_after_seconds) 
       e.status = 400;
       e.type = "invalid_request_error";
       e.param = param_from_message(status.message());
-      if (e.param == "model") e.code = "model_not_found";
-      else e.code = "invalid_value";
+      if (e.param == "model")
+        e.code = "model_not_found";
+      else
+        e.code = "invalid_value";
       if (status.message().rfind("request body", 0) == 0) e.code = "invalid_json";
       break;
     case StatusCode::kOutOfRange:
@@ -79,8 +81,12 @@ HttpError http_error_from_status(const Status& status, int retry_after_seconds) 
 }
 
 HttpError unauthorized_error() {
-  return HttpError{401, "Incorrect or missing API key. Send 'Authorization: Bearer <key>'.",
-                   "invalid_request_error", "", "invalid_api_key", 0};
+  return HttpError{401,
+                   "Incorrect or missing API key. Send 'Authorization: Bearer <key>'.",
+                   "invalid_request_error",
+                   "",
+                   "invalid_api_key",
+                   0};
 }
 
 HttpError not_found_error(const std::string& what) {
@@ -90,7 +96,10 @@ HttpError not_found_error(const std::string& what) {
 HttpError payload_too_large_error(size_t limit) {
   return HttpError{413,
                    "Request body is larger than the limit of " + std::to_string(limit) + " bytes.",
-                   "invalid_request_error", "", "request_too_large", 0};
+                   "invalid_request_error",
+                   "",
+                   "request_too_large",
+                   0};
 }
 
 std::string error_body(const HttpError& e) {

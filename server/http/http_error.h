@@ -11,9 +11,9 @@ namespace llmserve {
 struct HttpError {
   int status = 500;
   std::string message;
-  std::string type;   // "invalid_request_error", "authentication_error", ...
-  std::string param;  // "" -> null
-  std::string code;   // "" -> null
+  std::string type;             // "invalid_request_error", "authentication_error", ...
+  std::string param;            // "" -> null
+  std::string code;             // "" -> null
   int retry_after_seconds = 0;  // > 0: send Retry-After
 };
 

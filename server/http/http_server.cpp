@@ -13,7 +13,9 @@ namespace llmserve {
 
 namespace {
 
-bool is_public_path(const std::string& path) { return path == "/health" || path == "/ready"; }
+bool is_public_path(const std::string& path) {
+  return path == "/health" || path == "/ready";
+}
 
 std::string new_request_id(const std::string& prefix) {
   static std::atomic<uint64_t> counter{0};
@@ -31,8 +33,8 @@ std::string new_request_id(const std::string& prefix) {
 bool acceptable_client_id(const std::string& id) {
   if (id.empty() || id.size() > 128) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '_' || c == '.' || c == ':';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == ':';
   });
 }
 
@@ -52,9 +54,11 @@ bool origin_allowed(const std::vector<std::string>& allow, const std::string& or
 }  // namespace
 
 std::string http_route_label(const std::string& method, const std::string& path) {
-  static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions", "/v1/models",
-                                  "/tokenize",       "/detokenize",          "/version",
-                                  "/health",         "/ready",               "/metrics"};
+  static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions",
+                                  "/v1/models",      "/tokenize",
+                                  "/detokenize",     "/version",
+                                  "/health",         "/ready",
+                                  "/metrics"};
   for (const char* r : kRoutes) {
     if (path == r) return r;
   }
@@ -69,7 +73,9 @@ HttpServer::HttpServer(ServerState& state, ServerMetrics& metrics, ChatRenderer 
       ctx_(new HttpContext{state, metrics, ApiKeys(state.options().api_keys),
                            std::move(chat_renderer)}) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 void HttpServer::configure() {
   const ServerOptions& o = state_.options();
@@ -85,8 +91,9 @@ void HttpServer::configure() {
   s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     const ServerOptions& opt = ctx.state.options();
     const std::string client_id = req.get_header_value("X-Request-Id");
-    res.set_header("X-Request-Id",
-                   acceptable_client_id(client_id) ? client_id : new_request_id(id_prefix(req.path)));
+    res.set_header("X-Request-Id", acceptable_client_id(client_id)
+                                       ? client_id
+                                       : new_request_id(id_prefix(req.path)));
     if (!opt.cors_allow_origins.empty() && req.has_header("Origin")) {
       const std::string origin = req.get_header_value("Origin");
       if (origin_allowed(opt.cors_allow_origins, origin)) {
@@ -102,14 +109,14 @@ void HttpServer::configure() {
         }
       }
     }
-    const bool needs_key = !is_public_path(req.path) &&
-                           !(req.path == "/metrics" && !opt.metrics_require_auth);
+    const bool needs_key =
+        !is_public_path(req.path) && !(req.path == "/metrics" && !opt.metrics_require_auth);
     if (needs_key && !ctx.keys.authorize(req.get_header_value("Authorization"))) {
       send_error(res, unauthorized_error());
       return httplib::Server::HandlerResponse::Handled;
     }
-    const bool needs_engine = !is_public_path(req.path) && req.path != "/metrics" &&
-                              req.path != "/version";
+    const bool needs_engine =
+        !is_public_path(req.path) && req.path != "/metrics" && req.path != "/version";
     if (needs_engine && ctx.state.engine() == nullptr) {
       send_status_error(res, unavailable("the model is not loaded yet"), opt.retry_after_seconds);
       return httplib::Server::HandlerResponse::Handled;
@@ -118,7 +125,7 @@ void HttpServer::configure() {
   });
 
   s.set_error_handler(httplib::Server::HandlerWithResponse([&ctx](const httplib::Request& req,
-                                                                   httplib::Response& res) {
+                                                                  httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 413) {
       send_error(res, payload_too_large_error(ctx.state.options().max_body_bytes));
@@ -127,8 +134,9 @@ void HttpServer::configure() {
     } else if (res.status == 405) {
       send_error(res, HttpError{405, "method not allowed", "invalid_request_error", "", "", 0});
     } else {
-      HttpError e{res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", "",
-                  "", 0};
+      HttpError e{
+          res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", "", "",
+          0};
       if (res.status >= 500) e.type = "server_error";
       send_error(res, e);
     }
@@ -145,8 +153,8 @@ void HttpServer::configure() {
         } catch (...) {
         }
         spdlog::error("HTTP {} {}: unhandled exception: {}", req.method, req.path, what);
-        send_error(res, HttpError{500, "internal server error", "server_error", "",
-                                  "internal_error", 0});
+        send_error(
+            res, HttpError{500, "internal server error", "server_error", "", "internal_error", 0});
       });
 
   s.set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
@@ -160,7 +168,8 @@ void HttpServer::configure() {
 Status HttpServer::start() {
   const ServerOptions& o = state_.options();
   if (o.tls_enabled()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
+    auto ssl =
+        std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
     if (!ssl->is_valid()) {
       return invalid_argument("server.tls_cert_file / server.tls_key_file: cannot load '" +
                               o.tls_cert_file + "' / '" + o.tls_key_file + "'");

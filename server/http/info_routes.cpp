@@ -61,8 +61,8 @@ void handle_detokenize(HttpContext& ctx, const httplib::Request& req, httplib::R
   if (!body.is_ok()) return send_status_error(res, body.status(), retry);
   const Engine& engine = *ctx.state.engine();
   if (!json_fields::present(*body, "tokens") || !body->at("tokens").is_array()) {
-    return send_status_error(res, json_fields::field_error("tokens", "expected a list of token ids"),
-                             retry);
+    return send_status_error(
+        res, json_fields::field_error("tokens", "expected a list of token ids"), retry);
   }
   std::vector<int32_t> ids;
   const int32_t vocab = engine.tokenizer().vocab_size();
@@ -71,8 +71,8 @@ void handle_detokenize(HttpContext& ctx, const httplib::Request& req, httplib::R
         x.get<uint64_t>() >= static_cast<uint64_t>(vocab)) {
       return send_status_error(
           res,
-          json_fields::field_error("tokens", "token ids must be integers in [0, " +
-                                                 std::to_string(vocab) + ")"),
+          json_fields::field_error(
+              "tokens", "token ids must be integers in [0, " + std::to_string(vocab) + ")"),
           retry);
     }
     ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
@@ -100,7 +100,8 @@ void register_info_routes(httplib::Server& server, HttpContext& ctx) {
   server.Get("/ready", [&ctx](const httplib::Request&, httplib::Response& res) {
     std::string why;
     if (ctx.state.ready(&why)) return send_json(res, 200, {{"status", "ready"}});
-    send_status_error(res, unavailable("not ready: " + why), ctx.state.options().retry_after_seconds);
+    send_status_error(res, unavailable("not ready: " + why),
+                      ctx.state.options().retry_after_seconds);
   });
   server.Get("/version", [](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, {{"version", kLlmserveVersion}});

@@ -80,16 +80,18 @@ Status read_number(const json& body, const char* key, double lo, double hi, doub
   const json& v = body.at(key);
   const std::string range = std::string(lo_open ? " in (" : " in [") + fmt_double(lo) + ", " +
                             fmt_double(hi) + (hi_open ? ")" : "]");
-  if (!v.is_number()) return field_error(key, "expected a number" + range + ", got " + type_name(v));
+  if (!v.is_number())
+    return field_error(key, "expected a number" + range + ", got " + type_name(v));
   const double x = v.get<double>();
-  const bool bad = !std::isfinite(x) || (lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi);
+  const bool bad =
+      !std::isfinite(x) || (lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi);
   if (bad) return field_error(key, "must be" + range + ", got " + v.dump());
   *out = x;
   return Status::ok();
 }
 
-Status read_float(const json& body, const char* key, double lo, double hi, float* out,
-                  bool lo_open, bool hi_open) {
+Status read_float(const json& body, const char* key, double lo, double hi, float* out, bool lo_open,
+                  bool hi_open) {
   double x = *out;
   LLMSERVE_RETURN_IF_ERROR(read_number(body, key, lo, hi, &x, lo_open, hi_open));
   *out = static_cast<float>(x);
@@ -122,6 +124,8 @@ Result<json> parse_object(std::string_view text) {
   return j;
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 }  // namespace llmserve::json_fields

@@ -174,7 +174,8 @@ json ResponseBuilder::final_response() const {
   json choices = json::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
-    const json finish = c.finish == FinishReason::kNone ? json() : json(finish_reason_name(c.finish));
+    const json finish =
+        c.finish == FinishReason::kNone ? json() : json(finish_reason_name(c.finish));
     const json lp = ctx_.logprobs >= 0 ? logprobs_json(c.logprobs, c.text_offsets) : json();
     if (ctx_.kind == ApiKind::kChat) {
       choices.push_back({{"index", i},

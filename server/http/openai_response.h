@@ -21,10 +21,10 @@ struct ResponseContext {
   ApiKind kind = ApiKind::kCompletion;
   std::string id;
   std::string model;
-  int64_t created = 0;      // unix seconds
+  int64_t created = 0;  // unix seconds
   int32_t n = 1;
   size_t num_prompts = 1;
-  int32_t logprobs = -1;    // -1 = none; else the top-N asked for
+  int32_t logprobs = -1;  // -1 = none; else the top-N asked for
   bool include_usage = false;
   const Tokenizer* tokenizer = nullptr;  // for logprob token strings; may be null
 };

@@ -9,17 +9,17 @@ namespace llmserve {
 
 struct RequestLimits {
   int32_t vocab_size = 0;
-  int32_t max_model_len = 2048;        // prompt + max_tokens must fit
+  int32_t max_model_len = 2048;  // prompt + max_tokens must fit
   int32_t max_logprobs = 20;
-  int32_t max_n = 16;                  // n per prompt
-  int32_t max_choices = 64;            // prompts x n
+  int32_t max_n = 16;        // n per prompt
+  int32_t max_choices = 64;  // prompts x n
   int32_t max_stop_strings = 16;
   int32_t max_stop_string_bytes = 512;
-  int32_t max_logit_bias = 1024;       // entries
+  int32_t max_logit_bias = 1024;  // entries
   int32_t max_stop_token_ids = 256;
   int32_t default_completion_max_tokens = 16;  // /v1/completions without max_tokens
   double max_timeout_seconds = 86400;
-  std::string model_name;              // the served name; a request naming another is rejected
+  std::string model_name;  // the served name; a request naming another is rejected
 };
 
 }  // namespace llmserve

@@ -8,9 +8,13 @@ std::string event(const nlohmann::json& payload) {
   return "data: " + json_fields::dump(payload) + "\n\n";
 }
 
-std::string done() { return "data: [DONE]\n\n"; }
+std::string done() {
+  return "data: [DONE]\n\n";
+}
 
-std::string comment(std::string_view text) { return ": " + std::string(text) + "\n\n"; }
+std::string comment(std::string_view text) {
+  return ": " + std::string(text) + "\n\n";
+}
 
 std::vector<std::string> take_events(std::string& buffer) {
   std::vector<std::string> out;

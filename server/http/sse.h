@@ -12,7 +12,7 @@ namespace llmserve::sse {
 
 std::string event(const nlohmann::json& payload);  // never throws (bad UTF-8 replaced)
 std::string done();
-std::string comment(std::string_view text);        // ": text\n\n" (keep-alive)
+std::string comment(std::string_view text);  // ": text\n\n" (keep-alive)
 
 // Splits a received SSE byte stream into the `data:` payloads of complete events; the
 // unfinished tail stays in `buffer`. For tests and clients.

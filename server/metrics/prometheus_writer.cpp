@@ -10,10 +10,14 @@ std::string escape_label_value(std::string_view v) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -21,9 +25,12 @@ std::string escape_label_value(std::string_view v) {
 std::string escape_help(std::string_view v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -44,8 +51,7 @@ std::string format_metric_value(double v) {
   return buf;
 }
 
-void PrometheusWriter::header(std::string_view name, std::string_view type,
-                              std::string_view help) {
+void PrometheusWriter::header(std::string_view name, std::string_view type, std::string_view help) {
   out_ += "# HELP ";
   out_ += name;
   out_ += ' ';

@@ -10,9 +10,9 @@
 namespace llmserve {
 
 ServerMetrics::ServerMetrics()
-    : start_time_seconds_(std::chrono::duration<double>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count()) {}
+    : start_time_seconds_(
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+              .count()) {}
 
 void ServerMetrics::count_http(const std::string& route, int code) {
   std::lock_guard lock(mu_);

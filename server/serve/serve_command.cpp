@@ -1,7 +1,7 @@
 #include "server/serve/serve_command.h"
 
-#include <csignal>
 #include <pthread.h>
+#include <csignal>
 
 #include <chrono>
 #include <memory>
@@ -24,11 +24,16 @@ namespace {
 
 spdlog::level::level_enum spdlog_level(LogLevel l) {
   switch (l) {
-    case LogLevel::kTrace: return spdlog::level::trace;
-    case LogLevel::kDebug: return spdlog::level::debug;
-    case LogLevel::kInfo: return spdlog::level::info;
-    case LogLevel::kWarn: return spdlog::level::warn;
-    case LogLevel::kError: return spdlog::level::err;
+    case LogLevel::kTrace:
+      return spdlog::level::trace;
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      return spdlog::level::warn;
+    case LogLevel::kError:
+      return spdlog::level::err;
   }
   return spdlog::level::info;
 }
@@ -98,10 +103,9 @@ int serve(const ConfigFlags& flags) {
   state.start_draining();
   eng->stop_accepting();
   grpc.set_serving(false);
-  const auto grace_end =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(server_options.shutdown_grace_seconds));
+  const auto grace_end = std::chrono::steady_clock::now() +
+                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                             std::chrono::duration<double>(server_options.shutdown_grace_seconds));
   while (state.in_flight() > 0 && std::chrono::steady_clock::now() < grace_end) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

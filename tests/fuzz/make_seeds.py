@@ -334,6 +334,11 @@ def request_seeds():
     write("completion_request", "deep_nesting", "[" * 5000)
     write("completion_request", "big_ints", '{"prompt":[1e400, -0, 18446744073709551616],"max_tokens":1e999}')
     write("chat_request", "deep_nesting", '{"messages":' + "[" * 5000)
+    # Regression: a number out of double range made parse_object's re-parse throw
+    # json::out_of_range (406), which only json::parse_error was caught for.
+    write("completion_request", "regress_number_overflow", '{"prompt":"a","max_tokens":1e400}')
+    write("chat_request", "regress_number_overflow",
+          '{"messages":[{"role":"user","content":"a"}],"temperature":-1e400}')
     write("chat_request", "template_injection",
           json.dumps({"messages": [{"role": "user", "content": "{{ 7*7 }}{% for i in range(9) %}"}]}))
 

@@ -1,5 +1,6 @@
 // A main() for the fuzz targets without libFuzzer (GCC builds): runs LLVMFuzzerTestOneInput once
-// on each file named on the command line, or on each file of each directory named.
+// on each file named on the command line, or on each file of each directory named (arguments
+// starting with '-', libFuzzer flags, are ignored).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -24,6 +25,7 @@ void run_file(const std::filesystem::path& p) {
 int main(int argc, char** argv) {
   size_t n = 0;
   for (int i = 1; i < argc; ++i) {
+    if (argv[i][0] == '-') continue;  // libFuzzer flags
     const std::filesystem::path arg(argv[i]);
     if (std::filesystem::is_directory(arg)) {
       for (const auto& e : std::filesystem::directory_iterator(arg)) {

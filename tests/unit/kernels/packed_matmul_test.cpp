@@ -73,7 +73,8 @@ TEST_P(PackedTypes, MatchesDequantizedReference) {
     uint32_t seed = 1;
     for (int64_t K : {32, 64, 576}) {
       for (int64_t N : {8, 37, 64}) {
-        for (int64_t M : {1, 3, 4, 5, 9}) check_against_reference(GetParam(), M, K, N, pool, seed++);
+        for (int64_t M : {1, 3, 4, 5, 9})
+          check_against_reference(GetParam(), M, K, N, pool, seed++);
       }
     }
     check_against_reference(GetParam(), 150, 256, 20, pool, seed++);  // 2-D tiling (M > 128)

@@ -19,8 +19,12 @@ struct BadCase {
 
 const std::string kMsg = R"("messages":[{"role":"user","content":"hi"}])";
 
-std::string chat(const std::string& extra) { return "{" + kMsg + "," + extra + "}"; }
-std::string cmpl(const std::string& extra) { return R"({"prompt":"hi",)" + extra + "}"; }
+std::string chat(const std::string& extra) {
+  return "{" + kMsg + "," + extra + "}";
+}
+std::string cmpl(const std::string& extra) {
+  return R"({"prompt":"hi",)" + extra + "}";
+}
 
 std::vector<BadCase> cases() {
   std::vector<BadCase> v = {
@@ -35,9 +39,9 @@ std::vector<BadCase> cases() {
       {'c', "42", 400, ""},
       {'c', "{'prompt':'x'}", 400, ""},
       {'c', "{\"prompt\":\"x\"} trailing", 400, ""},
-      {'c', "{\"prompt\":\"\xff\xfe\"}", 400, ""},          // invalid UTF-8
-      {'c', "{\"prompt\":\"\xc3\x28\"}", 400, ""},          // invalid UTF-8 continuation
-      {'c', "{\"prompt\":\"\xed\xa0\x80\"}", 400, ""},      // UTF-8 surrogate
+      {'c', "{\"prompt\":\"\xff\xfe\"}", 400, ""},      // invalid UTF-8
+      {'c', "{\"prompt\":\"\xc3\x28\"}", 400, ""},      // invalid UTF-8 continuation
+      {'c', "{\"prompt\":\"\xed\xa0\x80\"}", 400, ""},  // UTF-8 surrogate
       {'h', "{", 400, ""},
       {'h', "[{\"role\":\"user\"}]", 400, ""},
       {'h', "{\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}", 400, ""},
@@ -182,8 +186,7 @@ std::vector<BadCase> cases() {
       {'h', R"({"messages":[{"role":"user"}]})", 400, "messages[0].content"},
       {'h', R"({"messages":[{"role":"user","content":null}]})", 400, "messages[0].content"},
       {'h', R"({"messages":[{"role":"user","content":5}]})", 400, "messages[0].content"},
-      {'h', R"({"messages":[{"role":"user","content":{"text":"x"}}]})", 400,
-       "messages[0].content"},
+      {'h', R"({"messages":[{"role":"user","content":{"text":"x"}}]})", 400, "messages[0].content"},
       {'h', R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})",
        400, "messages[0].content"},
       {'h', R"({"messages":[{"role":"user","content":[{"text":"x"}]}]})", 400,
@@ -203,11 +206,13 @@ std::vector<BadCase> cases() {
   // Prompt over the context (64 tokens).
   v.push_back({'c', R"({"prompt":")" + std::string(64, 'a') + R"("})", 400, "messages"});
   v.push_back({'c', R"({"prompt":")" + std::string(5000, 'a') + R"("})", 400, "messages"});
-  v.push_back({'h', R"({"messages":[{"role":"user","content":")" + std::string(200, 'a') + R"("}]})",
+  v.push_back({'h',
+               R"({"messages":[{"role":"user","content":")" + std::string(200, 'a') + R"("}]})",
                400, "messages"});
   // Too many stop strings, one too long, too many stop token ids, logit_bias entries.
   std::string stops = "[";
-  for (int i = 0; i < 17; ++i) stops += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
+  for (int i = 0; i < 17; ++i)
+    stops += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
   v.push_back({'c', cmpl("\"stop\":" + stops + "]"), 400, "stop"});
   v.push_back({'c', cmpl("\"stop\":\"" + std::string(600, 'x') + "\""), 400, "stop"});
   std::string ids = "[";
@@ -221,7 +226,8 @@ std::vector<BadCase> cases() {
 
 Result<std::string> chatml(const nlohmann::json& messages, bool) {
   std::string out;
-  for (const auto& m : messages) out += m["role"].get<std::string>() + m["content"].get<std::string>();
+  for (const auto& m : messages)
+    out += m["role"].get<std::string>() + m["content"].get<std::string>();
   return out;
 }
 

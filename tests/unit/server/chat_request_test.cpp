@@ -11,8 +11,8 @@ namespace {
 Result<std::string> chatml(const nlohmann::json& messages, bool add_generation_prompt) {
   std::string out;
   for (const auto& m : messages) {
-    out += "<|im_start|>" + m["role"].get<std::string>() + "\n" +
-           m["content"].get<std::string>() + "<|im_end|>\n";
+    out += "<|im_start|>" + m["role"].get<std::string>() + "\n" + m["content"].get<std::string>() +
+           "<|im_end|>\n";
   }
   if (add_generation_prompt) out += "<|im_start|>assistant\n";
   return out;
@@ -37,8 +37,7 @@ TEST(ChatRequest, RendersAndTokenizesWithSpecialTokens) {
   EXPECT_EQ(r->prompt_text, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(r->prompt_token_ids.front(), testing::FakeTokenizer::kImStart);
   // Default max_tokens: the room left in the context.
-  EXPECT_EQ(r->fields.params.max_tokens,
-            128 - static_cast<int32_t>(r->prompt_token_ids.size()));
+  EXPECT_EQ(r->fields.params.max_tokens, 128 - static_cast<int32_t>(r->prompt_token_ids.size()));
   EXPECT_FALSE(r->logprobs);
   EXPECT_EQ(r->fields.params.logprobs, -1);
 }
@@ -54,7 +53,8 @@ TEST(ChatRequest, ContentPartsAndAssistantNullContent) {
 }
 
 TEST(ChatRequest, LogprobsAndTopLogprobs) {
-  auto r = parse(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3})");
+  auto r =
+      parse(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3})");
   ASSERT_TRUE(r.is_ok());
   EXPECT_TRUE(r->logprobs);
   EXPECT_EQ(r->top_logprobs, 3);

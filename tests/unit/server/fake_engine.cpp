@@ -9,7 +9,9 @@ FakeEngine::FakeEngine() {
   options_.model_path = "fake.gguf";
 }
 
-FakeEngine::~FakeEngine() { shutdown(); }
+FakeEngine::~FakeEngine() {
+  shutdown();
+}
 
 void FakeEngine::shutdown() {
   accepting_ = false;
@@ -89,7 +91,8 @@ Result<std::shared_ptr<RequestStream>> FakeEngine::submit(GenerateRequest reques
   std::lock_guard lock(mu_);
   submitted_.push_back(request);
   if (!request.external_id.empty()) external_[request.external_id] = id;
-  threads_.emplace_back([this, id, request, stream]() mutable { run(id, std::move(request), stream); });
+  threads_.emplace_back(
+      [this, id, request, stream]() mutable { run(id, std::move(request), stream); });
   return stream;
 }
 
@@ -149,8 +152,7 @@ void FakeEngine::run(uint64_t id, GenerateRequest req, std::shared_ptr<RequestSt
       break;
     }
     steps_.fetch_add(1);
-    if (step >= script.pieces.size() ||
-        static_cast<int32_t>(step) >= req.params.max_tokens) {
+    if (step >= script.pieces.size() || static_cast<int32_t>(step) >= req.params.max_tokens) {
       reason = step >= script.pieces.size() ? FinishReason::kStop : FinishReason::kLength;
       finish_all(reason);
       break;
@@ -159,7 +161,8 @@ void FakeEngine::run(uint64_t id, GenerateRequest req, std::shared_ptr<RequestSt
     for (int32_t i = 0; i < n; ++i) {
       StepOutput o = make(i);
       o.text = piece;
-      o.token_ids = {static_cast<int32_t>(static_cast<unsigned char>(piece.empty() ? 'x' : piece[0]))};
+      o.token_ids = {
+          static_cast<int32_t>(static_cast<unsigned char>(piece.empty() ? 'x' : piece[0]))};
       completion += 1;
       if (req.params.logprobs >= 0) {
         TokenLogprob lp{o.token_ids[0], -0.5f, {}};

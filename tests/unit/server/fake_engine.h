@@ -50,8 +50,8 @@ class FakeEngine : public Engine {
   // Test controls and observations.
   void set_script(FakeScript s);
   void set_max_model_len(int32_t n) { max_model_len_ = n; }
-  void set_submit_error(Status s);           // the next submits fail with it (OK clears)
-  void set_stats_override(EngineStats s);    // stats() returns this (for /ready, admission)
+  void set_submit_error(Status s);         // the next submits fail with it (OK clears)
+  void set_stats_override(EngineStats s);  // stats() returns this (for /ready, admission)
   std::vector<GenerateRequest> submitted() const;
   std::set<uint64_t> aborted() const;
   int running() const { return running_.load(); }

@@ -2,8 +2,8 @@
 // FakeEngine: streaming, unary, auth, cancellation, deadlines, admission.
 #include "server/grpc/grpc_server.h"
 
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include "llmserve/v1/generation.grpc.pb.h"
 #include "tests/unit/server/fake_engine.h"
@@ -173,7 +173,7 @@ TEST_F(GrpcServerTest, ClientCancelAbortsTheRequest) {
   grpc::ClientContext ctx;
   v1::GenerateRequest req;
   req.set_prompt("hi");
-  req.set_max_tokens(1000);
+  req.set_max_tokens(200);
   auto reader = stub_->Generate(&ctx, req);
   v1::GenerateResponse msg;
   ASSERT_TRUE(reader->Read(&msg));
@@ -193,7 +193,7 @@ TEST_F(GrpcServerTest, DeadlineAbortsTheRequest) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(150));
   v1::GenerateRequest req;
   req.set_prompt("hi");
-  req.set_max_tokens(1000);
+  req.set_max_tokens(200);
   auto reader = stub_->Generate(&ctx, req);
   v1::GenerateResponse msg;
   while (reader->Read(&msg)) {

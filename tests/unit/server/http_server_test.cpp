@@ -19,8 +19,8 @@ using testing::FakeScript;
 Result<std::string> chatml(const json& messages, bool add_generation_prompt) {
   std::string out;
   for (const auto& m : messages) {
-    out += "<|im_start|>" + m["role"].get<std::string>() + "\n" +
-           m["content"].get<std::string>() + "<|im_end|>\n";
+    out += "<|im_start|>" + m["role"].get<std::string>() + "\n" + m["content"].get<std::string>() +
+           "<|im_end|>\n";
   }
   if (add_generation_prompt) out += "<|im_start|>assistant\n";
   return out;
@@ -43,8 +43,7 @@ class HttpServerTest : public ::testing::Test {
     if (server_) server_->stop();
     engine_.shutdown();
   }
-  httplib::Result post(const std::string& path, const std::string& body,
-                       httplib::Headers h = {}) {
+  httplib::Result post(const std::string& path, const std::string& body, httplib::Headers h = {}) {
     return client_->Post(path.c_str(), h, body, "application/json");
   }
   // Streams a POST; `on_event` sees each SSE payload and returns false to hang up.
@@ -176,8 +175,10 @@ TEST_F(HttpServerTest, CompletionStreamingWithLogprobsAndTwoPrompts) {
   bool done = false;
   auto r = stream("/v1/completions", R"({"prompt":["a","b"],"stream":true,"logprobs":1})",
                   [&](const std::string& e) {
-                    if (e == "[DONE]") done = true;
-                    else chunks.push_back(json::parse(e));
+                    if (e == "[DONE]")
+                      done = true;
+                    else
+                      chunks.push_back(json::parse(e));
                     return true;
                   });
   ASSERT_TRUE(r);
@@ -279,9 +280,9 @@ TEST_F(HttpServerTest, AuthGuardsEverythingButHealthAndReady) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
   EXPECT_EQ(client_->Get("/metrics", auth)->status, 200);
-  EXPECT_EQ(post("/v1/completions", R"({"prompt":"hi"})", {{"Authorization", "Bearer sk-tes"}})
-                ->status,
-            401);
+  EXPECT_EQ(
+      post("/v1/completions", R"({"prompt":"hi"})", {{"Authorization", "Bearer sk-tes"}})->status,
+      401);
 }
 
 TEST_F(HttpServerTest, OpenMetricsWhenConfigured) {
@@ -353,12 +354,18 @@ TEST_F(HttpServerTest, QueueFullIs429WithRetryAfterAndCounted) {
   auto r2 = post("/v1/completions", R"({"prompt":"hi"})");
   EXPECT_EQ(r2->status, 429);
   engine_.set_submit_error(Status::ok());
+  // The per-route counter is bumped after the response is sent; give it a moment.
+  const std::string counted =
+      "llmserve_http_requests_total{route=\"/v1/completions\",code=\"429\"} 2";
   auto m = client_->Get("/metrics");
+  for (int i = 0; i < 200 && m->body.find(counted) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    m = client_->Get("/metrics");
+  }
   EXPECT_NE(m->body.find("llmserve_requests_rejected_total{reason=\"queue_full\"} 2"),
             std::string::npos)
       << m->body;
-  EXPECT_NE(m->body.find("llmserve_http_requests_total{route=\"/v1/completions\",code=\"429\"} 2"),
-            std::string::npos);
+  EXPECT_NE(m->body.find(counted), std::string::npos);
   EXPECT_EQ(m->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
 }
 

@@ -69,7 +69,8 @@ TEST(OpenAiResponse, CompletionChunksAndUsageChunk) {
   auto u = b.usage_chunk();
   ASSERT_TRUE(u.has_value());
   EXPECT_EQ((*u)["choices"], json::array());
-  EXPECT_EQ((*u)["usage"], (json{{"prompt_tokens", 5}, {"completion_tokens", 4}, {"total_tokens", 9}}));
+  EXPECT_EQ((*u)["usage"],
+            (json{{"prompt_tokens", 5}, {"completion_tokens", 4}, {"total_tokens", 9}}));
 }
 
 TEST(OpenAiResponse, ChoiceIndexIsPromptTimesNPlusSample) {

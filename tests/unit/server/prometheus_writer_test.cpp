@@ -61,22 +61,30 @@ TEST(ServerMetrics, RendersEveryIssueFiveMetric) {
   EngineMetrics em;
   em.time_to_first_token.observe(0.02);
   const std::string text = m.render(s, &em);
-  for (const char* name :
-       {"llmserve_requests_running 2", "llmserve_requests_waiting 0",
-        "llmserve_kv_cache_usage_ratio 0.5", "llmserve_kv_cache_blocks_total",
-        "llmserve_kv_cache_blocks_free", "llmserve_prompt_tokens_total",
-        "llmserve_generation_tokens_total", "llmserve_requests_finished_total{reason=\"stop\"} 3",
-        "llmserve_preemptions_total", "llmserve_prefix_cache_queries_total",
-        "llmserve_prefix_cache_hits_total",
-        "llmserve_http_requests_total{route=\"/v1/completions\",code=\"200\"} 1",
-        "llmserve_grpc_requests_total{method=\"Generate\",code=\"OK\"} 1",
-        "llmserve_requests_rejected_total{reason=\"queue_full\"} 1",
-        "llmserve_time_to_first_token_seconds_bucket{le=\"0.02\"} 1",
-        "llmserve_time_to_first_token_seconds_count 1", "llmserve_inter_token_latency_seconds_sum",
-        "llmserve_e2e_request_latency_seconds_count", "llmserve_request_queue_time_seconds_count",
-        "llmserve_request_prefill_time_seconds_count", "llmserve_request_decode_time_seconds_count",
-        "llmserve_iteration_tokens_bucket{le=\"8192\"}", "process_resident_memory_bytes ",
-        "process_start_time_seconds "}) {
+  for (const char* name : {"llmserve_requests_running 2",
+                           "llmserve_requests_waiting 0",
+                           "llmserve_kv_cache_usage_ratio 0.5",
+                           "llmserve_kv_cache_blocks_total",
+                           "llmserve_kv_cache_blocks_free",
+                           "llmserve_prompt_tokens_total",
+                           "llmserve_generation_tokens_total",
+                           "llmserve_requests_finished_total{reason=\"stop\"} 3",
+                           "llmserve_preemptions_total",
+                           "llmserve_prefix_cache_queries_total",
+                           "llmserve_prefix_cache_hits_total",
+                           "llmserve_http_requests_total{route=\"/v1/completions\",code=\"200\"} 1",
+                           "llmserve_grpc_requests_total{method=\"Generate\",code=\"OK\"} 1",
+                           "llmserve_requests_rejected_total{reason=\"queue_full\"} 1",
+                           "llmserve_time_to_first_token_seconds_bucket{le=\"0.02\"} 1",
+                           "llmserve_time_to_first_token_seconds_count 1",
+                           "llmserve_inter_token_latency_seconds_sum",
+                           "llmserve_e2e_request_latency_seconds_count",
+                           "llmserve_request_queue_time_seconds_count",
+                           "llmserve_request_prefill_time_seconds_count",
+                           "llmserve_request_decode_time_seconds_count",
+                           "llmserve_iteration_tokens_bucket{le=\"8192\"}",
+                           "process_resident_memory_bytes ",
+                           "process_start_time_seconds "}) {
     EXPECT_NE(text.find(name), std::string::npos) << name;
   }
   EXPECT_GT(process_resident_memory_bytes(), 0u);

@@ -12,7 +12,9 @@ TEST(Sse, FramesEventsAndDone) {
 }
 
 TEST(Sse, InvalidUtf8IsReplacedNotThrown) {
-  const std::string bad = "x\xff" "y";
+  const std::string bad =
+      "x\xff"
+      "y";
   std::string e;
   EXPECT_NO_THROW(e = sse::event(nlohmann::json{{"t", bad}}));
   EXPECT_NE(e.find("\xEF\xBF\xBD"), std::string::npos);

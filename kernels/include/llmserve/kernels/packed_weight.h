@@ -1,8 +1,8 @@
 // Weights repacked once at load into groups of 8 interleaved rows, and the matmul over them.
 // A group block holds the 8 rows' scales side by side and their quants interleaved 4 bytes per
-// row, so one 32-byte load feeds 8 output rows and each weight load is reused for up to 4
-// activation rows (the register-blocked micro-kernel). Same bytes as the source; rows are padded
-// to a multiple of 8 with zero blocks.
+// row, so one 32-byte load feeds 8 output rows and each weight load is reused for up to 4 (AVX2) or
+// 8 (AVX-512) activation rows (the register-blocked micro-kernel). Same bytes as the source; rows
+// are padded to a multiple of 8 with zero blocks.
 #pragma once
 
 #include <cstddef>
