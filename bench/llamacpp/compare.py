@@ -27,8 +27,8 @@ import time
 
 import numpy as np
 
-STATS = re.compile(r"stats: prompt (\d+) tok, generated (\d+) tok, ttft ([\d.]+) ms, "
-                   r"prefill ([\d.]+) tok/s, decode ([\d.]+) tok/s")
+STATS = re.compile(r"single prompt=(\d+) prefill_tok_s=([\d.]+) decode_tok_s=([\d.]+) "
+                   r"prefill_cpu_ms=([\d.]+) decode_cpu_ms_per_tok=([\d.]+)")
 
 PARAGRAPH = ("The history of computing is a story of layers. Each generation of engineers built "
              "tools on top of the work of the previous one, hiding details that once mattered "
@@ -39,32 +39,32 @@ def build_prompt(llm, n_tokens):
     text = PARAGRAPH
     while len(llm.tokenize(text.encode(), add_bos=False)) < n_tokens + 16:
         text += PARAGRAPH
-    toks = llm.tokenize(text.encode(), add_bos=False)[:n_tokens]
-    return toks, llm.detokenize(toks).decode("utf-8", errors="ignore")
+    return llm.tokenize(text.encode(), add_bos=False)[:n_tokens]
 
 
 def run_llamacpp(llm, prompt_toks, gen_tokens):
+    """(prefill tok/s, decode tok/s, prefill CPU ms, decode CPU ms per token)."""
     llm.reset()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     llm.eval(prompt_toks)
-    t1 = time.perf_counter()
     tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-    t2 = time.perf_counter()
+    c1, t1 = time.process_time(), time.perf_counter()
     for _ in range(gen_tokens - 1):
         llm.eval([tok])
         tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-    t3 = time.perf_counter()
-    return len(prompt_toks) / (t1 - t0), (gen_tokens - 1) / (t3 - t2)
+    c2, t2 = time.process_time(), time.perf_counter()
+    n = gen_tokens - 1
+    return len(prompt_toks) / (t1 - t0), n / (t2 - t1), 1e3 * (c1 - c0), 1e3 * (c2 - c1) / n
 
 
-def run_ours(binary, model, prompt, gen_tokens, threads):
-    cmd = [binary, "generate", "--model", model, "--prompt", prompt, "--max-tokens",
-           str(gen_tokens), "--ignore-eos", "--temperature", "0", "--threads", str(threads)]
+def run_ours(binary, model, prompt_toks, gen_tokens, threads):
+    cmd = [binary, "--model", model, "--prompt-ids", " ".join(map(str, prompt_toks)),
+           "--gen-tokens", str(gen_tokens), "--threads", str(threads)]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    m = STATS.search(p.stderr)
+    m = STATS.search(p.stdout)
     if m is None:
-        sys.exit("no stats line from llmserve:\n" + p.stderr)
-    return int(m.group(1)), float(m.group(4)), float(m.group(5))
+        sys.exit("no result line from bench_model_speed:\n" + p.stdout + p.stderr)
+    return tuple(float(m.group(i)) for i in range(2, 6))
 
 
 def load_avg():
@@ -86,41 +86,44 @@ def main():
     llm = llama_cpp.Llama(model_path=a.model, n_ctx=a.prompt_tokens + a.gen_tokens + 64,
                           n_batch=a.prompt_tokens, n_ubatch=a.prompt_tokens, n_threads=a.threads,
                           n_threads_batch=a.threads, verbose=False)
-    prompt_toks, prompt = build_prompt(llm, a.prompt_tokens)
+    prompt_toks = build_prompt(llm, a.prompt_tokens)
     load_before = load_avg()
-    ours_pf, ours_dec, ref_pf, ref_dec, ours_n = [], [], [], [], 0
+    names = ["prefill tok/s (%d-token prompt, wall)" % a.prompt_tokens,
+             "decode tok/s (single stream, %d tokens, wall)" % a.gen_tokens,
+             "prefill CPU ms (all threads; lower is better)",
+             "decode CPU ms per token (all threads; lower is better)"]
+    ours, ref = [[] for _ in names], [[] for _ in names]
     for r in range(a.runs):
-        ours_n, pf, dec = run_ours(a.llmserve, a.model, prompt, a.gen_tokens, a.threads)
-        ours_pf.append(pf)
-        ours_dec.append(dec)
-        pf, dec = run_llamacpp(llm, prompt_toks, a.gen_tokens)
-        ref_pf.append(pf)
-        ref_dec.append(dec)
-        print(f"round {r + 1}: llmserve prefill {ours_pf[-1]:.1f} decode {ours_dec[-1]:.1f} | "
-              f"llama.cpp prefill {pf:.1f} decode {dec:.1f} tok/s", file=sys.stderr)
+        for i, v in enumerate(run_ours(a.llmserve, a.model, prompt_toks, a.gen_tokens, a.threads)):
+            ours[i].append(v)
+        for i, v in enumerate(run_llamacpp(llm, prompt_toks, a.gen_tokens)):
+            ref[i].append(v)
+        print(f"round {r + 1}: llmserve " + " ".join(f"{v[-1]:.1f}" for v in ours) +
+              " | llama.cpp " + " ".join(f"{v[-1]:.1f}" for v in ref), file=sys.stderr)
 
     med = statistics.median
-    # Ratio of medians, and the median of the per-round ratios (same round = same load).
-    rows = [("prefill tok/s (%d-token prompt)" % a.prompt_tokens, ours_pf, ref_pf),
-            ("decode tok/s (single stream, %d tokens)" % a.gen_tokens, ours_dec, ref_dec)]
+    # Speed-up of llmserve: ours / llama.cpp for rates, llama.cpp / ours for CPU times; as a ratio
+    # of medians and as the median of the per-round ratios (same round = same load).
     lines = [
         f"model `{os.path.basename(a.model)}`, threads {a.threads}, {a.runs} rounds, "
+        f"{len(prompt_toks)}-token prompt (same ids for both), "
         f"llama-cpp-python {llama_cpp.__version__}, {platform.machine()}, "
         f"load average before {load_before}, after {load_avg()}",
-        f"llmserve counts the prompt as {ours_n} tokens, llama.cpp as {len(prompt_toks)}.",
         "",
-        "| metric | llmserve (median) | llama.cpp (median) | ratio of medians | median of per-round ratios |",
+        "| metric | llmserve (median) | llama.cpp (median) | llmserve speed-up, ratio of medians "
+        "| median of per-round speed-ups |",
         "|---|---|---|---|---|",
     ]
-    for name, ours, ref in rows:
-        per_round = [o / f for o, f in zip(ours, ref)]
-        lines.append(f"| {name} | {med(ours):.1f} | {med(ref):.1f} | {med(ours) / med(ref):.2f}x | "
+    for i, name in enumerate(names):
+        rate = i < 2
+        per_round = [(o / f if rate else f / o) for o, f in zip(ours[i], ref[i])]
+        mo, mf = med(ours[i]), med(ref[i])
+        lines.append(f"| {name} | {mo:.1f} | {mf:.1f} | {(mo / mf if rate else mf / mo):.2f}x | "
                      f"{med(per_round):.2f}x |")
     lines.append("")
-    lines.append("raw llmserve prefill: " + ", ".join(f"{x:.1f}" for x in ours_pf))
-    lines.append("raw llama.cpp prefill: " + ", ".join(f"{x:.1f}" for x in ref_pf))
-    lines.append("raw llmserve decode: " + ", ".join(f"{x:.1f}" for x in ours_dec))
-    lines.append("raw llama.cpp decode: " + ", ".join(f"{x:.1f}" for x in ref_dec))
+    for i, name in enumerate(names):
+        lines.append(f"raw {name}: llmserve " + ", ".join(f"{x:.1f}" for x in ours[i]) +
+                     "; llama.cpp " + ", ".join(f"{x:.1f}" for x in ref[i]))
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:

@@ -24,6 +24,16 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
+// Software prefetch of the group block kPrefetchAhead blocks ahead (all its cache lines): the
+// weights stream from DRAM once per call, and this keeps more lines in flight than the hardware
+// prefetchers do for an 8-row interleaved stream.
+inline constexpr int kPrefetchAhead = 8;
+template <typename P>
+inline void prefetch_block(const P* p) {
+  const char* c = reinterpret_cast<const char*>(p + kPrefetchAhead);
+  for (size_t off = 0; off < sizeof(P); off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
+}
+
 inline __m256 load_halves(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -54,6 +64,7 @@ void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int v
   for (int r = 0; r < R; ++r) acc[r] = macc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const P& p = g[b];
+    prefetch_block(g + b);
     typename Isa::Acc4 s[R];
     for (int r = 0; r < R; ++r) s[r] = Isa::zero4();
     for (int c = 0; c < 4; ++c) {
@@ -84,6 +95,7 @@ void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const PackQ8_0x8& p = g[b];
+    prefetch_block(g + b);
     __m256i s[R];
     for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
     for (int c = 0; c < 8; ++c) {

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <random>
 
-#include "server/common/utf8_sanitize.h"
+#include "engine/runner/utf8.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_convert.h"
 

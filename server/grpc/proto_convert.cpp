@@ -1,6 +1,6 @@
 #include "server/grpc/proto_convert.h"
 
-#include "server/common/utf8_sanitize.h"
+#include "engine/runner/utf8.h"
 
 namespace llmserve {
 

@@ -113,7 +113,7 @@ Result<json> parse_object(std::string_view text) {
     try {
       const json again = json::parse(text.begin(), text.end());
       (void)again;
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       return invalid_argument(std::string("request body is not valid JSON: ") + e.what());
     }
     return invalid_argument("request body is not valid JSON");
