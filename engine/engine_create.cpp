@@ -80,10 +80,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sc.max_num_seqs = options.max_num_seqs;
   sc.max_model_len = max_model_len;
   sc.enable_chunked_prefill = options.enable_chunked_prefill;
-  LLMSERVE_ASSIGN_OR_RETURN(
-      auto scheduler,
-      Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
-                                           options.enable_prefix_caching)));
+  LLMSERVE_ASSIGN_OR_RETURN(auto scheduler,
+                            Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
+                                                                 options.enable_prefix_caching)));
 
   std::unique_ptr<ChatTemplate> chat_template;
   const std::string& source = options.chat_template_override.empty()
@@ -100,11 +99,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                    parsed.status().message());
     }
   }
-  spdlog::info("engine: {} on cpu, {} threads, max_model_len {}, max_num_seqs {}, "
-               "max_num_batched_tokens {}, prefix caching {}, chunked prefill {}",
-               options.model_path, ro.num_threads, max_model_len, options.max_num_seqs,
-               options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
-               options.enable_chunked_prefill ? "on" : "off");
+  spdlog::info(
+      "engine: {} on cpu, {} threads, max_model_len {}, max_num_seqs {}, "
+      "max_num_batched_tokens {}, prefix caching {}, chunked prefill {}",
+      options.model_path, ro.num_threads, max_model_len, options.max_num_seqs,
+      options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
+      options.enable_chunked_prefill ? "on" : "off");
   return std::unique_ptr<Engine>(new LlmEngine(options, std::move(tokenizer),
                                                std::move(chat_template), std::move(runner),
                                                std::move(scheduler), max_model_len));

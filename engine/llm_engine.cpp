@@ -45,8 +45,8 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
     model_name_ = model_name_.substr(slash + 1);
   }
   if (model_name_.ends_with(".gguf")) model_name_.resize(model_name_.size() - 5);
-  kv_usable_tokens_ = int64_t{scheduler->kv_cache().num_usable_blocks()} *
-                      scheduler->kv_cache().block_size();
+  kv_usable_tokens_ =
+      int64_t{scheduler->kv_cache().num_usable_blocks()} * scheduler->kv_cache().block_size();
   loop_ = std::make_unique<StepLoop>(
       std::move(runner), std::move(scheduler), *tokenizer_, metrics_, options.seed,
       [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); });
@@ -55,26 +55,27 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
   thread_ = std::thread([this] { run(); });
 }
 
-LlmEngine::~LlmEngine() { shutdown(); }
+LlmEngine::~LlmEngine() {
+  shutdown();
+}
 
 Status LlmEngine::validate(const GenerateRequest& r) const {
   if (r.prompt_token_ids.empty()) return invalid_argument("prompt is empty");
   const auto vocab = static_cast<int32_t>(config_.vocab_size);
   for (int32_t id : r.prompt_token_ids) {
     if (id < 0 || id >= vocab) {
-      return invalid_argument("prompt token id " + std::to_string(id) + " is outside the vocab [0, " +
-                              std::to_string(vocab) + ")");
+      return invalid_argument("prompt token id " + std::to_string(id) +
+                              " is outside the vocab [0, " + std::to_string(vocab) + ")");
     }
   }
   LLMSERVE_RETURN_IF_ERROR(r.params.validate(vocab, options_.max_logprobs));
   const int64_t prompt = static_cast<int64_t>(r.prompt_token_ids.size());
   const int64_t total = prompt + r.params.max_tokens;
   if (prompt >= max_model_len_ || total > max_model_len_) {
-    return out_of_range("this model's maximum context length is " +
-                        std::to_string(max_model_len_) + " tokens; the request asks for " +
-                        std::to_string(total) + " (" + std::to_string(prompt) +
-                        " in the prompt + " + std::to_string(r.params.max_tokens) +
-                        " max_tokens)");
+    return out_of_range("this model's maximum context length is " + std::to_string(max_model_len_) +
+                        " tokens; the request asks for " + std::to_string(total) + " (" +
+                        std::to_string(prompt) + " in the prompt + " +
+                        std::to_string(r.params.max_tokens) + " max_tokens)");
   }
   if (total > kv_usable_tokens_) {
     return resource_exhausted("the request needs up to " + std::to_string(total) +
@@ -99,13 +100,17 @@ Result<std::shared_ptr<RequestStream>> LlmEngine::submit(GenerateRequest request
   return stream;
 }
 
-void LlmEngine::abort(uint64_t request_id) { intake_.abort(request_id); }
+void LlmEngine::abort(uint64_t request_id) {
+  intake_.abort(request_id);
+}
 
 bool LlmEngine::abort_external(const std::string& external_id) {
   return intake_.abort_external(external_id);
 }
 
-void LlmEngine::stop_accepting() { intake_.stop_accepting(); }
+void LlmEngine::stop_accepting() {
+  intake_.stop_accepting();
+}
 
 void LlmEngine::shutdown() {
   std::lock_guard<std::mutex> lock(shutdown_mu_);

@@ -10,7 +10,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 // Prompt tokens the detokenizer sees as context, so the first output token decodes mid-sequence.
 constexpr size_t kDetokenizerContext = 4;
@@ -202,8 +204,8 @@ bool StepLoop::step() {
   for (const ScheduledRequest& s : out.scheduled) {
     const SampleRef& ref = by_seq_.at(s.request_id);
     record_first_schedule(*ref.req, *ref.slot, s, t0);
-    entries_.push_back({ref.slot->tokens, s.num_computed_tokens, s.num_new_tokens, s.block_table,
-                        s.sample});
+    entries_.push_back(
+        {ref.slot->tokens, s.num_computed_tokens, s.num_new_tokens, s.block_table, s.sample});
   }
   Result<ForwardBatch> batch = builder_.build(entries_);
   if (batch.is_ok()) route_mixed_batch_through_prefill(*batch);
@@ -225,8 +227,8 @@ bool StepLoop::step() {
     const SampleRef& ref = by_seq_.at(s.request_id);
     const auto row = static_cast<size_t>(builder_.sample_index(i));
     const auto v = static_cast<size_t>(vocab_size_);
-    results_.push_back(sampler_.sample(logits->subspan(row * v, v), ref.req->params,
-                                       ref.slot->sampling));
+    results_.push_back(
+        sampler_.sample(logits->subspan(row * v, v), ref.req->params, ref.slot->sampling));
     sampled_.push_back(results_.back().token_id);
   }
   const auto t3 = Clock::now();

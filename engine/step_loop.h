@@ -98,7 +98,7 @@ class StepLoop {
 
   std::unordered_map<uint64_t, std::unique_ptr<ActiveRequest>> active_;
   std::unordered_map<uint64_t, SampleRef> by_seq_;
-  std::vector<uint64_t> done_;         // requests whose stream closed; erased after the step
+  std::vector<uint64_t> done_;  // requests whose stream closed; erased after the step
   std::vector<uint64_t> failed_streams_;
   uint64_t next_seq_id_ = 1;
 

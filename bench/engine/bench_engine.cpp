@@ -91,8 +91,11 @@ Run run_level(LlmEngine& engine, int concurrency, int prompt_tokens, int gen_tok
   r.tokens = tokens;
   r.steps = d.steps;
   r.output_tok_s = static_cast<double>(tokens) / wall;
-  r.decode_tok_s = d.decode_only_s > 0 ? static_cast<double>(d.decode_only_tokens) / d.decode_only_s : 0;
-  r.decode_step_ms = d.decode_only_steps > 0 ? 1e3 * d.decode_only_s / static_cast<double>(d.decode_only_steps) : 0;
+  r.decode_tok_s =
+      d.decode_only_s > 0 ? static_cast<double>(d.decode_only_tokens) / d.decode_only_s : 0;
+  r.decode_step_ms = d.decode_only_steps > 0
+                         ? 1e3 * d.decode_only_s / static_cast<double>(d.decode_only_steps)
+                         : 0;
   const double steps = std::max<double>(1, static_cast<double>(d.steps));
   r.sched_ms_per_step = 1e3 * d.schedule_s / steps;
   r.model_ms_per_step = 1e3 * d.model_s / steps;
@@ -154,8 +157,8 @@ int main(int argc, char** argv) {
       outp.push_back(r.output_ms_per_step);
     }
     std::printf("%5d %9.2f %11.1f %11.1f %10.2fms %10.3f %10.2f %10.3f %10.3f\n", c, median(wall),
-                median(out), median(dec), median(dstep), median(sched), median(mdl),
-                median(smp), median(outp));
+                median(out), median(dec), median(dstep), median(sched), median(mdl), median(smp),
+                median(outp));
     std::fflush(stdout);
   }
   return 0;

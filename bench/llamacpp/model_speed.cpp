@@ -77,7 +77,8 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
   ro.max_tokens_per_step = std::max<int64_t>(static_cast<int64_t>(prompt.size()),
                                              static_cast<int64_t>(max_streams) * stream_prompt);
   ro.max_samples_per_step = max_streams;
-  const int64_t per_seq = std::max<int64_t>(static_cast<int64_t>(prompt.size()), stream_prompt) + gen + 1;
+  const int64_t per_seq =
+      std::max<int64_t>(static_cast<int64_t>(prompt.size()), stream_prompt) + gen + 1;
   const int64_t blocks_per_seq = (per_seq + ro.block_size - 1) / ro.block_size;
   LLMSERVE_ASSIGN_OR_RETURN(auto probe, load_model(model));
   ro.kv_cache_bytes = static_cast<uint64_t>(max_streams * blocks_per_seq * ro.block_size) *
@@ -99,10 +100,11 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
     for (int i = 1; i < gen; ++i) LLMSERVE_RETURN_IF_ERROR(step(*runner, builder, one));
     const auto t2 = Clock::now();
     const double c2 = cpu_ms();
-    std::printf("single prompt=%zu prefill_tok_s=%.2f decode_tok_s=%.2f prefill_cpu_ms=%.1f "
-                "decode_cpu_ms_per_tok=%.3f\n",
-                prompt.size(), 1e3 * static_cast<double>(prompt.size()) / ms(t0, t1),
-                1e3 * (gen - 1) / ms(t1, t2), c1 - c0, (c2 - c1) / std::max(1, gen - 1));
+    std::printf(
+        "single prompt=%zu prefill_tok_s=%.2f decode_tok_s=%.2f prefill_cpu_ms=%.1f "
+        "decode_cpu_ms_per_tok=%.3f\n",
+        prompt.size(), 1e3 * static_cast<double>(prompt.size()) / ms(t0, t1),
+        1e3 * (gen - 1) / ms(t1, t2), c1 - c0, (c2 - c1) / std::max(1, gen - 1));
   }
   for (int S : streams) {
     std::vector<Seq> seqs;
@@ -144,7 +146,8 @@ int main(int argc, char** argv) {
   } else {
     for (int i = 0; i < prompt_tokens; ++i) prompt.push_back(100 + (i * 7919) % 30000);
   }
-  const Status st = run(model, threads, std::move(prompt), std::max(2, gen), streams, stream_prompt);
+  const Status st =
+      run(model, threads, std::move(prompt), std::max(2, gen), streams, stream_prompt);
   if (!st.is_ok()) {
     std::fprintf(stderr, "error: %s\n", st.to_string().c_str());
     return 1;

@@ -27,7 +27,7 @@ inline __m256i bcast4(const int8_t* p) {
 // Software prefetch of the group block kPrefetchAhead blocks ahead (all its cache lines): the
 // weights stream from DRAM once per call, and this keeps more lines in flight than the hardware
 // prefetchers do for an 8-row interleaved stream.
-inline constexpr int kPrefetchAhead = 8;
+inline constexpr int kPrefetchAhead = 16;
 template <typename P>
 inline void prefetch_block(const P* p) {
   const char* c = reinterpret_cast<const char*>(p + kPrefetchAhead);

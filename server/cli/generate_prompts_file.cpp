@@ -47,8 +47,8 @@ Status read_params(const json& j, SamplingParams& p) {
       read_field(j, "include_stop_str_in_output", p.include_stop_str_in_output));
   if (auto it = j.find("seed"); it != j.end() && !it->is_null()) {
     if (!it->is_number_integer()) return invalid_argument("seed must be an integer");
-    p.seed = it->is_number_unsigned() ? it->get<uint64_t>()
-                                      : static_cast<uint64_t>(it->get<int64_t>());
+    p.seed =
+        it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>());
   }
   if (auto it = j.find("stop"); it != j.end() && !it->is_null()) {
     if (it->is_string()) {
@@ -91,11 +91,14 @@ json result_json(size_t index, const Tracker& t, const Tokenizer& tok, bool want
       for (const TokenLogprob& lp : t.logprobs[i]) {
         json top = json::array();
         for (const TopLogprob& e : lp.top) {
-          top.push_back({{"token_id", e.token_id}, {"token", token_string(tok, e.token_id)},
+          top.push_back({{"token_id", e.token_id},
+                         {"token", token_string(tok, e.token_id)},
                          {"logprob", e.logprob}});
         }
-        lps.push_back({{"token_id", lp.token_id}, {"token", token_string(tok, lp.token_id)},
-                       {"logprob", lp.logprob}, {"top", top}});
+        lps.push_back({{"token_id", lp.token_id},
+                       {"token", token_string(tok, lp.token_id)},
+                       {"logprob", lp.logprob},
+                       {"top", top}});
       }
       j["logprobs"] = lps;
     }
@@ -132,10 +135,9 @@ Result<GenerateRequest> request_from_json_line(const json& line, const Engine& e
     const ChatTemplate* tmpl = engine.chat_template();
     if (tmpl == nullptr) return invalid_argument("the model has no chat template");
     const TokenizerSpec& spec = tok.spec();
-    LLMSERVE_ASSIGN_OR_RETURN(
-        std::string text,
-        apply_chat_template(*tmpl, *m, true, token_string(tok, spec.bos_id),
-                            token_string(tok, spec.eos_id), json::object()));
+    LLMSERVE_ASSIGN_OR_RETURN(std::string text,
+                              apply_chat_template(*tmpl, *m, true, token_string(tok, spec.bos_id),
+                                                  token_string(tok, spec.eos_id), json::object()));
     r.prompt_token_ids = tok.encode(text, false, true);
   } else {
     return invalid_argument("a line needs prompt, prompt_token_ids or messages");

@@ -15,13 +15,15 @@
 
 namespace llmserve::testing {
 
-inline const char* test_model() { return std::getenv("LLMSERVE_TEST_MODEL"); }
+inline const char* test_model() {
+  return std::getenv("LLMSERVE_TEST_MODEL");
+}
 
-#define LLMSERVE_REQUIRE_MODEL()                                                   \
-  do {                                                                             \
-    if (::llmserve::testing::test_model() == nullptr) {                            \
-      GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";                               \
-    }                                                                              \
+#define LLMSERVE_REQUIRE_MODEL()                        \
+  do {                                                  \
+    if (::llmserve::testing::test_model() == nullptr) { \
+      GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";    \
+    }                                                   \
   } while (0)
 
 // Small defaults: 1 thread, a 64 MiB KV cache, chunked prefill with a small token budget.
@@ -129,15 +131,24 @@ inline void expect_no_leak(Engine& engine) {
 // 16 different English prompts of 20..60 tokens.
 inline std::vector<std::vector<int32_t>> distinct_prompts(const Tokenizer& tok, size_t count) {
   static const char* kTopics[] = {
-      "the history of the printing press",  "how bees make honey",
-      "the rules of chess",                 "why the sky is blue",
-      "a recipe for bread",                 "the life of a lighthouse keeper",
-      "the first moon landing",             "how volcanoes form",
-      "the migration of birds",             "a day in ancient Rome",
-      "the invention of the telephone",     "how to plant a tree",
-      "the water cycle",                    "a storm at sea",
-      "the origins of jazz music",          "how a steam engine works",
-      "the deep ocean floor",               "why cats purr",
+      "the history of the printing press",
+      "how bees make honey",
+      "the rules of chess",
+      "why the sky is blue",
+      "a recipe for bread",
+      "the life of a lighthouse keeper",
+      "the first moon landing",
+      "how volcanoes form",
+      "the migration of birds",
+      "a day in ancient Rome",
+      "the invention of the telephone",
+      "how to plant a tree",
+      "the water cycle",
+      "a storm at sea",
+      "the origins of jazz music",
+      "how a steam engine works",
+      "the deep ocean floor",
+      "why cats purr",
   };
   std::vector<std::vector<int32_t>> out;
   for (size_t i = 0; i < count; ++i) {

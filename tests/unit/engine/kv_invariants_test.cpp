@@ -19,8 +19,9 @@ uint64_t block_bytes(const Engine& e) {
 std::vector<int32_t> prefix_of(const Tokenizer& tok, size_t n) {
   std::string text;
   while (tok.encode(text, true, false).size() < n + 1) {
-    text += "The quick brown fox jumps over the lazy dog near the quiet river bank, while the "
-            "old miller counts his sacks of grain and sings about the autumn harvest. ";
+    text +=
+        "The quick brown fox jumps over the lazy dog near the quiet river bank, while the "
+        "old miller counts his sacks of grain and sings about the autumn harvest. ";
   }
   auto ids = tok.encode(text, true, false);
   ids.resize(n);
@@ -46,8 +47,7 @@ TEST(EngineKvCache, SharedPrefixHitsCacheWithSameTokens) {
   const EngineStats after = cached->stats();
   const uint64_t hits = after.prefix_cache_hits - before.prefix_cache_hits;
   std::cout << "[prefix cache] second request: " << second.usage.cached_prompt_tokens << " of "
-            << second.usage.prompt_tokens << " prompt tokens cached (" << hits
-            << " hit tokens)\n";
+            << second.usage.prompt_tokens << " prompt tokens cached (" << hits << " hit tokens)\n";
   EXPECT_EQ(first.usage.cached_prompt_tokens, 0);
   EXPECT_EQ(second.usage.cached_prompt_tokens, 192);  // 12 full blocks of the 200-token prefix
   EXPECT_EQ(hits, 192u);

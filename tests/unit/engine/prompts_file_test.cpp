@@ -17,12 +17,17 @@ TEST(PromptsFile, RunsEveryLineAndKeepsInputOrder) {
   auto engine = make_engine(small_options());
   ASSERT_NE(engine, nullptr);
   std::istringstream in(
-      R"({"prompt": "The capital of France is", "max_tokens": 6, "temperature": 0})" "\n"
-      R"({"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4, "seed": 3, "temperature": 0.7, "top_p": 0.9})" "\n"
+      R"({"prompt": "The capital of France is", "max_tokens": 6, "temperature": 0})"
       "\n"
-      R"({"prompt": "", "max_tokens": 4})" "\n"
-      R"(not json)" "\n"
-      R"({"prompt": "Count: one, two,", "max_tokens": 5, "temperature": 0, "stop": "three", "n": 2, "logprobs": 2})" "\n");
+      R"({"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4, "seed": 3, "temperature": 0.7, "top_p": 0.9})"
+      "\n"
+      "\n"
+      R"({"prompt": "", "max_tokens": 4})"
+      "\n"
+      R"(not json)"
+      "\n"
+      R"({"prompt": "Count: one, two,", "max_tokens": 5, "temperature": 0, "stop": "three", "n": 2, "logprobs": 2})"
+      "\n");
   std::ostringstream out;
   const int rc = cli::run_prompts_file(*engine, in, out);
   EXPECT_EQ(rc, 1);  // two lines fail

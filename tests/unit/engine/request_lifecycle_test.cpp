@@ -21,8 +21,8 @@ class EngineRequests : public ::testing::Test {
   void SetUp() override {
     LLMSERVE_REQUIRE_MODEL();
     ASSERT_NE(engine_, nullptr);
-    prompt_ = engine_->tokenizer().encode("Once upon a time, in a small village by the sea,",
-                                          true, false);
+    prompt_ = engine_->tokenizer().encode("Once upon a time, in a small village by the sea,", true,
+                                          false);
   }
   void TearDown() override {
     if (engine_ != nullptr && !IsSkipped()) expect_no_leak(*engine_);
