@@ -144,9 +144,16 @@ kernels::PagedKv CpuOps::paged_kv(int64_t layer, int64_t req_begin) const {
 
 void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
                                int64_t req_begin, int64_t req_end, float* out) {
-  kernels::prefill_attention(pool_, paged_kv(layer, req_begin), q,
-                             batch_.query_start.data() + req_begin, batch_.seq_lens.data() + req_begin,
-                             req_end - req_begin, num_heads, scale, out);
+  // The kernel takes rows from 0: rebase the requests' rows to start at their first one.
+  const int32_t row0 = batch_.query_start[static_cast<size_t>(req_begin)];
+  const int64_t stride = static_cast<int64_t>(num_heads) * kv_spec_.head_dim;
+  query_start_rebased_.clear();
+  for (int64_t b = req_begin; b <= req_end; ++b) {
+    query_start_rebased_.push_back(batch_.query_start[static_cast<size_t>(b)] - row0);
+  }
+  kernels::prefill_attention(pool_, paged_kv(layer, req_begin), q + row0 * stride,
+                             query_start_rebased_.data(), batch_.seq_lens.data() + req_begin,
+                             req_end - req_begin, num_heads, scale, out + row0 * stride);
 }
 
 void CpuOps::decode_attention(int64_t layer, const float* q, int num_heads, float scale,

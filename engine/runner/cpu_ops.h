@@ -66,6 +66,7 @@ class CpuOps final : public Ops {
   KvCacheSpec kv_spec_;
   RopeSpec rope_;
   ForwardBatch batch_;
+  std::vector<int32_t> query_start_rebased_;  // grows to the largest batch once, then reused
 };
 
 }  // namespace llmserve

@@ -51,16 +51,16 @@ float max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(GraphConsistency, OneShotTokenByTokenAndChunkedPrefillAgree) {
   auto runner = open_runner();
   if (!runner) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
-  const auto seq = tokens(70, 1);
+  const auto seq = tokens(40, 1);
   const auto one_shot = testing::prefill_all_logits(*runner, seq, 0, 0);
   const auto by_token = testing::prefill_all_logits(*runner, seq, 1, 10);
   const auto chunk7 = testing::prefill_all_logits(*runner, seq, 7, 20);
-  const auto chunk33 = testing::prefill_all_logits(*runner, seq, 33, 30);
+  const auto chunk17 = testing::prefill_all_logits(*runner, seq, 17, 30);
   // The kernels are row-independent and attention merges fixed partitions in order, so the
   // results are bit-identical; 1e-6 leaves room only for nothing in practice.
   EXPECT_LE(max_abs_diff(one_shot, by_token), 1e-6f);
   EXPECT_LE(max_abs_diff(one_shot, chunk7), 1e-6f);
-  EXPECT_LE(max_abs_diff(one_shot, chunk33), 1e-6f);
+  EXPECT_LE(max_abs_diff(one_shot, chunk17), 1e-6f);
   EXPECT_EQ(one_shot, by_token) << "not bit-identical";
 }
 

@@ -44,7 +44,7 @@ class ReferenceLogits : public ::testing::Test {
     model_path_ = path;
     ModelRunnerOptions o;
     o.model_path = path;
-    o.num_threads = 2;
+    o.num_threads = 1;  // hundreds of small decode steps: no pool wake-ups on a busy machine
     o.kv_cache_bytes = 32ull * 16 * 2 * 30 * 3 * 64 * 4;  // 32 blocks of 16 tokens
     o.max_tokens_per_step = 512;
     o.max_samples_per_step = 1;
