@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git clang
+  build-essential cmake ninja-build pkg-config git clang clang-16 libclang-rt-16-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev libssl-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev
   libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev

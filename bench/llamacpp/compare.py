@@ -84,7 +84,8 @@ def main():
 
     import llama_cpp
     llm = llama_cpp.Llama(model_path=a.model, n_ctx=a.prompt_tokens + a.gen_tokens + 64,
-                          n_batch=a.prompt_tokens, n_ubatch=a.prompt_tokens, n_threads=a.threads,
+                          n_batch=a.prompt_tokens + a.gen_tokens + 64, n_ubatch=a.prompt_tokens,
+                          n_threads=a.threads,
                           n_threads_batch=a.threads, verbose=False)
     prompt_toks = build_prompt(llm, a.prompt_tokens)
     load_before = load_avg()

@@ -70,7 +70,8 @@ Status step(ModelRunner& runner, BatchBuilder& builder, std::vector<Seq>& seqs) 
 
 Status run(const std::string& model, int threads, std::vector<int32_t> prompt, int gen,
            const std::vector<int>& streams, int stream_prompt) {
-  const int max_streams = std::max(1, *std::max_element(streams.begin(), streams.end()));
+  const int max_streams =
+      streams.empty() ? 1 : std::max(1, *std::max_element(streams.begin(), streams.end()));
   ModelRunnerOptions ro;
   ro.model_path = model;
   ro.num_threads = threads;
