@@ -5,14 +5,17 @@
 namespace llmserve {
 namespace {
 
-Status bad(const std::string& what) { return invalid_argument("forward batch: " + what); }
+Status bad(const std::string& what) {
+  return invalid_argument("forward batch: " + what);
+}
 
 }  // namespace
 
 Status ForwardBatch::validate(int64_t vocab_size, int64_t num_blocks, int block_size) const {
   const int64_t T = num_tokens(), B = num_requests();
   if (T == 0 || B == 0) return bad("empty batch");
-  if (static_cast<int64_t>(positions.size()) != T || static_cast<int64_t>(slot_mapping.size()) != T) {
+  if (static_cast<int64_t>(positions.size()) != T ||
+      static_cast<int64_t>(slot_mapping.size()) != T) {
     return bad("positions and slot_mapping must have one entry per token");
   }
   if (static_cast<int64_t>(query_start.size()) != B + 1 || query_start[0] != 0 ||
@@ -20,7 +23,8 @@ Status ForwardBatch::validate(int64_t vocab_size, int64_t num_blocks, int block_
     return bad("query_start must have B + 1 entries from 0 to T");
   }
   if (static_cast<int64_t>(is_prefill.size()) != B) return bad("is_prefill must have B entries");
-  if (max_blocks_per_seq <= 0 || static_cast<int64_t>(block_tables.size()) != B * max_blocks_per_seq) {
+  if (max_blocks_per_seq <= 0 ||
+      static_cast<int64_t>(block_tables.size()) != B * max_blocks_per_seq) {
     return bad("block_tables must be B x max_blocks_per_seq");
   }
   if (num_decodes < 0 || num_decodes > B) return bad("num_decodes out of range");

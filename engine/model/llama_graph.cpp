@@ -11,9 +11,15 @@ namespace {
 kernels::RopeScaling to_kernel_scaling(const RopeScaling& s) {
   kernels::RopeScaling k;
   switch (s.type) {
-    case RopeScalingType::kNone: k.kind = kernels::RopeScaling::Kind::kNone; break;
-    case RopeScalingType::kLinear: k.kind = kernels::RopeScaling::Kind::kLinear; break;
-    case RopeScalingType::kLlama3: k.kind = kernels::RopeScaling::Kind::kLlama3; break;
+    case RopeScalingType::kNone:
+      k.kind = kernels::RopeScaling::Kind::kNone;
+      break;
+    case RopeScalingType::kLinear:
+      k.kind = kernels::RopeScaling::Kind::kLinear;
+      break;
+    case RopeScalingType::kLlama3:
+      k.kind = kernels::RopeScaling::Kind::kLlama3;
+      break;
   }
   k.factor = s.factor;
   k.low_freq_factor = s.low_freq_factor;

@@ -23,10 +23,12 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
         static_cast<size_t>(e.num_computed) + static_cast<size_t>(e.num_new) > e.tokens.size()) {
       return invalid_argument("batch builder: entry new tokens out of range");
     }
-    const size_t needed = (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
+    const size_t needed =
+        (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
     if (e.block_table.size() < needed) {
-      return invalid_argument("batch builder: block table has " + std::to_string(e.block_table.size()) +
-                              " blocks, needs " + std::to_string(needed));
+      return invalid_argument("batch builder: block table has " +
+                              std::to_string(e.block_table.size()) + " blocks, needs " +
+                              std::to_string(needed));
     }
     max_blocks = std::max(max_blocks, needed);
   }
@@ -46,8 +48,10 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   last_row.assign(B, -1);
   for (size_t b = 0; b < B; ++b) {
     const BatchEntry& e = entries[order_[b]];
-    const size_t needed = (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
-    std::copy_n(e.block_table.begin(), needed, block_tables_.begin() + static_cast<std::ptrdiff_t>(b * max_blocks));
+    const size_t needed =
+        (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
+    std::copy_n(e.block_table.begin(), needed,
+                block_tables_.begin() + static_cast<std::ptrdiff_t>(b * max_blocks));
     for (int32_t i = 0; i < e.num_new; ++i) {
       const int32_t pos = e.num_computed + i;
       token_ids_.push_back(e.tokens[static_cast<size_t>(pos)]);
@@ -85,7 +89,8 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   return fb;
 }
 
-std::vector<int32_t> contiguous_block_table(int32_t first_block, int64_t num_tokens, int block_size) {
+std::vector<int32_t> contiguous_block_table(int32_t first_block, int64_t num_tokens,
+                                            int block_size) {
   const int64_t n = (num_tokens + block_size - 1) / block_size;
   std::vector<int32_t> table(static_cast<size_t>(std::max<int64_t>(n, 0)));
   for (size_t i = 0; i < table.size(); ++i) table[i] = first_block + static_cast<int32_t>(i);

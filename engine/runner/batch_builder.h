@@ -14,9 +14,9 @@
 namespace llmserve {
 
 struct BatchEntry {
-  std::span<const int32_t> tokens;  // every known token of the sequence (prompt + output)
-  int32_t num_computed = 0;         // tokens already in the KV cache
-  int32_t num_new = 0;              // tokens[num_computed, num_computed + num_new) run now
+  std::span<const int32_t> tokens;       // every known token of the sequence (prompt + output)
+  int32_t num_computed = 0;              // tokens already in the KV cache
+  int32_t num_new = 0;                   // tokens[num_computed, num_computed + num_new) run now
   std::span<const int32_t> block_table;  // blocks covering positions [0, num_computed + num_new)
   bool sample = false;                   // return logits for the last new token
 };
@@ -41,6 +41,7 @@ class BatchBuilder {
 
 // Blocks first_block, first_block + 1, ... covering num_tokens tokens: the trivial assignment
 // `llmserve generate` uses for its one sequence (the engine uses the KV block manager instead).
-std::vector<int32_t> contiguous_block_table(int32_t first_block, int64_t num_tokens, int block_size);
+std::vector<int32_t> contiguous_block_table(int32_t first_block, int64_t num_tokens,
+                                            int block_size);
 
 }  // namespace llmserve

@@ -17,7 +17,9 @@ namespace llmserve {
 
 using kernels::DType;
 
-void CpuOps::AlignedFree::operator()(float* p) const { std::free(p); }
+void CpuOps::AlignedFree::operator()(float* p) const {
+  std::free(p);
+}
 
 CpuOps::CpuOps(int num_threads) : pool_(std::max(1, num_threads)) {
   const char* no_pack = std::getenv("LLMSERVE_CPU_NO_PACK");
@@ -29,13 +31,16 @@ Result<float*> CpuOps::alloc(int64_t n) {
   if (n <= 0) return invalid_argument("cpu ops: buffer size must be positive");
   const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
   auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
-  if (p == nullptr) return resource_exhausted("cpu ops: cannot allocate " + std::to_string(bytes) + " bytes");
+  if (p == nullptr)
+    return resource_exhausted("cpu ops: cannot allocate " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, bytes);
   buffers_.emplace_back(p);
   return p;
 }
 
-Result<float*> CpuOps::alloc_activation(int64_t n) { return alloc(n); }
+Result<float*> CpuOps::alloc_activation(int64_t n) {
+  return alloc(n);
+}
 
 Result<Weight> CpuOps::prepare_weight(const TensorView& t) {
   Weight w{t.type, t.data, t.rows(), t.cols()};
@@ -59,7 +64,8 @@ Result<Weight> CpuOps::prepare_weight(const TensorView& t) {
   }
   if (pack_ && kernels::can_pack_weight(t.type, t.rows(), t.cols()) && !packed_.contains(t.data)) {
     kernels::PackedWeight p = kernels::pack_weight(t.type, t.data, t.rows(), t.cols());
-    if (p.empty()) return resource_exhausted("cpu ops: cannot allocate the packed copy of " + t.name);
+    if (p.empty())
+      return resource_exhausted("cpu ops: cannot allocate the packed copy of " + t.name);
     packed_.emplace(t.data, std::move(p));
   }
   return w;
@@ -83,9 +89,10 @@ Status CpuOps::alloc_kv_cache(const KvCacheSpec& spec) {
 }
 
 uint64_t CpuOps::kv_cache_bytes() const {
-  return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) * static_cast<uint64_t>(kv_spec_.num_blocks) *
-         static_cast<uint64_t>(kv_spec_.num_kv_heads) * static_cast<uint64_t>(kv_spec_.block_size) *
-         static_cast<uint64_t>(kv_spec_.head_dim) * sizeof(float);
+  return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) *
+         static_cast<uint64_t>(kv_spec_.num_blocks) * static_cast<uint64_t>(kv_spec_.num_kv_heads) *
+         static_cast<uint64_t>(kv_spec_.block_size) * static_cast<uint64_t>(kv_spec_.head_dim) *
+         sizeof(float);
 }
 
 Status CpuOps::begin_step(const ForwardBatch& batch) {
@@ -103,9 +110,10 @@ void CpuOps::rms_norm(const float* x, const Weight& w, int64_t rows, float eps, 
   kernels::rms_norm(pool_, x, static_cast<const float*>(w.data), rows, w.cols, eps, y);
 }
 
-void CpuOps::add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows,
-                          float eps, float* y) {
-  kernels::add_rms_norm(pool_, residual, x, static_cast<const float*>(w.data), rows, w.cols, eps, y);
+void CpuOps::add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows, float eps,
+                          float* y) {
+  kernels::add_rms_norm(pool_, residual, x, static_cast<const float*>(w.data), rows, w.cols, eps,
+                        y);
 }
 
 void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) {
@@ -122,9 +130,9 @@ void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bi
 }
 
 void CpuOps::rope(float* x, int heads, int head_dim) {
-  kernels::apply_rope(x, batch_.num_tokens(), heads, head_dim, batch_.positions.data(),
-                      rope_.inv_freq,
-                      rope_.interleaved ? kernels::RopePairing::kAdjacent : kernels::RopePairing::kHalves);
+  kernels::apply_rope(
+      x, batch_.num_tokens(), heads, head_dim, batch_.positions.data(), rope_.inv_freq,
+      rope_.interleaved ? kernels::RopePairing::kAdjacent : kernels::RopePairing::kHalves);
 }
 
 void CpuOps::write_kv(int64_t layer, const float* k, const float* v) {
@@ -135,11 +143,12 @@ void CpuOps::write_kv(int64_t layer, const float* k, const float* v) {
 }
 
 kernels::PagedKv CpuOps::paged_kv(int64_t layer, int64_t req_begin) const {
-  return kernels::PagedKv{
-      kernels::KvCacheShape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
-                            kv_spec_.head_dim},
-      k_cache_[static_cast<size_t>(layer)], v_cache_[static_cast<size_t>(layer)],
-      batch_.block_tables.data() + req_begin * batch_.max_blocks_per_seq, batch_.max_blocks_per_seq};
+  return kernels::PagedKv{kernels::KvCacheShape{kv_spec_.num_blocks, kv_spec_.num_kv_heads,
+                                                kv_spec_.block_size, kv_spec_.head_dim},
+                          k_cache_[static_cast<size_t>(layer)],
+                          v_cache_[static_cast<size_t>(layer)],
+                          batch_.block_tables.data() + req_begin * batch_.max_blocks_per_seq,
+                          batch_.max_blocks_per_seq};
 }
 
 void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
@@ -168,6 +177,10 @@ void CpuOps::decode_attention(int64_t layer, const float* q, int num_heads, floa
 
 void CpuOps::silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   constexpr int64_t kChunk = 8192;
+  if (n <= 4 * kChunk) {  // decode-sized: a pool round trip costs more than the work
+    kernels::silu_mul(gate, up, out, n);
+    return;
+  }
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   pool_.parallel_for(chunks, [&](int64_t b, int64_t e) {
     const int64_t lo = b * kChunk, hi = std::min(n, e * kChunk);

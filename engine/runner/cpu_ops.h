@@ -45,7 +45,9 @@ class CpuOps final : public Ops {
                         int64_t req_begin, int64_t req_end, float* out) override;
   void silu_mul(const float* gate, const float* up, int64_t n, float* out) override;
   void gather_sample_rows(const float* x, int64_t dim, float* out) override;
-  std::span<const float> to_host(const float* x, int64_t n) override { return {x, static_cast<size_t>(n)}; }
+  std::span<const float> to_host(const float* x, int64_t n) override {
+    return {x, static_cast<size_t>(n)};
+  }
 
   kernels::ThreadPool& pool() { return pool_; }
   uint64_t kv_cache_bytes() const;  // bytes held by K and V over all layers

@@ -18,12 +18,14 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   }
   LLMSERVE_RETURN_IF_ERROR(model->check_tensors());
   const ModelConfig& cfg = model->config();
-  const uint64_t block_bytes = cfg.kv_bytes_per_token(4) * static_cast<uint64_t>(options.block_size);
+  const uint64_t block_bytes =
+      cfg.kv_bytes_per_token(4) * static_cast<uint64_t>(options.block_size);
   const uint64_t num_blocks = block_bytes == 0 ? 0 : options.kv_cache_bytes / block_bytes;
   if (num_blocks == 0) {
-    return invalid_argument("model runner: kv_cache_bytes " + std::to_string(options.kv_cache_bytes) +
-                            " holds no block of " + std::to_string(block_bytes) + " bytes (" +
-                            cfg.kv_bytes_formula(4) + " per token)");
+    return invalid_argument("model runner: kv_cache_bytes " +
+                            std::to_string(options.kv_cache_bytes) + " holds no block of " +
+                            std::to_string(block_bytes) + " bytes (" + cfg.kv_bytes_formula(4) +
+                            " per token)");
   }
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->options_ = options;
@@ -36,8 +38,9 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   spec.block_size = options.block_size;
   spec.head_dim = static_cast<int>(cfg.head_dim);
   LLMSERVE_RETURN_IF_ERROR(r->ops_->alloc_kv_cache(spec));
-  LLMSERVE_ASSIGN_OR_RETURN(r->graph_, LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step,
-                                                          options.max_samples_per_step));
+  LLMSERVE_ASSIGN_OR_RETURN(r->graph_,
+                            LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step,
+                                               options.max_samples_per_step));
   return r;
 }
 

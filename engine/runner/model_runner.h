@@ -16,12 +16,12 @@
 namespace llmserve {
 
 struct ModelRunnerOptions {
-  std::string model_path;                 // .gguf file or HF directory
-  int num_threads = 2;                    // CPU threads, the caller included
-  uint64_t kv_cache_bytes = 256ull << 20; // K + V over all layers; sets num_blocks
-  int block_size = 16;                    // tokens per KV block
-  int64_t max_tokens_per_step = 2048;     // new tokens in one ForwardBatch
-  int64_t max_samples_per_step = 256;     // sampled rows in one ForwardBatch
+  std::string model_path;                  // .gguf file or HF directory
+  int num_threads = 2;                     // CPU threads, the caller included
+  uint64_t kv_cache_bytes = 256ull << 20;  // K + V over all layers; sets num_blocks
+  int block_size = 16;                     // tokens per KV block
+  int64_t max_tokens_per_step = 2048;      // new tokens in one ForwardBatch
+  int64_t max_samples_per_step = 256;      // sampled rows in one ForwardBatch
 };
 
 class ModelRunner {

@@ -48,7 +48,9 @@ double ms_since(Clock::time_point t0, Clock::time_point t1) {
 }
 
 std::string token_text(const TokenizerSpec& spec, int32_t id) {
-  return id >= 0 && static_cast<size_t>(id) < spec.tokens.size() ? spec.tokens[static_cast<size_t>(id)] : "";
+  return id >= 0 && static_cast<size_t>(id) < spec.tokens.size()
+             ? spec.tokens[static_cast<size_t>(id)]
+             : "";
 }
 
 Result<std::vector<int32_t>> prompt_ids(const GenerateOptions& o, const Tokenizer& tok) {
@@ -81,8 +83,8 @@ Status run(const GenerateOptions& o) {
   if (prompt.empty()) return invalid_argument("the prompt has no tokens");
   const int64_t context = cfg.max_context > 0 ? cfg.max_context : 4096;
   if (static_cast<int64_t>(prompt.size()) >= context) {
-    return out_of_range("prompt of " + std::to_string(prompt.size()) + " tokens fills the context of " +
-                        std::to_string(context));
+    return out_of_range("prompt of " + std::to_string(prompt.size()) +
+                        " tokens fills the context of " + std::to_string(context));
   }
   const int32_t max_new = static_cast<int32_t>(
       std::min<int64_t>(o.max_tokens, context - static_cast<int64_t>(prompt.size())));
@@ -122,7 +124,8 @@ Status run(const GenerateOptions& o) {
   Clock::time_point t_first = t0;
   while (max_new > 0 && !stop.finished()) {
     const int32_t known = static_cast<int32_t>(tokens.size());
-    const int32_t n = std::min<int32_t>(known - computed, static_cast<int32_t>(ro.max_tokens_per_step));
+    const int32_t n =
+        std::min<int32_t>(known - computed, static_cast<int32_t>(ro.max_tokens_per_step));
     const BatchEntry entry{tokens, computed, n, table, computed + n == known};
     LLMSERVE_ASSIGN_OR_RETURN(ForwardBatch batch, builder.build(std::span(&entry, 1)));
     LLMSERVE_ASSIGN_OR_RETURN(std::span<const float> logits, runner->execute(batch));
@@ -143,10 +146,12 @@ Status run(const GenerateOptions& o) {
   const double ttft = ms_since(t0, t_first);
   const double prefill_tps = ttft > 0 ? 1000.0 * static_cast<double>(prompt.size()) / ttft : 0;
   const double decode_ms = ms_since(t_first, t_end);
-  const double decode_tps = generated > 1 && decode_ms > 0 ? 1000.0 * (generated - 1) / decode_ms : 0;
+  const double decode_tps =
+      generated > 1 && decode_ms > 0 ? 1000.0 * (generated - 1) / decode_ms : 0;
   char line[256];
   std::snprintf(line, sizeof line,
-                "stats: prompt %zu tok, generated %d tok, ttft %.1f ms, prefill %.1f tok/s, decode %.1f tok/s",
+                "stats: prompt %zu tok, generated %d tok, ttft %.1f ms, prefill %.1f tok/s, decode "
+                "%.1f tok/s",
                 prompt.size(), generated, ttft, prefill_tps, decode_tps);
   std::cerr << line << "\n";
   return Status::ok();
@@ -157,16 +162,20 @@ Status run(const GenerateOptions& o) {
 void add_generate_command(CLI::App& root, int& exit_code) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* cmd = root.add_subcommand(
-      "generate", "Complete one prompt on the CPU, streaming the text to stdout and stats to stderr");
+      "generate",
+      "Complete one prompt on the CPU, streaming the text to stdout and stats to stderr");
   cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
   cmd->add_option("--prompt", o->prompt, "The prompt text (or --prompts-file)");
   cmd->add_option("--prompts-file", o->prompts_file,
                   "JSONL, one request per line with its own params, run concurrently through the "
                   "engine; prints one JSON result per line in input order (- = stdin)");
-  cmd->add_flag("--chat", o->chat, "Wrap the prompt as a user message with the model's chat template");
+  cmd->add_flag("--chat", o->chat,
+                "Wrap the prompt as a user message with the model's chat template");
   cmd->add_option("--max-tokens", o->max_tokens, "Most new tokens")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--temperature", o->temperature, "0 = greedy (the default)")->check(CLI::Range(0.0, 100.0));
-  cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass, (0, 1]")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--temperature", o->temperature, "0 = greedy (the default)")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass, (0, 1]")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens; 0 = off");
   cmd->add_option("--seed", o->seed, "RNG seed (random when unset)");
   cmd->add_option("--threads", o->threads, "CPU threads")->check(CLI::PositiveNumber);

@@ -10,7 +10,9 @@ namespace {
 
 using ::testing::ElementsAre;
 
-std::vector<int32_t> v(std::span<const int32_t> s) { return {s.begin(), s.end()}; }
+std::vector<int32_t> v(std::span<const int32_t> s) {
+  return {s.begin(), s.end()};
+}
 
 TEST(BatchBuilder, DecodesFirstSampleRowsInEntryOrder) {
   BatchBuilder b(4);
@@ -35,7 +37,8 @@ TEST(BatchBuilder, DecodesFirstSampleRowsInEntryOrder) {
   // slot = block * 4 + pos % 4
   EXPECT_THAT(v(fb.slot_mapping), ElementsAre(1 * 4 + 1, 7 * 4 + 3, 2 * 4 + 0, 2 * 4 + 1, 2 * 4 + 2,
                                               2 * 4 + 3, 5 * 4 + 0, 5 * 4 + 1));
-  EXPECT_THAT(std::vector<uint8_t>(fb.is_prefill.begin(), fb.is_prefill.end()), ElementsAre(0, 1, 1));
+  EXPECT_THAT(std::vector<uint8_t>(fb.is_prefill.begin(), fb.is_prefill.end()),
+              ElementsAre(0, 1, 1));
   // Entry 0 (rows 1..5, last 5) samples first, then entry 2 (row 0).
   EXPECT_THAT(v(fb.sample_rows), ElementsAre(5, 0));
   EXPECT_EQ(b.sample_index(0), 0);

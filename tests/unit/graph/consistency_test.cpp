@@ -72,13 +72,15 @@ struct Plan {
 };
 
 // Runs the plans together, step by step; returns each plan's sampled logits per chunk.
-std::vector<std::vector<std::vector<float>>> run(ModelRunner& runner, const std::vector<Plan>& plans) {
+std::vector<std::vector<std::vector<float>>> run(ModelRunner& runner,
+                                                 const std::vector<Plan>& plans) {
   const int64_t V = runner.config().vocab_size;
   std::vector<std::vector<std::vector<float>>> out(plans.size());
   std::vector<int32_t> computed(plans.size(), 0);
   std::vector<std::vector<int32_t>> tables;
   for (const Plan& p : plans) {
-    tables.push_back(contiguous_block_table(p.first_block, static_cast<int64_t>(p.tokens.size()), runner.block_size()));
+    tables.push_back(contiguous_block_table(p.first_block, static_cast<int64_t>(p.tokens.size()),
+                                            runner.block_size()));
   }
   size_t steps = 0;
   for (const Plan& p : plans) steps = std::max(steps, p.chunks.size());

@@ -40,12 +40,14 @@ std::vector<int32_t> greedy(ModelRunner& runner, std::span<const int32_t> prompt
                             std::vector<float>* last_logits, std::vector<float>* margins) {
   const int64_t V = runner.config().vocab_size;
   std::vector<int32_t> tokens(prompt.begin(), prompt.end());
-  const auto table = contiguous_block_table(0, static_cast<int64_t>(prompt.size()) + steps, runner.block_size());
+  const auto table =
+      contiguous_block_table(0, static_cast<int64_t>(prompt.size()) + steps, runner.block_size());
   BatchBuilder builder(runner.block_size());
   std::vector<int32_t> out;
   int32_t computed = 0;
   for (int s = 0; s < steps; ++s) {
-    const BatchEntry e{tokens, computed, static_cast<int32_t>(tokens.size()) - computed, table, true};
+    const BatchEntry e{tokens, computed, static_cast<int32_t>(tokens.size()) - computed, table,
+                       true};
     auto batch = builder.build(std::span(&e, 1));
     EXPECT_TRUE(batch.is_ok()) << batch.status().to_string();
     if (!batch.is_ok()) return out;
@@ -74,7 +76,8 @@ std::vector<float> read_f32_file(const std::string& path) {
   const auto size = static_cast<size_t>(in.tellg());
   std::vector<float> v(size / sizeof(float));
   in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  in.read(reinterpret_cast<char*>(v.data()),
+          static_cast<std::streamsize>(v.size() * sizeof(float)));
   return v;
 }
 
