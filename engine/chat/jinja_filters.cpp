@@ -11,7 +11,7 @@ namespace llmserve::jinja {
 namespace {
 
 // Every filter jinja2 knows (a template naming another one fails to parse, as in jinja2); the
-// ones not implemented here fail when reached.
+// ones this interpreter does not support give an error naming the filter when reached.
 const char* const kFilters[] = {
     "abs",       "attr",       "batch",       "capitalize", "center",  "count",
     "d",         "default",    "dictsort",    "e",          "escape",  "filesizeformat",
