@@ -1,5 +1,9 @@
 #include "server/grpc/proto_convert.h"
 
+#include <cmath>
+#include <optional>
+#include <utility>
+
 #include "engine/runner/utf8.h"
 
 namespace llmserve {
@@ -50,6 +54,29 @@ Result<ParsedCompletion> parse_proto_request(const v1::GenerateRequest& req,
                                              const RequestLimits& limits) {
   if (!req.prompt().empty() && !req.prompt_token_ids().empty()) {
     return invalid_argument("prompt: set either prompt or prompt_token_ids, not both");
+  }
+  // JSON has no NaN / Inf (they would dump as null and read as "absent"): reject them here.
+  const std::pair<const char*, std::optional<float>> floats[] = {
+      {"temperature", req.has_temperature() ? std::optional(req.temperature()) : std::nullopt},
+      {"top_p", req.has_top_p() ? std::optional(req.top_p()) : std::nullopt},
+      {"min_p", req.has_min_p() ? std::optional(req.min_p()) : std::nullopt},
+      {"presence_penalty",
+       req.has_presence_penalty() ? std::optional(req.presence_penalty()) : std::nullopt},
+      {"frequency_penalty",
+       req.has_frequency_penalty() ? std::optional(req.frequency_penalty()) : std::nullopt},
+      {"repetition_penalty",
+       req.has_repetition_penalty() ? std::optional(req.repetition_penalty()) : std::nullopt},
+  };
+  for (const auto& [name, value] : floats) {
+    if (value && !std::isfinite(*value)) {
+      return invalid_argument(std::string(name) + ": must be a finite number");
+    }
+  }
+  for (const auto& [id, bias] : req.logit_bias()) {
+    if (!std::isfinite(bias)) {
+      return invalid_argument("logit_bias: bias of token " + std::to_string(id) +
+                              " must be a finite number");
+    }
   }
   const std::string body =
       proto_request_to_json(req).dump(-1, ' ', false, json::error_handler_t::replace);

@@ -262,3 +262,35 @@ def ignored(rel: str, patterns: list) -> bool:
         if any(rx.match(p) for p in prefixes):
             excluded = not neg
     return excluded
+
+
+# ---------------------------------------------------------------------------------------------
+# The image's file layout, for running docker/entrypoint.sh outside a container
+
+
+def image_tree(tmp_path: Path, llmserve: str = None) -> Path:
+    """The image's /opt/llmserve layout: bin/entrypoint.sh, bin/llmserve, scripts/, models/."""
+    opt = tmp_path / "opt"
+    (opt / "bin").mkdir(parents=True)
+    (opt / "scripts").mkdir()
+    shutil.copy2(DOCKER / "entrypoint.sh", opt / "bin" / "entrypoint.sh")
+    if llmserve:
+        (opt / "bin" / "llmserve").symlink_to(llmserve)
+    else:
+        stub = opt / "bin" / "llmserve"
+        stub.write_text('#!/bin/sh\n{ echo "ARGS $*"; env | grep "^LLMSERVE_" | sort; } > "$STUB_LOG"\n')
+        stub.chmod(0o755)
+    fetch = opt / "scripts" / "fetch-model.sh"
+    fetch.write_text('#!/bin/sh\necho fetched >> "$STUB_LOG.fetch"\n')
+    fetch.chmod(0o755)
+    return opt
+
+
+def run_entrypoint(opt: Path, tmp_path: Path, args=(), env=None):
+    log = tmp_path / "stub.log"
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("LLMSERVE_")}
+    full_env.update({"STUB_LOG": str(log), **(env or {})})
+    r = subprocess.run([str(opt / "bin" / "entrypoint.sh"), *args], env=full_env,
+                       capture_output=True, text=True, timeout=120)
+    fetched = Path(str(log) + ".fetch").exists()
+    return r, (log.read_text() if log.exists() else ""), fetched
