@@ -171,18 +171,6 @@ void StepLoop::fail_step(const SchedulerOutput& out, const Status& error) {
   }
 }
 
-// Workaround (report to the kernels owner): kernels::prefill_attention called for requests
-// [D, B) (CpuOps passes query_start + D) walks rows from 0, not query_start[0], so in a batch
-// with decodes first it overwrites the decode rows using stale row owners. Until that is fixed
-// a mixed batch sends every request through the prefill kernel, which the kernels promise gives
-// bit-identical results to the decode kernel for the same query.
-void StepLoop::route_mixed_batch_through_prefill(ForwardBatch& batch) {
-  if (batch.num_decodes == 0 || batch.num_decodes == batch.num_requests()) return;
-  all_prefill_.assign(static_cast<size_t>(batch.num_requests()), 1);
-  batch.is_prefill = all_prefill_;
-  batch.num_decodes = 0;
-}
-
 bool StepLoop::step() {
   const auto t0 = Clock::now();
   const SchedulerOutput& out = scheduler_->schedule();
@@ -208,7 +196,6 @@ bool StepLoop::step() {
         {ref.slot->tokens, s.num_computed_tokens, s.num_new_tokens, s.block_table, s.sample});
   }
   Result<ForwardBatch> batch = builder_.build(entries_);
-  if (batch.is_ok()) route_mixed_batch_through_prefill(*batch);
   const auto t1 = Clock::now();
   Result<std::span<const float>> logits =
       batch.is_ok() ? runner_->execute(*batch) : Result<std::span<const float>>(batch.status());

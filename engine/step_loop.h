@@ -83,7 +83,6 @@ class StepLoop {
   void record_first_schedule(ActiveRequest& req, SampleSlot& slot, const ScheduledRequest& s,
                              Clock::time_point now);
   void collect_garbage();
-  void route_mixed_batch_through_prefill(ForwardBatch& batch);
 
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -105,7 +104,6 @@ class StepLoop {
   std::vector<BatchEntry> entries_;
   std::vector<int32_t> sampled_;
   std::vector<SampleResult> results_;
-  std::vector<uint8_t> all_prefill_;
 
   // Counters (engine thread writes; fill_stats reads on the same thread).
   uint64_t steps_ = 0;

@@ -9,28 +9,6 @@ namespace {
 constexpr int kMaxArrayDepth = 8;
 constexpr uint32_t kMaxDims = 4;
 
-size_t scalar_bytes(GgufType t) {
-  switch (t) {
-    case GgufType::kUint8:
-    case GgufType::kInt8:
-    case GgufType::kBool:
-      return 1;
-    case GgufType::kUint16:
-    case GgufType::kInt16:
-      return 2;
-    case GgufType::kUint32:
-    case GgufType::kInt32:
-    case GgufType::kFloat32:
-      return 4;
-    case GgufType::kUint64:
-    case GgufType::kInt64:
-    case GgufType::kFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 // Sequential little-endian reader over the file bytes; every read is bounds-checked and a
 // failure names the field and its offset.
 class Cursor {
@@ -151,7 +129,7 @@ Status read_value(Cursor& c, GgufType type, GgufValue& out, int depth, const std
       LLMSERVE_ASSIGN_OR_RETURN(out.count, c.read<uint64_t>(what + " array length"));
       // Every element takes at least min_bytes, so a count the file cannot hold is rejected
       // before anything is allocated.
-      const size_t elem = scalar_bytes(out.elem_type);
+      const size_t elem = gguf_scalar_bytes(out.elem_type);
       const uint64_t min_bytes = elem != 0 ? elem : (out.elem_type == GgufType::kString ? 8 : 12);
       if (out.count > c.remaining() / min_bytes) {
         return data_loss("gguf: " + what + " array length " + std::to_string(out.count) +

@@ -38,6 +38,9 @@ enum class GgufType : uint32_t {
   kInt64 = 11,
   kFloat64 = 12,
 };
+
+// Bytes of one scalar of type t; 0 for string and array.
+size_t gguf_scalar_bytes(GgufType t);
 std::string_view gguf_type_name(GgufType t);
 
 // One metadata value. Strings are views into the file bytes. Arrays: numeric / bool elements stay

@@ -7,7 +7,25 @@
 namespace llmserve {
 namespace {
 
-size_t scalar_size(GgufType t) {
+template <typename T>
+T load(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+bool is_signed_int(GgufType t) {
+  return t == GgufType::kInt8 || t == GgufType::kInt16 || t == GgufType::kInt32 ||
+         t == GgufType::kInt64;
+}
+bool is_unsigned_int(GgufType t) {
+  return t == GgufType::kUint8 || t == GgufType::kUint16 || t == GgufType::kUint32 ||
+         t == GgufType::kUint64;
+}
+
+}  // namespace
+
+size_t gguf_scalar_bytes(GgufType t) {
   switch (t) {
     case GgufType::kUint8:
     case GgufType::kInt8:
@@ -28,24 +46,6 @@ size_t scalar_size(GgufType t) {
       return 0;
   }
 }
-
-template <typename T>
-T load(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-
-bool is_signed_int(GgufType t) {
-  return t == GgufType::kInt8 || t == GgufType::kInt16 || t == GgufType::kInt32 ||
-         t == GgufType::kInt64;
-}
-bool is_unsigned_int(GgufType t) {
-  return t == GgufType::kUint8 || t == GgufType::kUint16 || t == GgufType::kUint32 ||
-         t == GgufType::kUint64;
-}
-
-}  // namespace
 
 std::string_view gguf_type_name(GgufType t) {
   switch (t) {
@@ -117,7 +117,7 @@ std::optional<std::string_view> GgufValue::as_string() const {
 
 std::optional<double> GgufValue::array_f64(uint64_t index) const {
   if (type != GgufType::kArray || raw == nullptr || index >= count) return std::nullopt;
-  const std::byte* p = raw + index * scalar_size(elem_type);
+  const std::byte* p = raw + index * gguf_scalar_bytes(elem_type);
   switch (elem_type) {
     case GgufType::kUint8:
       return load<uint8_t>(p);
@@ -148,7 +148,7 @@ std::optional<double> GgufValue::array_f64(uint64_t index) const {
 
 std::optional<int64_t> GgufValue::array_i64(uint64_t index) const {
   if (type != GgufType::kArray || raw == nullptr || index >= count) return std::nullopt;
-  const std::byte* p = raw + index * scalar_size(elem_type);
+  const std::byte* p = raw + index * gguf_scalar_bytes(elem_type);
   switch (elem_type) {
     case GgufType::kUint8:
       return load<uint8_t>(p);
