@@ -20,6 +20,10 @@ std::string_view to_string(LoadFormat v) {
   return "?";
 }
 
+std::string_view to_string(CpuMatmulPrecision v) {
+  return v == CpuMatmulPrecision::kQ8 ? "q8" : "q8x2";
+}
+
 std::string_view to_string(DeviceKind v) {
   switch (v) {
     case DeviceKind::kAuto:

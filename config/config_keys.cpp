@@ -276,6 +276,12 @@ std::vector<ConfigKey> build_table() {
                        "Backend: auto = CUDA when a GPU is present, else CPU.", {"device"}));
   t.push_back(int_key("engine", "threads", &C::engine, &ES::threads, 0, 4096,
                       "CPU compute threads; 0 = all cores.", {"threads"}));
+  t.push_back(enum_key("engine", "cpu_matmul_precision", &C::engine, &ES::cpu_matmul_precision,
+                       {CpuMatmulPrecision::kQ8x2, CpuMatmulPrecision::kQ8},
+                       "Activations of CPU integer matmuls: q8x2 = two 8-bit passes (~16 bits, "
+                       "matches an f32 reference), q8 = one pass (llama.cpp's precision, faster "
+                       "prefill, flips near-tie tokens).",
+                       {"cpu-matmul-precision"}));
   t.push_back(size_key("engine", "kv_cache_bytes", &C::engine, &ES::kv_cache_bytes, MiB, 64 * TiB,
                        "KV-cache memory on the CPU backend, bytes (units allowed).",
                        {"kv-cache-bytes"}));

@@ -18,21 +18,22 @@ class ChatTemplate;
 struct ModelConfig;
 
 struct EngineOptions {
-  std::string model_path;              // .gguf file or HF directory
-  std::string device = "auto";         // auto | cpu | cuda
-  int32_t threads = 0;                 // CPU threads, 0 = all cores
-  uint64_t kv_cache_bytes = 256ull << 20;  // CPU KV budget
+  std::string model_path;                     // .gguf file or HF directory
+  std::string device = "auto";                // auto | cpu | cuda
+  int32_t threads = 0;                        // CPU threads, 0 = all cores
+  std::string cpu_matmul_precision = "q8x2";  // q8x2 | q8 (kernels/act_precision.h)
+  uint64_t kv_cache_bytes = 256ull << 20;     // CPU KV budget
   double gpu_memory_utilization = 0.9;
   int32_t block_size = 16;
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;
-  int32_t max_model_len = 0;           // 0 = the model's context length
+  int32_t max_model_len = 0;  // 0 = the model's context length
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
-  uint64_t seed = 0;                   // server seed for requests without one
-  int32_t max_waiting_requests = 1024; // submit() rejects beyond (RESOURCE_EXHAUSTED)
+  uint64_t seed = 0;                    // server seed for requests without one
+  int32_t max_waiting_requests = 1024;  // submit() rejects beyond (RESOURCE_EXHAUSTED)
   int64_t max_waiting_tokens = 1 << 20;
-  size_t stream_buffer = 4096;         // StepOutputs buffered per request before abort
+  size_t stream_buffer = 4096;  // StepOutputs buffered per request before abort
   int32_t max_logprobs = 20;
   std::string chat_template_override;  // Jinja source; empty = the model's
 };

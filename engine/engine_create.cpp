@@ -12,6 +12,7 @@
 #include "engine/runner/model_runner.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/tokenizer/load_tokenizer.h"
+#include "llmserve/kernels/act_precision.h"
 
 namespace llmserve {
 namespace {
@@ -53,6 +54,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.num_threads = options.threads > 0
                        ? options.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto precision = kernels::parse_act_precision(options.cpu_matmul_precision);
+  if (!precision) {
+    return invalid_argument("engine: cpu_matmul_precision must be q8x2 or q8, got '" +
+                            options.cpu_matmul_precision + "'");
+  }
+  ro.matmul_precision = *precision;
   ro.kv_cache_bytes = options.kv_cache_bytes;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
@@ -100,11 +107,11 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     }
   }
   spdlog::info(
-      "engine: {} on cpu, {} threads, max_model_len {}, max_num_seqs {}, "
+      "engine: {} on cpu, {} threads, {} matmul activations, max_model_len {}, max_num_seqs {}, "
       "max_num_batched_tokens {}, prefix caching {}, chunked prefill {}",
-      options.model_path, ro.num_threads, max_model_len, options.max_num_seqs,
-      options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
-      options.enable_chunked_prefill ? "on" : "off");
+      options.model_path, ro.num_threads, options.cpu_matmul_precision, max_model_len,
+      options.max_num_seqs, options.max_num_batched_tokens,
+      options.enable_prefix_caching ? "on" : "off", options.enable_chunked_prefill ? "on" : "off");
   return std::unique_ptr<Engine>(new LlmEngine(options, std::move(tokenizer),
                                                std::move(chat_template), std::move(runner),
                                                std::move(scheduler), max_model_len));

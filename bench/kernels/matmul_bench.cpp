@@ -65,6 +65,7 @@ void BM_MatmulPacked(benchmark::State& state) {
   const auto type = static_cast<DType>(state.range(0));
   const int64_t K = state.range(1), N = state.range(2), M = state.range(3);
   const auto isa = static_cast<PackedIsa>(state.range(4));
+  const auto precision = static_cast<ActPrecision>(state.range(5));
   if (isa == PackedIsa::kAvx512Vnni && !cpu_has_avx512_vnni()) {
     state.SkipWithError("no AVX-512 VNNI");
     return;
@@ -76,7 +77,7 @@ void BM_MatmulPacked(benchmark::State& state) {
   std::vector<float> y(M * N);
   auto& pool = bench_pool();
   for (auto _ : state) {
-    matmul_packed(pool, x.data(), M, pw, y.data());
+    matmul_packed(pool, x.data(), M, pw, y.data(), precision);
     benchmark::DoNotOptimize(y.data());
   }
   set_packed_isa(PackedIsa::kAuto);
@@ -84,7 +85,7 @@ void BM_MatmulPacked(benchmark::State& state) {
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(std::string(dtype_name(type)));
+  state.SetLabel(std::string(dtype_name(type)) + " " + std::string(act_precision_name(precision)));
 }
 
 void packed_args(benchmark::internal::Benchmark* b) {
@@ -93,21 +94,24 @@ void packed_args(benchmark::internal::Benchmark* b) {
     for (auto [k, n] : shapes) {
       for (int64_t m : {1, 4, 16, 512}) {
         if (n == 49152 && m == 512) continue;
-        for (int64_t isa : {1, 2}) b->Args({static_cast<int64_t>(t), k, n, m, isa});
+        for (int64_t isa : {1, 2}) {
+          for (int64_t prec : {0, 1}) b->Args({static_cast<int64_t>(t), k, n, m, isa, prec});
+        }
       }
     }
   }
-  b->ArgNames({"type", "K", "N", "M", "isa"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+  b->ArgNames({"type", "K", "N", "M", "isa", "prec"})->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 BENCHMARK(BM_MatmulPacked)->Apply(packed_args);
 
 // One decode step of matmuls with the model's layout: 30 layers of Q4_1 projections and a
 // Q8_0 LM head, each in its own buffer (as in the real model).
-// packed = 1: the same weights repacked (isa as in BM_MatmulPacked).
+// packed = 1: the same weights repacked (isa and prec as in BM_MatmulPacked).
 void BM_DecodeStep(benchmark::State& state) {
   const int64_t M = state.range(0);
   const bool packed = state.range(1) != 0;
   const auto isa = static_cast<PackedIsa>(state.range(2));
+  const auto precision = static_cast<ActPrecision>(state.range(3));
   if (isa == PackedIsa::kAvx512Vnni && !cpu_has_avx512_vnni()) {
     state.SkipWithError("no AVX-512 VNNI");
     return;
@@ -146,9 +150,9 @@ void BM_DecodeStep(benchmark::State& state) {
   for (auto _ : state) {
     for (auto& m : mats) {
       if (packed) {
-        matmul_packed(pool, x.data(), M, m.p, y.data());
+        matmul_packed(pool, x.data(), M, m.p, y.data(), precision);
       } else {
-        matmul(pool, x.data(), M, m.k, m.t, m.w.data(), m.n, y.data());
+        matmul(pool, x.data(), M, m.k, m.t, m.w.data(), m.n, y.data(), precision);
       }
     }
     benchmark::DoNotOptimize(y.data());
@@ -161,9 +165,9 @@ void BM_DecodeStep(benchmark::State& state) {
   set_packed_isa(PackedIsa::kAuto);
 }
 BENCHMARK(BM_DecodeStep)
-    ->ArgsProduct({{1, 4, 16}, {0}, {0}})
-    ->ArgsProduct({{1, 4, 16}, {1}, {1, 2}})
-    ->ArgNames({"M", "packed", "isa"})
+    ->ArgsProduct({{1, 4, 16}, {0}, {0}, {0, 1}})
+    ->ArgsProduct({{1, 4, 16}, {1}, {1, 2}, {0, 1}})
+    ->ArgNames({"M", "packed", "isa", "prec"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

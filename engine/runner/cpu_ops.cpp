@@ -21,7 +21,8 @@ void CpuOps::AlignedFree::operator()(float* p) const {
   std::free(p);
 }
 
-CpuOps::CpuOps(int num_threads) : pool_(std::max(1, num_threads)) {
+CpuOps::CpuOps(int num_threads, kernels::ActPrecision precision)
+    : pool_(std::max(1, num_threads)), precision_(precision) {
   const char* no_pack = std::getenv("LLMSERVE_CPU_NO_PACK");
   pack_ = no_pack == nullptr || std::string(no_pack) == "0";
 }
@@ -119,9 +120,9 @@ void CpuOps::add_rms_norm(float* residual, const float* x, const Weight& w, int6
 void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) {
   const auto packed = packed_.find(w.data);
   if (packed != packed_.end()) {
-    kernels::matmul_packed(pool_, x, M, packed->second, y);
+    kernels::matmul_packed(pool_, x, M, packed->second, y, precision_);
   } else {
-    kernels::matmul(pool_, x, M, w.cols, w.type, w.data, w.rows, y);
+    kernels::matmul(pool_, x, M, w.cols, w.type, w.data, w.rows, y, precision_);
   }
   if (bias != nullptr) {
     const auto* b = static_cast<const float*>(bias->data);

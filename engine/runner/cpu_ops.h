@@ -22,7 +22,7 @@ namespace llmserve {
 
 class CpuOps final : public Ops {
  public:
-  explicit CpuOps(int num_threads);
+  explicit CpuOps(int num_threads, kernels::ActPrecision precision = kernels::ActPrecision::kQ8x2);
   ~CpuOps() override;
 
   Result<Weight> prepare_weight(const TensorView& t) override;
@@ -62,6 +62,7 @@ class CpuOps final : public Ops {
 
   kernels::ThreadPool pool_;
   std::vector<Buffer> buffers_;  // activations, f32 copies of vectors, KV cache
+  kernels::ActPrecision precision_;
   bool pack_ = true;
   std::unordered_map<const void*, kernels::PackedWeight> packed_;  // by source data pointer
   std::vector<float*> k_cache_, v_cache_;

@@ -30,7 +30,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->options_ = options;
   r->model_ = std::move(model);
-  r->ops_ = std::make_unique<CpuOps>(options.num_threads);
+  r->ops_ = std::make_unique<CpuOps>(options.num_threads, options.matmul_precision);
   KvCacheSpec spec;
   spec.num_layers = cfg.num_layers;
   spec.num_blocks = static_cast<int64_t>(num_blocks);

@@ -16,8 +16,9 @@
 namespace llmserve {
 
 struct ModelRunnerOptions {
-  std::string model_path;                  // .gguf file or HF directory
-  int num_threads = 2;                     // CPU threads, the caller included
+  std::string model_path;  // .gguf file or HF directory
+  int num_threads = 2;     // CPU threads, the caller included
+  kernels::ActPrecision matmul_precision = kernels::ActPrecision::kQ8x2;  // CPU integer matmuls
   uint64_t kv_cache_bytes = 256ull << 20;  // K + V over all layers; sets num_blocks
   int block_size = 16;                     // tokens per KV block
   int64_t max_tokens_per_step = 2048;      // new tokens in one ForwardBatch

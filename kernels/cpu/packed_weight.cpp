@@ -136,7 +136,8 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
   return p;
 }
 
-void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y) {
+void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y,
+                   ActPrecision precision) {
   const int64_t N = w.rows(), K = w.cols();
   if (M <= 0 || N <= 0) return;
   const cpu::PackedKernels& ks = kernels_for(active_packed_isa());
@@ -144,11 +145,25 @@ void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeig
                               : w.type() == DType::Q4_1 ? ks.q4_1
                                                         : ks.q8_0;
   const int64_t nb = K / kQK;
+  // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1: residual) whose
+  // products land in y2 and are summed into y row m by the task that made them.
+  const int passes = precision == ActPrecision::kQ8x2 ? 2 : 1;
+  const int64_t rows = M * passes;
   thread_local std::vector<ActQ8> scratch;
-  if (scratch.size() < static_cast<size_t>(M * nb)) scratch.resize(static_cast<size_t>(M * nb));
+  thread_local std::vector<float> y2;
+  if (scratch.size() < static_cast<size_t>(rows * nb))
+    scratch.resize(static_cast<size_t>(rows * nb));
+  if (passes == 2 && y2.size() < static_cast<size_t>(rows * N))
+    y2.resize(static_cast<size_t>(rows * N));
   ActQ8* xq = scratch.data();
   auto quantize = [&](int64_t b, int64_t e) {
-    for (int64_t m = b; m < e; ++m) cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
+    for (int64_t m = b; m < e; ++m) {
+      if (passes == 2) {
+        cpu::quantize_row_act_q8x2(x + m * K, K, xq + 2 * m * nb, xq + (2 * m + 1) * nb);
+      } else {
+        cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
+      }
+    }
   };
   if (M >= 8) {
     pool.parallel_for(M, quantize);
@@ -156,10 +171,11 @@ void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeig
     quantize(0, M);
   }
 
+  float* out = passes == 2 ? y2.data() : y;
   const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
   const size_t gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
-  const int64_t tile_m = M <= 2 * kTileM ? M : kTileM;
-  const int64_t m_tiles = (M + tile_m - 1) / tile_m;
+  const int64_t tile_m = rows <= 2 * kTileM ? rows : kTileM;  // even: pairs stay in one tile
+  const int64_t m_tiles = (rows + tile_m - 1) / tile_m;
   const int64_t g_tiles = (groups + kGroupsPerTask - 1) / kGroupsPerTask;
   const auto* wb = static_cast<const uint8_t*>(w.data());
   const int max_rows = ks.max_rows;
@@ -167,12 +183,21 @@ void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeig
     for (int64_t t = begin; t < end; ++t) {
       const int64_t g0 = (t / m_tiles) * kGroupsPerTask;
       const int64_t g1 = std::min(groups, g0 + kGroupsPerTask);
-      const int64_t m0 = (t % m_tiles) * tile_m, m1 = std::min(M, m0 + tile_m);
+      const int64_t m0 = (t % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
       for (int64_t g = g0; g < g1; ++g) {
         const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, N - g * kGroupRows));
         for (int64_t m = m0; m < m1; m += max_rows) {
           const int R = static_cast<int>(std::min<int64_t>(max_rows, m1 - m));
-          fn(wb + g * gbytes, xq + m * nb, nb, R, y + m * N + g * kGroupRows, N, valid);
+          fn(wb + g * gbytes, xq + m * nb, nb, R, out + m * N + g * kGroupRows, N, valid);
+        }
+      }
+      if (passes == 2) {
+        const int64_t n0 = g0 * kGroupRows, n1 = std::min(N, g1 * kGroupRows);
+        for (int64_t m = m0; m < m1; m += 2) {
+          const float* a = out + m * N;
+          const float* b = a + N;
+          float* dst = y + (m / 2) * N;
+          for (int64_t n = n0; n < n1; ++n) dst[n] = a[n] + b[n];
         }
       }
     }

@@ -41,31 +41,60 @@ int32_t quantize_block(const float* x, int n, float inv, int8_t* q) {
   return _mm_cvtsi128_si32(s);
 }
 
-}  // namespace
+void quantize_block_q8(const float* xb, ActQ8& out) {
+  const float d = abs_max(xb, kQK) / 127.0f;
+  out.d = d;
+  out.ds = d * static_cast<float>(quantize_block(xb, kQK, d > 0.0f ? 1.0f / d : 0.0f, out.qs));
+}
 
-void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out) {
-  for (int64_t b = 0; b < k / kQK; ++b) {
-    const float* xb = x + b * kQK;
-    const float amax = abs_max(xb, kQK);
-    const float d = amax / 127.0f;
-    out[b].d = d;
-    out[b].ds =
-        d * static_cast<float>(quantize_block(xb, kQK, d > 0.0f ? 1.0f / d : 0.0f, out[b].qs));
+void quantize_block_q8k(const float* xb, BlockQ8_K& out) {
+  const float d = abs_max(xb, kQKK) / 127.0f;
+  out.d = d;
+  quantize_block(xb, kQKK, d > 0.0f ? 1.0f / d : 0.0f, out.qs);
+  for (int j = 0; j < kQKK / 16; ++j) {
+    int s = 0;
+    for (int i = 0; i < 16; ++i) s += out.qs[j * 16 + i];
+    out.bsums[j] = static_cast<int16_t>(s);
   }
 }
 
+// r[i] = x[i] - d * q[i] over n (multiple of 8) elements.
+void residual(const float* x, float d, const int8_t* q, int n, float* r) {
+  const __m256 vd = _mm256_set1_ps(d);
+  for (int i = 0; i < n; i += 8) {
+    const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + i));
+    const __m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8));
+    _mm256_storeu_ps(r + i, _mm256_fnmadd_ps(vd, qf, _mm256_loadu_ps(x + i)));
+  }
+}
+
+}  // namespace
+
+void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out) {
+  for (int64_t b = 0; b < k / kQK; ++b) quantize_block_q8(x + b * kQK, out[b]);
+}
+
 void quantize_row_act_q8k(const float* x, int64_t k, BlockQ8_K* out) {
+  for (int64_t b = 0; b < k / kQKK; ++b) quantize_block_q8k(x + b * kQKK, out[b]);
+}
+
+void quantize_row_act_q8x2(const float* x, int64_t k, ActQ8* main, ActQ8* res) {
+  alignas(32) float r[kQK];
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    const float* xb = x + b * kQK;
+    quantize_block_q8(xb, main[b]);
+    residual(xb, main[b].d, main[b].qs, kQK, r);
+    quantize_block_q8(r, res[b]);
+  }
+}
+
+void quantize_row_act_q8kx2(const float* x, int64_t k, BlockQ8_K* main, BlockQ8_K* res) {
+  alignas(32) float r[kQKK];
   for (int64_t b = 0; b < k / kQKK; ++b) {
     const float* xb = x + b * kQKK;
-    const float amax = abs_max(xb, kQKK);
-    const float d = amax / 127.0f;
-    out[b].d = d;
-    quantize_block(xb, kQKK, d > 0.0f ? 1.0f / d : 0.0f, out[b].qs);
-    for (int j = 0; j < kQKK / 16; ++j) {
-      int s = 0;
-      for (int i = 0; i < 16; ++i) s += out[b].qs[j * 16 + i];
-      out[b].bsums[j] = static_cast<int16_t>(s);
-    }
+    quantize_block_q8k(xb, main[b]);
+    residual(xb, main[b].d, main[b].qs, kQKK, r);
+    quantize_block_q8k(r, res[b]);
   }
 }
 

@@ -20,4 +20,8 @@ void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out);
 // k % 256 == 0; writes k / 256 blocks (d, qs, bsums of each 16).
 void quantize_row_act_q8k(const float* x, int64_t k, BlockQ8_K* out);
 
+// Two-pass forms: main ~= x, then res ~= x - main (both k / 32 or k / 256 blocks).
+void quantize_row_act_q8x2(const float* x, int64_t k, ActQ8* main, ActQ8* res);
+void quantize_row_act_q8kx2(const float* x, int64_t k, BlockQ8_K* main, BlockQ8_K* res);
+
 }  // namespace llmserve::kernels::cpu

@@ -20,6 +20,7 @@
 #include "engine/runner/sampling_state.h"
 #include "engine/runner/stop_checker.h"
 #include "engine/tokenizer/load_tokenizer.h"
+#include "llmserve/kernels/act_precision.h"
 #include "server/cli/command.h"
 #include "server/cli/generate_prompts_file.h"
 
@@ -38,6 +39,7 @@ struct GenerateOptions {
   int32_t top_k = 0;
   std::optional<uint64_t> seed;
   int threads = 2;
+  std::string precision = "q8x2";  // CPU matmul activations (kernels/act_precision.h)
   std::string logits_out;
   std::string prompts_file;  // JSONL of requests run through the engine (generate_prompts_file.h)
   bool ignore_eos = false;
@@ -91,6 +93,9 @@ Status run(const GenerateOptions& o) {
 
   ModelRunnerOptions ro;
   ro.num_threads = o.threads;
+  const auto precision = kernels::parse_act_precision(o.precision);
+  if (!precision) return invalid_argument("--cpu-matmul-precision must be q8x2 or q8");
+  ro.matmul_precision = *precision;
   ro.max_tokens_per_step = std::min<int64_t>(static_cast<int64_t>(prompt.size()), 2048);
   ro.max_samples_per_step = 1;
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_new;
@@ -179,6 +184,9 @@ void add_generate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens; 0 = off");
   cmd->add_option("--seed", o->seed, "RNG seed (random when unset)");
   cmd->add_option("--threads", o->threads, "CPU threads")->check(CLI::PositiveNumber);
+  cmd->add_option("--cpu-matmul-precision", o->precision,
+                  "q8x2 (default: two 8-bit activation passes, matches f32) or q8 (one pass)")
+      ->check(CLI::IsMember({"q8x2", "q8"}));
   cmd->add_option("--logits-out", o->logits_out,
                   "Write the last prompt position's logits here (float32 little-endian)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the model's stop tokens");
@@ -187,6 +195,7 @@ void add_generate_command(CLI::App& root, int& exit_code) {
       EngineOptions eo;
       eo.model_path = o->model;
       eo.threads = o->threads;
+      eo.cpu_matmul_precision = o->precision;
       exit_code = run_generate_prompts_file(eo, o->prompts_file);
       return;
     }

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "llmserve/kernels/act_precision.h"
 #include "llmserve/kernels/dtype.h"
 #include "llmserve/kernels/thread_pool.h"
 
@@ -14,10 +15,10 @@ bool matmul_supports(DType w_type);
 
 // y[M, N] = x[M, K] . W[N, K]^T. W is N rows of row_bytes(w_type, K) bytes each.
 // Preconditions: matmul_supports(w_type); K % block_elems(w_type) == 0 (and K % 256 == 0 for
-// K-quants); y does not alias x. Quantized weights use activations quantized to 8 bits per block
-// (per 32 or per 256 for K-quants) inside the call. Each y row depends only on its own x row:
-// results are bit-identical whatever M or the other rows are.
+// K-quants); y does not alias x. Quantized weights use activations quantized per block (per 32 or
+// per 256 for K-quants) inside the call, in one or two 8-bit passes (act_precision.h). Each y row
+// depends only on its own x row: results are bit-identical whatever M or the other rows are.
 void matmul(ThreadPool& pool, const float* x, int64_t M, int64_t K, DType w_type, const void* w,
-            int64_t N, float* y);
+            int64_t N, float* y, ActPrecision precision = ActPrecision::kQ8x2);
 
 }  // namespace llmserve::kernels

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "llmserve/kernels/act_precision.h"
 #include "llmserve/kernels/dtype.h"
 #include "llmserve/kernels/thread_pool.h"
 
@@ -43,11 +44,12 @@ bool can_pack_weight(DType type, int64_t N, int64_t K);
 // out of memory.
 PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K);
 
-// y[M, N] = x[M, K] . W^T for a packed W; activations quantized per 32 to 8 bits inside the call.
-// Each y row depends only on its own x row: bit-identical whatever M, the other rows, the thread
-// count, or the instruction set picked (AVX2 or AVX-512 VNNI give the same integers).
-// Precondition: !w.empty(); y does not alias x.
-void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y);
+// y[M, N] = x[M, K] . W^T for a packed W; activations quantized per 32 inside the call, in one or
+// two 8-bit passes (act_precision.h). Each y row depends only on its own x row: bit-identical
+// whatever M, the other rows, the thread count, or the instruction set picked (AVX2 or AVX-512 VNNI
+// give the same integers). Precondition: !w.empty(); y does not alias x.
+void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y,
+                   ActPrecision precision = ActPrecision::kQ8x2);
 
 // Instruction set of the packed micro-kernels: kAuto picks AVX-512 VNNI when the CPU has it.
 // For tests and benchmarks; not thread-safe against concurrent matmuls.
