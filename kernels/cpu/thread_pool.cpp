@@ -3,11 +3,13 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace llmserve::kernels {
 namespace {
 constexpr int kSpinIters = 20000;
-}
+constexpr int64_t kChunksPerThread = 4;  // chunks per thread and job: balance vs claim traffic
+}  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
   workers_.reserve(num_threads_ - 1);
@@ -21,59 +23,83 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+int64_t ThreadPool::claim_and_run() {
+  int64_t ran = 0;
+  for (;;) {
+    const int64_t b = next_.fetch_add(chunk_, std::memory_order_relaxed);
+    if (b >= n_tasks_) return ran;
+    const int64_t e = std::min(n_tasks_, b + chunk_);
+    fn_(ctx_, b, e);
+    ran += e - b;
+  }
+}
+
 void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
   if (n_tasks <= 0) return;
-  const int parts = static_cast<int>(std::min<int64_t>(n_tasks, num_threads_));
-  if (parts == 1) {
+  if (num_threads_ == 1 || n_tasks == 1) {
     fn(ctx, 0, n_tasks);
     return;
+  }
+  // Close the previous job and wait until no worker is still inside it (they leave as soon as
+  // they find no chunk left), then publish this one.
+  generation_.fetch_add(1);
+  for (int i = 0; active_.load() != 0; ++i) {
+    if (i < kSpinIters) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
   }
   fn_ = fn;
   ctx_ = ctx;
   n_tasks_ = n_tasks;
-  n_parts_ = parts;
-  pending_.store(num_threads_ - 1);
+  chunk_ = std::max<int64_t>(1, n_tasks / (int64_t{num_threads_} * kChunksPerThread));
+  next_.store(0, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) generation_.notify_all();
 
-  fn(ctx, 0, n_tasks / parts);
-
-  for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
+  const int64_t mine = claim_and_run();
+  int64_t d = done_.fetch_add(mine) + mine;
+  for (int i = 0; d != n_tasks; ++i) {
     if (i < kSpinIters) {
       _mm_pause();
+      d = done_.load(std::memory_order_acquire);
       continue;
     }
     caller_sleeping_.store(1);
-    int p = pending_.load();
-    if (p != 0) pending_.wait(p);
+    d = done_.load();
+    if (d != n_tasks) done_.wait(d);
     caller_sleeping_.store(0);
+    d = done_.load();
   }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop(int) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g = generation_.load(std::memory_order_acquire);
-    for (int i = 0; g == seen && i < kSpinIters; ++i) {
+    for (int i = 0; (g == seen || g % 2 == 1) && i < kSpinIters; ++i) {
       _mm_pause();
       g = generation_.load(std::memory_order_acquire);
     }
+    if (stop_.load()) return;
     if (g == seen) {
       sleepers_.fetch_add(1);
       generation_.wait(seen);
       sleepers_.fetch_sub(1);
       continue;
     }
+    if (g % 2 == 1) continue;  // the caller is replacing the job: look again
     seen = g;
-    if (stop_.load()) return;
-    if (index < n_parts_) {
-      const int64_t b = n_tasks_ * index / n_parts_;
-      const int64_t e = n_tasks_ * (index + 1) / n_parts_;
-      fn_(ctx_, b, e);
+    active_.fetch_add(1);
+    if (generation_.load() == g) {
+      const int64_t ran = claim_and_run();
+      if (ran > 0 && done_.fetch_add(ran) + ran == n_tasks_ && caller_sleeping_.load()) {
+        done_.notify_one();
+      }
     }
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1 && caller_sleeping_.load()) {
-      pending_.notify_one();
-    }
+    active_.fetch_sub(1);
   }
 }
 

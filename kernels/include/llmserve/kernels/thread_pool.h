@@ -1,6 +1,7 @@
-// Persistent worker pool for the CPU kernels. parallel_for splits [0, n_tasks) statically into
-// one contiguous range per thread; the calling thread runs the first range itself. Workers spin
-// briefly after each job, then sleep. Usable from one caller thread at a time; not reentrant.
+// Persistent worker pool for the CPU kernels. parallel_for splits [0, n_tasks) into chunks that the
+// caller and the workers claim from a shared counter, so a worker the OS has not scheduled yet
+// delays nothing: whoever runs takes the work (the caller alone, if need be). Workers spin briefly
+// after each job, then sleep. Usable from one caller thread at a time; not reentrant.
 #pragma once
 
 #include <atomic>
@@ -21,8 +22,8 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
-  // Calls fn(begin, end) on disjoint ranges covering [0, n_tasks); returns when all are done.
-  // At most min(n_tasks, num_threads) ranges; thread i gets [i*n/T, (i+1)*n/T).
+  // Calls fn(begin, end) on disjoint ranges covering [0, n_tasks), on any of the threads; returns
+  // when all are done. A result must not depend on which range or thread ran a task.
   template <typename Fn>
   void parallel_for(int64_t n_tasks, Fn&& fn) {
     using F = std::remove_reference_t<Fn>;
@@ -38,13 +39,18 @@ class ThreadPool {
 
   int num_threads_;
   std::vector<std::thread> workers_;
+  int64_t claim_and_run();  // runs chunks until none is left; returns the tasks it ran
+
+  // The job: written by the caller only while generation_ is odd (closed) and no worker is active.
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_tasks_ = 0;
-  int n_parts_ = 0;
-  alignas(64) std::atomic<uint64_t> generation_{0};
+  int64_t chunk_ = 1;
+  alignas(64) std::atomic<uint64_t> generation_{0};  // even: a job is open; odd: being replaced
+  alignas(64) std::atomic<int64_t> next_{0};         // first unclaimed task
+  alignas(64) std::atomic<int64_t> done_{0};         // tasks finished
+  alignas(64) std::atomic<int> active_{0};           // workers inside the open job
   alignas(64) std::atomic<int> sleepers_{0};
-  alignas(64) std::atomic<int> pending_{0};
   alignas(64) std::atomic<int> caller_sleeping_{0};
   std::atomic<bool> stop_{false};
 };
