@@ -122,11 +122,15 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "runs per level (the median is reported)");
   app.add_option("--kv-mib", kv_mib, "KV cache budget in MiB");
   app.add_option("--max-batched-tokens", max_batched, "max_num_batched_tokens");
+  std::string precision = "q8x2";
+  app.add_option("--cpu-matmul-precision", precision, "q8x2 or q8")
+      ->check(CLI::IsMember({"q8x2", "q8"}));
   CLI11_PARSE(app, argc, argv);
 
   EngineOptions o;
   o.model_path = model;
   o.threads = threads;
+  o.cpu_matmul_precision = precision;
   o.kv_cache_bytes = kv_mib << 20;
   o.max_num_seqs = std::max(64, *std::max_element(levels.begin(), levels.end()));
   o.max_num_batched_tokens = std::max(max_batched, o.max_num_seqs);

@@ -57,9 +57,9 @@ def run_llamacpp(llm, prompt_toks, gen_tokens):
     return len(prompt_toks) / (t1 - t0), n / (t2 - t1), 1e3 * (c1 - c0), 1e3 * (c2 - c1) / n
 
 
-def run_ours(binary, model, prompt_toks, gen_tokens, threads):
+def run_ours(binary, model, prompt_toks, gen_tokens, threads, precision):
     cmd = [binary, "--model", model, "--prompt-ids", " ".join(map(str, prompt_toks)),
-           "--gen-tokens", str(gen_tokens), "--threads", str(threads)]
+           "--gen-tokens", str(gen_tokens), "--threads", str(threads), "--precision", precision]
     p = subprocess.run(cmd, capture_output=True, text=True, check=True)
     m = STATS.search(p.stdout)
     if m is None:
@@ -76,6 +76,8 @@ def main():
     ap.add_argument("--llmserve", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--precision", default="q8x2", choices=["q8x2", "q8"],
+                    help="llmserve's CPU matmul activations (engine.cpu_matmul_precision)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--prompt-tokens", type=int, default=512)
     ap.add_argument("--gen-tokens", type=int, default=128)
@@ -95,7 +97,7 @@ def main():
              "decode CPU ms per token (all threads; lower is better)"]
     ours, ref = [[] for _ in names], [[] for _ in names]
     for r in range(a.runs):
-        for i, v in enumerate(run_ours(a.llmserve, a.model, prompt_toks, a.gen_tokens, a.threads)):
+        for i, v in enumerate(run_ours(a.llmserve, a.model, prompt_toks, a.gen_tokens, a.threads, a.precision)):
             ours[i].append(v)
         for i, v in enumerate(run_llamacpp(llm, prompt_toks, a.gen_tokens)):
             ref[i].append(v)
@@ -107,6 +109,7 @@ def main():
     # of medians and as the median of the per-round ratios (same round = same load).
     lines = [
         f"model `{os.path.basename(a.model)}`, threads {a.threads}, {a.runs} rounds, "
+        f"llmserve precision {a.precision}, "
         f"{len(prompt_toks)}-token prompt (same ids for both), "
         f"llama-cpp-python {llama_cpp.__version__}, {platform.machine()}, "
         f"load average before {load_before}, after {load_avg()}",

@@ -23,6 +23,7 @@
 #include "engine/model/model_weights.h"
 #include "engine/runner/batch_builder.h"
 #include "engine/runner/model_runner.h"
+#include "llmserve/kernels/act_precision.h"
 
 namespace {
 
@@ -68,6 +69,8 @@ Status step(ModelRunner& runner, BatchBuilder& builder, std::vector<Seq>& seqs) 
   return Status::ok();
 }
 
+kernels::ActPrecision g_precision = kernels::ActPrecision::kQ8x2;
+
 Status run(const std::string& model, int threads, std::vector<int32_t> prompt, int gen,
            const std::vector<int>& streams, int stream_prompt) {
   const int max_streams =
@@ -75,6 +78,7 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
   ModelRunnerOptions ro;
   ro.model_path = model;
   ro.num_threads = threads;
+  ro.matmul_precision = g_precision;
   ro.max_tokens_per_step = std::max<int64_t>(static_cast<int64_t>(prompt.size()),
                                              static_cast<int64_t>(max_streams) * stream_prompt);
   ro.max_samples_per_step = max_streams;
@@ -139,7 +143,11 @@ int main(int argc, char** argv) {
   app.add_option("--gen-tokens", gen);
   app.add_option("--streams", streams, "concurrent stream counts")->delimiter(',');
   app.add_option("--stream-prompt", stream_prompt, "prompt tokens of each stream");
+  std::string precision = "q8x2";
+  app.add_option("--precision", precision, "CPU matmul activations: q8x2 or q8")
+      ->check(CLI::IsMember({"q8x2", "q8"}));
   CLI11_PARSE(app, argc, argv);
+  g_precision = *kernels::parse_act_precision(precision);
   std::vector<int32_t> prompt;
   if (!prompt_ids.empty()) {
     std::istringstream in(prompt_ids);
