@@ -56,10 +56,14 @@ Status read_ids(const json& j, const char* key, std::vector<int32_t>* out) {
   return one(*it);
 }
 
-Status read_rope_scaling(const json& j, RopeScaling* rs) {
-  auto it = j.find("rope_scaling");
+// `key` is "rope_scaling" (transformers 4) or "rope_parameters" (transformers 5, which also holds
+// rope_theta there).
+Status read_rope_scaling(const json& j, const char* key, RopeScaling* rs) {
+  auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_object()) return invalid_argument("config.json: 'rope_scaling' must be an object");
+  if (!it->is_object()) {
+    return invalid_argument(std::string("config.json: '") + key + "' must be an object");
+  }
   const json& r = *it;
   std::string type;
   for (const char* k : {"rope_type", "type"}) {
@@ -112,7 +116,12 @@ Result<ModelConfig> parse_config(const json& j) {
   LLMSERVE_RETURN_IF_ERROR(read_float(j, "rms_norm_eps", &c.rms_norm_eps));
   c.rope_theta = 10000.0f;
   LLMSERVE_RETURN_IF_ERROR(read_float(j, "rope_theta", &c.rope_theta));
-  LLMSERVE_RETURN_IF_ERROR(read_rope_scaling(j, &c.rope_scaling));
+  if (auto rp = j.find("rope_parameters"); rp != j.end() && rp->is_object()) {
+    LLMSERVE_RETURN_IF_ERROR(read_float(*rp, "rope_theta", &c.rope_theta));
+  }
+  const bool v5 = !j.contains("rope_scaling") || j["rope_scaling"].is_null();
+  LLMSERVE_RETURN_IF_ERROR(
+      read_rope_scaling(j, v5 ? "rope_parameters" : "rope_scaling", &c.rope_scaling));
   if (auto t = j.find("tie_word_embeddings"); t != j.end() && !t->is_null()) {
     if (!t->is_boolean())
       return invalid_argument("config.json: 'tie_word_embeddings' must be bool");

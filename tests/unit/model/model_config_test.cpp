@@ -58,6 +58,28 @@ TEST(ModelConfig, HfLlama3) {
   EXPECT_EQ(c.kv_bytes_per_token(2), 131072u);
 }
 
+// transformers 5 moves rope_theta and the scaling into "rope_parameters".
+TEST(ModelConfig, HfRopeParametersOfTransformers5) {
+  auto r = model_config_from_hf_json(R"({
+    "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 128, "vocab_size": 100,
+    "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 8192}})");
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_FLOAT_EQ(r->rope_theta, 500000.0f);
+  EXPECT_EQ(r->rope_scaling.type, RopeScalingType::kLlama3);
+  EXPECT_FLOAT_EQ(r->rope_scaling.factor, 8.0f);
+  EXPECT_EQ(r->rope_scaling.original_max_position, 8192);
+  auto plain = model_config_from_hf_json(R"({
+    "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 128, "vocab_size": 100,
+    "rope_parameters": {"rope_type": "default", "rope_theta": 100000.0}})");
+  ASSERT_TRUE(plain.is_ok()) << plain.status().to_string();
+  EXPECT_FLOAT_EQ(plain->rope_theta, 100000.0f);
+  EXPECT_EQ(plain->rope_scaling.type, RopeScalingType::kNone);
+}
+
 TEST(ModelConfig, HfQwen2AndMistral) {
   auto q = model_config_from_hf_json(R"({"model_type": "qwen2", "hidden_size": 896,
     "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
