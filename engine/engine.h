@@ -24,6 +24,7 @@ struct EngineOptions {
   std::string cpu_matmul_precision = "q8x2";  // q8x2 | q8 (kernels/act_precision.h)
   uint64_t kv_cache_bytes = 256ull << 20;     // CPU KV budget
   double gpu_memory_utilization = 0.9;
+  bool cuda_graphs = true;  // CUDA: capture pure-decode steps
   int32_t block_size = 16;
   int32_t max_num_seqs = 256;
   int32_t max_num_batched_tokens = 2048;

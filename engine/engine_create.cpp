@@ -17,14 +17,16 @@
 namespace llmserve {
 namespace {
 
-constexpr int kKvBytesPerElement = 4;  // the CPU backend keeps K/V in f32
-
 Status check_options(const EngineOptions& o) {
   if (o.model_path.empty()) return invalid_argument("engine: model_path is empty");
   if (o.device != "auto" && o.device != "cpu" && o.device != "cuda") {
     return invalid_argument("engine: device must be auto, cpu or cuda, got '" + o.device + "'");
   }
-  if (o.device == "cuda") return unimplemented("engine: the CUDA backend is not available yet");
+  if (o.device == "cuda" && !cuda_backend_available()) {
+    return unavailable(
+        "engine.device is cuda but no CUDA device is usable (no GPU or driver, or a binary built "
+        "without CUDA); use engine.device auto or cpu");
+  }
   if (o.block_size < 1) return invalid_argument("engine: block_size must be >= 1");
   if (o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     return invalid_argument("engine: max_num_seqs and max_num_batched_tokens must be >= 1");
@@ -64,21 +66,28 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
   ro.max_samples_per_step = options.max_num_seqs;
+  ro.use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_backend_available());
+  ro.gpu_memory_utilization = options.gpu_memory_utilization;
+  ro.max_num_seqs = options.max_num_seqs;
+  ro.max_model_len = max_model_len;
+  ro.cuda_graphs = options.cuda_graphs;
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
 
-  const uint64_t per_token = cfg.kv_bytes_per_token(kKvBytesPerElement);
+  const uint64_t per_token = cfg.kv_bytes_per_token(runner->kv_bytes_per_element());
   const auto num_blocks = static_cast<int32_t>(std::min<int64_t>(runner->num_blocks(), INT32_MAX));
   if (num_blocks < 2) {
-    return invalid_argument("engine: kv_cache_bytes " + std::to_string(options.kv_cache_bytes) +
-                            " holds " + std::to_string(num_blocks) +
-                            " KV blocks; at least 2 are needed (" +
-                            cfg.kv_bytes_formula(kKvBytesPerElement) + ")");
+    return invalid_argument(
+        "engine: kv_cache_bytes " +
+        std::to_string(ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes) +
+        " holds " + std::to_string(num_blocks) + " KV blocks; at least 2 are needed (" +
+        cfg.kv_bytes_formula(runner->kv_bytes_per_element()) + ")");
   }
   spdlog::info(
       "KV cache: {}; block of {} tokens = {} bytes; budget {} bytes / {} = {} blocks "
       "(1 reserved) = {} tokens",
-      cfg.kv_bytes_formula(kKvBytesPerElement), options.block_size,
-      per_token * static_cast<uint64_t>(options.block_size), options.kv_cache_bytes,
+      cfg.kv_bytes_formula(runner->kv_bytes_per_element()), options.block_size,
+      per_token * static_cast<uint64_t>(options.block_size),
+      ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes,
       per_token * static_cast<uint64_t>(options.block_size), num_blocks,
       int64_t{num_blocks - 1} * options.block_size);
 
@@ -107,10 +116,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     }
   }
   spdlog::info(
-      "engine: {} on cpu, {} threads, {} matmul activations, max_model_len {}, max_num_seqs {}, "
+      "engine: {} on {}, {} threads, {} matmul activations, max_model_len {}, max_num_seqs {}, "
       "max_num_batched_tokens {}, prefix caching {}, chunked prefill {}",
-      options.model_path, ro.num_threads, options.cpu_matmul_precision, max_model_len,
-      options.max_num_seqs, options.max_num_batched_tokens,
+      options.model_path, runner->backend(), ro.num_threads, options.cpu_matmul_precision,
+      max_model_len, options.max_num_seqs, options.max_num_batched_tokens,
       options.enable_prefix_caching ? "on" : "off", options.enable_chunked_prefill ? "on" : "off");
   return std::unique_ptr<Engine>(new LlmEngine(options, std::move(tokenizer),
                                                std::move(chat_template), std::move(runner),

@@ -425,6 +425,9 @@ Result<Value> Evaluator::eval_binary(const Expr& e) {
   if (e.name == "and") return truthy(l) ? eval(*e.args[1]) : Result<Value>(l);
   if (e.name == "or") return truthy(l) ? Result<Value>(l) : eval(*e.args[1]);
   LLMSERVE_ASSIGN_OR_RETURN(Value r, eval(*e.args[1]));
+  if (e.name == "*") {
+    LLMSERVE_RETURN_IF_ERROR(check_repeat(l, r, limits_.max_output_bytes, limits_.max_range));
+  }
   LLMSERVE_ASSIGN_OR_RETURN(Value out, binary_op(e.name, l, r));
   if (out.is_string()) LLMSERVE_RETURN_IF_ERROR(check_size(out.str().size()));
   return out;

@@ -126,6 +126,32 @@ Result<bool> contains(const Value& container, const Value& item) {
   return invalid_argument("argument of type '" + container.type_name() + "' is not iterable");
 }
 
+Status check_repeat(const Value& l, const Value& r, size_t max_bytes, int64_t max_items) {
+  const bool l_seq = l.is_string() || l.is_list();
+  const Value& seq = l_seq ? l : r;
+  const Value& count = l_seq ? r : l;
+  if (!(seq.is_string() || seq.is_list()) || !count.is_int() || count.is_bool()) {
+    return Status::ok();
+  }
+  const int64_t n = count.as_int();
+  if (n <= 0) return Status::ok();
+  if (seq.is_string()) {
+    const size_t len = seq.str().size();
+    if (len != 0 && static_cast<uint64_t>(n) > max_bytes / len) {
+      return resource_exhausted("chat template output or string exceeds the limit of " +
+                                std::to_string(max_bytes) + " bytes");
+    }
+    return Status::ok();
+  }
+  const size_t items = seq.items().size();
+  if (items != 0 && max_items >= 0 &&
+      static_cast<uint64_t>(n) > static_cast<uint64_t>(max_items) / items) {
+    return resource_exhausted("list repetition exceeds the limit of " + std::to_string(max_items) +
+                              " items");
+  }
+  return Status::ok();
+}
+
 Result<Value> binary_op(std::string_view op, const Value& l, const Value& r) {
   if (op == "~") return Value(to_str(l) + to_str(r));
   if (op == "==") return Value(equals(l, r));

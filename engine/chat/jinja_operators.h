@@ -2,6 +2,8 @@
 // indexing and slicing (strings by code point, negative indices, [::-1]).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "engine/chat/jinja_value.h"
@@ -11,6 +13,9 @@ namespace llmserve::jinja {
 
 // op: + - * / // % ** ~ == != < > <= >= in notin. Sizes of results are the caller's to check.
 Result<Value> binary_op(std::string_view op, const Value& l, const Value& r);
+// RESOURCE_EXHAUSTED when `l * r` repeats a string past max_bytes or a list past max_items;
+// checked before binary_op builds it (binary_op alone allows 1 GiB / 16 M items).
+Status check_repeat(const Value& l, const Value& r, size_t max_bytes, int64_t max_items);
 // op: not - +
 Result<Value> unary_op(std::string_view op, const Value& v);
 Result<bool> contains(const Value& container, const Value& item);

@@ -52,6 +52,7 @@ class Ops {
   // Allocates the paged K and V caches, per layer [num_blocks, num_kv_heads, block_size, head_dim].
   virtual Status alloc_kv_cache(const KvCacheSpec& spec) = 0;
   virtual const KvCacheSpec& kv_cache_spec() const = 0;
+  virtual uint64_t kv_cache_bytes() const = 0;  // bytes held by K and V over all layers
   virtual void set_rope(RopeSpec spec) = 0;
 
   // --- one step ---

@@ -50,7 +50,7 @@ class CpuOps final : public Ops {
   }
 
   kernels::ThreadPool& pool() { return pool_; }
-  uint64_t kv_cache_bytes() const;  // bytes held by K and V over all layers
+  uint64_t kv_cache_bytes() const override;
 
  private:
   struct AlignedFree {

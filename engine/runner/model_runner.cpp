@@ -2,8 +2,80 @@
 
 #include <string>
 #include <utility>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#ifdef LLMSERVE_HAVE_CUDA_BACKEND
+#include "engine/runner/cuda/cuda_device.h"
+#include "engine/runner/cuda/cuda_ops.h"
+#endif
 
 namespace llmserve {
+
+bool cuda_backend_available() {
+#ifdef LLMSERVE_HAVE_CUDA_BACKEND
+  return cuda_device_count() > 0;
+#else
+  return false;
+#endif
+}
+
+namespace {
+
+#ifdef LLMSERVE_HAVE_CUDA_BACKEND
+// One prefill of max_tokens_per_step tokens (as sequence 0) sampling max_samples_per_step rows:
+// the step with the largest activation footprint.
+Status profile_forward(LlamaGraph& graph, const ModelRunnerOptions& o, int64_t blocks) {
+  const int64_t T = o.max_tokens_per_step;
+  const int64_t S = std::min<int64_t>(o.max_samples_per_step, T);
+  std::vector<int32_t> tokens(static_cast<size_t>(T), 0), positions(static_cast<size_t>(T));
+  std::vector<int32_t> slots(static_cast<size_t>(T)), samples(static_cast<size_t>(S));
+  std::vector<int32_t> query_start{0, static_cast<int32_t>(T)}, seq_lens{static_cast<int32_t>(T)};
+  std::vector<int32_t> block_table(static_cast<size_t>(blocks));
+  for (int64_t t = 0; t < T; ++t) {
+    positions[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+    slots[static_cast<size_t>(t)] = static_cast<int32_t>(t);
+  }
+  for (int64_t b = 0; b < blocks; ++b)
+    block_table[static_cast<size_t>(b)] = static_cast<int32_t>(b);
+  for (int64_t s = 0; s < S; ++s) samples[static_cast<size_t>(s)] = static_cast<int32_t>(T - S + s);
+  std::vector<uint8_t> prefill{1};
+  ForwardBatch fb{tokens, positions, query_start, seq_lens, block_table,
+                  blocks, slots,     samples,     prefill,  0};
+  return graph.forward(fb).status();
+}
+
+Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::unique_ptr<Ops>* ops,
+                   std::unique_ptr<LlamaGraph>* graph) {
+  const ModelConfig& cfg = model.config();
+  CudaOpsOptions co;
+  co.max_tokens = o.max_tokens_per_step;
+  co.max_samples = o.max_samples_per_step;
+  co.max_num_seqs = o.max_num_seqs;
+  co.max_model_len = std::max<int64_t>(o.max_model_len, o.max_tokens_per_step);
+  co.cuda_graphs = o.cuda_graphs;
+  LLMSERVE_ASSIGN_OR_RETURN(std::unique_ptr<CudaOps> cuda, CudaOps::create(co));
+  // Profiling cache: just enough pages for the profiling prefill.
+  const int64_t blocks = (o.max_tokens_per_step + o.block_size - 1) / o.block_size + 1;
+  KvCacheSpec spec{cfg.num_layers, blocks, static_cast<int>(cfg.num_kv_heads), o.block_size,
+                   static_cast<int>(cfg.head_dim)};
+  LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, o.max_samples_per_step));
+  LLMSERVE_RETURN_IF_ERROR(profile_forward(**graph, o, blocks));
+  LLMSERVE_RETURN_IF_ERROR(cuda->status());
+  LLMSERVE_ASSIGN_OR_RETURN(KvMemoryPlan plan, cuda->plan_kv_cache(o.gpu_memory_utilization));
+  spdlog::info("CUDA KV cache: {}", plan.arithmetic);
+  cuda->release_kv_cache();
+  spec.num_blocks = plan.num_blocks;
+  LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
+  *ops = std::move(cuda);
+  return Status::ok();
+}
+#endif
+
+}  // namespace
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const ModelRunnerOptions& options) {
   LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(options.model_path));
@@ -18,6 +90,17 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   }
   LLMSERVE_RETURN_IF_ERROR(model->check_tensors());
   const ModelConfig& cfg = model->config();
+  if (options.use_cuda) {
+#ifdef LLMSERVE_HAVE_CUDA_BACKEND
+    std::unique_ptr<ModelRunner> r(new ModelRunner());
+    r->options_ = options;
+    r->model_ = std::move(model);
+    LLMSERVE_RETURN_IF_ERROR(create_cuda(options, *r->model_, &r->ops_, &r->graph_));
+    return r;
+#else
+    return unimplemented("model runner: this binary was built without the CUDA backend");
+#endif
+  }
   const uint64_t block_bytes =
       cfg.kv_bytes_per_token(4) * static_cast<uint64_t>(options.block_size);
   const uint64_t num_blocks = block_bytes == 0 ? 0 : options.kv_cache_bytes / block_bytes;

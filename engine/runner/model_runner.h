@@ -1,5 +1,5 @@
-// Owns the model, the backend (CpuOps) with its KV cache, and the Llama graph; runs one
-// ForwardBatch per step and returns the sampled rows' logits (DESIGN §5).
+// Owns the model, the backend (CpuOps, or CudaOps when use_cuda) with its KV cache, and the Llama
+// graph; runs one ForwardBatch per step and returns the sampled rows' logits (DESIGN §5).
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,17 @@ struct ModelRunnerOptions {
   int block_size = 16;                     // tokens per KV block
   int64_t max_tokens_per_step = 2048;      // new tokens in one ForwardBatch
   int64_t max_samples_per_step = 256;      // sampled rows in one ForwardBatch
+  // CUDA backend: KV cache sized by a profiling forward at max_tokens_per_step, as
+  // (total x gpu_memory_utilization - peak use) / block bytes; kv_cache_bytes is then unused.
+  bool use_cuda = false;
+  double gpu_memory_utilization = 0.9;
+  int max_num_seqs = 256;        // requests per step (CUDA-graph buckets)
+  int64_t max_model_len = 4096;  // tokens per sequence (CUDA block-table width)
+  bool cuda_graphs = true;       // capture pure-decode steps
 };
+
+// True when this binary has the CUDA backend and the driver reports a device.
+bool cuda_backend_available();
 
 class ModelRunner {
  public:
@@ -44,13 +54,15 @@ class ModelRunner {
   int64_t max_tokens_per_step() const { return options_.max_tokens_per_step; }
   int64_t max_samples_per_step() const { return options_.max_samples_per_step; }
   uint64_t kv_cache_bytes() const { return ops_->kv_cache_bytes(); }
+  const char* backend() const { return options_.use_cuda ? "cuda" : "cpu"; }
+  int kv_bytes_per_element() const { return options_.use_cuda ? 2 : 4; }  // bf16 / f32
 
  private:
   ModelRunner() = default;
 
   ModelRunnerOptions options_;
   std::unique_ptr<LoadedModel> model_;
-  std::unique_ptr<CpuOps> ops_;
+  std::unique_ptr<Ops> ops_;
   std::unique_ptr<LlamaGraph> graph_;
 };
 

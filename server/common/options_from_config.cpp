@@ -14,6 +14,7 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.cpu_matmul_precision = std::string(to_string(c.engine.cpu_matmul_precision));
   o.kv_cache_bytes = c.engine.kv_cache_bytes;
   o.gpu_memory_utilization = c.engine.gpu_memory_utilization;
+  o.cuda_graphs = c.engine.cuda_graphs;
   o.block_size = c.engine.block_size;
   o.max_num_seqs = c.engine.max_num_seqs;
   o.max_num_batched_tokens = c.engine.max_num_batched_tokens;

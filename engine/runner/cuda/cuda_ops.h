@@ -64,7 +64,7 @@ class CudaOps final : public Ops {
   // Sizes the KV cache from the memory in use now (call after a profiling forward with the
   // profiling cache still allocated; its bytes are not counted as peak use).
   Result<KvMemoryPlan> plan_kv_cache(double gpu_memory_utilization) const;
-  uint64_t kv_cache_bytes() const;
+  uint64_t kv_cache_bytes() const override;
   Status status() const { return error_; }
   cudaStream_t stream() const { return stream_; }
   size_t num_decode_graphs() const { return graphs_.size(); }
