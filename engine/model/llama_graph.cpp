@@ -130,9 +130,15 @@ Result<std::span<const float>> LlamaGraph::forward(const ForwardBatch& batch) {
     } else {
       ops_.add_rms_norm(resid_, o_, L.attn_norm, T, eps, h_);
     }
-    ops_.matmul(h_, T, L.wq, L.has_bias ? &L.bq : nullptr, q_);
-    ops_.matmul(h_, T, L.wk, L.has_bias ? &L.bk : nullptr, k_);
-    ops_.matmul(h_, T, L.wv, L.has_bias ? &L.bv : nullptr, v_);
+    if (L.has_bias) {
+      ops_.matmul(h_, T, L.wq, &L.bq, q_);
+      ops_.matmul(h_, T, L.wk, &L.bk, k_);
+      ops_.matmul(h_, T, L.wv, &L.bv, v_);
+    } else {
+      const Weight* qkv[] = {&L.wq, &L.wk, &L.wv};
+      float* qkv_out[] = {q_, k_, v_};
+      ops_.matmul_multi(h_, T, qkv, qkv_out);
+    }
     ops_.rope(q_, nh, hd);
     ops_.rope(k_, nkv, hd);
     ops_.write_kv(l, k_, v_);
@@ -140,8 +146,9 @@ Result<std::span<const float>> LlamaGraph::forward(const ForwardBatch& batch) {
     if (D < B) ops_.prefill_attention(l, q_, nh, scale, D, B, attn_);
     ops_.matmul(attn_, T, L.wo, nullptr, o_);
     ops_.add_rms_norm(resid_, o_, L.ffn_norm, T, eps, h_);
-    ops_.matmul(h_, T, L.w_gate, nullptr, gate_);
-    ops_.matmul(h_, T, L.w_up, nullptr, up_);
+    const Weight* gate_up[] = {&L.w_gate, &L.w_up};
+    float* gate_up_out[] = {gate_, up_};
+    ops_.matmul_multi(h_, T, gate_up, gate_up_out);
     ops_.silu_mul(gate_, up_, T * cfg_.ffn_size, gate_);
     ops_.matmul(gate_, T, L.w_down, nullptr, o_);
   }

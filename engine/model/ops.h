@@ -68,6 +68,12 @@ class Ops {
                             float eps, float* y) = 0;
   // y[M, w.rows] = x[M, w.cols] . w^T (+ bias[w.rows] when bias is non-null).
   virtual void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) = 0;
+  // ys[i][M, ws[i]->rows] = x[M, K] . ws[i]^T for weights of the same K, no bias (q / k / v,
+  // gate / up): a backend may share the work of x between them. Same results as matmul each.
+  virtual void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
+                            std::span<float* const> ys) {
+    for (size_t i = 0; i < ws.size() && i < ys.size(); ++i) matmul(x, M, *ws[i], nullptr, ys[i]);
+  }
   // Rotates x[T, heads, head_dim] in place at the batch positions (set_rope's spec).
   virtual void rope(float* x, int heads, int head_dim) = 0;
   // Scatters k, v [T, num_kv_heads, head_dim] into layer's cache at the batch slots.

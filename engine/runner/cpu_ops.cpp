@@ -130,6 +130,23 @@ void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bi
   }
 }
 
+void CpuOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
+                          std::span<float* const> ys) {
+  constexpr size_t kMax = 8;
+  const kernels::PackedWeight* packed[kMax];
+  bool fused = ws.size() == ys.size() && !ws.empty() && ws.size() <= kMax;
+  for (size_t i = 0; fused && i < ws.size(); ++i) {
+    const auto it = packed_.find(ws[i]->data);
+    fused = it != packed_.end() && ws[i]->cols == ws[0]->cols;
+    if (fused) packed[i] = &it->second;
+  }
+  if (!fused) {
+    Ops::matmul_multi(x, M, ws, ys);
+    return;
+  }
+  kernels::matmul_packed_multi(pool_, x, M, std::span(packed, ws.size()), ys, precision_);
+}
+
 void CpuOps::rope(float* x, int heads, int head_dim) {
   kernels::apply_rope(
       x, batch_.num_tokens(), heads, head_dim, batch_.positions.data(), rope_.inv_freq,

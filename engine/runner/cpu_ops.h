@@ -37,6 +37,8 @@ class CpuOps final : public Ops {
   void add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows, float eps,
                     float* y) override;
   void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) override;
+  void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
+                    std::span<float* const> ys) override;
   void rope(float* x, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
   void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,

@@ -138,23 +138,63 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
 
 void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y,
                    ActPrecision precision) {
-  const int64_t N = w.rows(), K = w.cols();
-  if (M <= 0 || N <= 0) return;
+  const PackedWeight* ws[] = {&w};
+  float* ys[] = {y};
+  matmul_packed_multi(pool, x, M, ws, ys, precision);
+}
+
+void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
+                         std::span<const PackedWeight* const> ws, std::span<float* const> ys,
+                         ActPrecision precision) {
+  constexpr size_t kMaxWeights = 8;
+  const size_t nw = std::min({ws.size(), ys.size(), kMaxWeights});
+  if (M <= 0 || nw == 0) return;
+  const int64_t K = ws[0]->cols();
   const cpu::PackedKernels& ks = kernels_for(active_packed_isa());
-  const cpu::GroupGemmFn fn = w.type() == DType::Q4_0   ? ks.q4_0
-                              : w.type() == DType::Q4_1 ? ks.q4_1
-                                                        : ks.q8_0;
   const int64_t nb = K / kQK;
   // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1: residual) whose
   // products land in y2 and are summed into y row m by the task that made them.
   const int passes = precision == ActPrecision::kQ8x2 ? 2 : 1;
   const int64_t rows = M * passes;
+  const int64_t tile_m = rows <= 2 * kTileM ? rows : kTileM;  // even: pairs stay in one tile
+  const int64_t m_tiles = (rows + tile_m - 1) / tile_m;
+
+  struct Job {
+    cpu::GroupGemmFn fn;
+    const uint8_t* w;
+    size_t gbytes;
+    int64_t N, groups, first_task;
+    float* out;  // y, or its y2 region
+    float* y;
+  };
+  Job jobs[kMaxWeights];
+  int64_t tasks = 0, y2_floats = 0;
+  for (size_t i = 0; i < nw; ++i) {
+    const PackedWeight& w = *ws[i];
+    Job& j = jobs[i];
+    j.fn = w.type() == DType::Q4_0 ? ks.q4_0 : w.type() == DType::Q4_1 ? ks.q4_1 : ks.q8_0;
+    j.w = static_cast<const uint8_t*>(w.data());
+    j.gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
+    j.N = w.rows();
+    j.groups = (j.N + kGroupRows - 1) / kGroupRows;
+    j.first_task = tasks;
+    j.y = ys[i];
+    tasks += (j.groups + kGroupsPerTask - 1) / kGroupsPerTask * m_tiles;
+    y2_floats += rows * j.N;
+  }
+
   thread_local std::vector<ActQ8> scratch;
   thread_local std::vector<float> y2;
   if (scratch.size() < static_cast<size_t>(rows * nb))
     scratch.resize(static_cast<size_t>(rows * nb));
-  if (passes == 2 && y2.size() < static_cast<size_t>(rows * N))
-    y2.resize(static_cast<size_t>(rows * N));
+  if (passes == 2 && y2.size() < static_cast<size_t>(y2_floats)) {
+    y2.resize(static_cast<size_t>(y2_floats));
+  }
+  float* y2_next = y2.data();
+  for (size_t i = 0; i < nw; ++i) {
+    jobs[i].out = passes == 2 ? y2_next : jobs[i].y;
+    if (passes == 2) y2_next += rows * jobs[i].N;
+  }
   ActQ8* xq = scratch.data();
   auto quantize = [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m) {
@@ -171,32 +211,30 @@ void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeig
     quantize(0, M);
   }
 
-  float* out = passes == 2 ? y2.data() : y;
-  const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
-  const size_t gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
-  const int64_t tile_m = rows <= 2 * kTileM ? rows : kTileM;  // even: pairs stay in one tile
-  const int64_t m_tiles = (rows + tile_m - 1) / tile_m;
-  const int64_t g_tiles = (groups + kGroupsPerTask - 1) / kGroupsPerTask;
-  const auto* wb = static_cast<const uint8_t*>(w.data());
   const int max_rows = ks.max_rows;
-  pool.parallel_for(g_tiles * m_tiles, [&](int64_t begin, int64_t end) {
+  pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t g0 = (t / m_tiles) * kGroupsPerTask;
-      const int64_t g1 = std::min(groups, g0 + kGroupsPerTask);
-      const int64_t m0 = (t % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
+      size_t i = nw - 1;
+      while (jobs[i].first_task > t) --i;
+      const Job& j = jobs[i];
+      const int64_t lt = t - j.first_task;
+      const int64_t g0 = (lt / m_tiles) * kGroupsPerTask;
+      const int64_t g1 = std::min(j.groups, g0 + kGroupsPerTask);
+      const int64_t m0 = (lt % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
       for (int64_t g = g0; g < g1; ++g) {
-        const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, N - g * kGroupRows));
+        const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, j.N - g * kGroupRows));
         for (int64_t m = m0; m < m1; m += max_rows) {
           const int R = static_cast<int>(std::min<int64_t>(max_rows, m1 - m));
-          fn(wb + g * gbytes, xq + m * nb, nb, R, out + m * N + g * kGroupRows, N, valid);
+          j.fn(j.w + g * j.gbytes, xq + m * nb, nb, R, j.out + m * j.N + g * kGroupRows, j.N,
+               valid);
         }
       }
       if (passes == 2) {
-        const int64_t n0 = g0 * kGroupRows, n1 = std::min(N, g1 * kGroupRows);
+        const int64_t n0 = g0 * kGroupRows, n1 = std::min(j.N, g1 * kGroupRows);
         for (int64_t m = m0; m < m1; m += 2) {
-          const float* a = out + m * N;
-          const float* b = a + N;
-          float* dst = y + (m / 2) * N;
+          const float* a = j.out + m * j.N;
+          const float* b = a + j.N;
+          float* dst = j.y + (m / 2) * j.N;
           for (int64_t n = n0; n < n1; ++n) dst[n] = a[n] + b[n];
         }
       }

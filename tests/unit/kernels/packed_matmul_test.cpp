@@ -154,6 +154,42 @@ INSTANTIATE_TEST_SUITE_P(
              std::string(act_precision_name(std::get<1>(info.param)));
     });
 
+// One quantization and one parallel_for for several weights gives each weight's own result, bit
+// for bit.
+TEST(PackedWeight, MultiEqualsSeparateCalls) {
+  ThreadPool pool(2);
+  std::mt19937 rng(9);
+  const int64_t K = 576;
+  const std::vector<std::pair<DType, int64_t>> shapes = {
+      {DType::Q4_1, 576}, {DType::Q8_0, 37}, {DType::Q4_0, 192}};
+  std::vector<std::vector<uint8_t>> raw;
+  std::vector<PackedWeight> packed;
+  for (auto [t, n] : shapes) {
+    raw.push_back(random_weights(rng, t, n, K));
+    packed.push_back(pack_weight(t, raw.back().data(), n, K));
+  }
+  for (ActPrecision p : {ActPrecision::kQ8, ActPrecision::kQ8x2}) {
+    for (int64_t M : {1, 5, 70}) {
+      const auto x = random_floats(rng, M * K);
+      std::vector<std::vector<float>> multi, single;
+      std::vector<const PackedWeight*> ws;
+      std::vector<float*> ys;
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        multi.emplace_back(M * shapes[i].second, NAN);
+        single.emplace_back(M * shapes[i].second, NAN);
+        ws.push_back(&packed[i]);
+      }
+      for (auto& y : multi) ys.push_back(y.data());
+      matmul_packed_multi(pool, x.data(), M, ws, ys, p);
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        matmul_packed(pool, x.data(), M, packed[i], single[i].data(), p);
+        EXPECT_EQ(0, std::memcmp(multi[i].data(), single[i].data(), single[i].size() * 4))
+            << "weight " << i << " M=" << M << " " << act_precision_name(p);
+      }
+    }
+  }
+}
+
 TEST(PackedWeight, OnlyPackableTypesAndShapes) {
   EXPECT_TRUE(can_pack_weight(DType::Q4_1, 8, 64));
   EXPECT_FALSE(can_pack_weight(DType::Q4_K, 8, 256));

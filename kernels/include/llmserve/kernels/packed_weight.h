@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "llmserve/kernels/act_precision.h"
 #include "llmserve/kernels/dtype.h"
@@ -50,6 +51,14 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K);
 // give the same integers). Precondition: !w.empty(); y does not alias x.
 void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y,
                    ActPrecision precision = ActPrecision::kQ8x2);
+
+// y_i[M, N_i] = x[M, K] . W_i^T for up to 8 packed weights of the same K (q / k / v, gate / up):
+// x is quantized once and one parallel_for covers every output; each y_i equals what
+// matmul_packed gives. Preconditions: as matmul_packed, all ws[i]->cols() equal, ys.size() ==
+// ws.size() <= 8.
+void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
+                         std::span<const PackedWeight* const> ws, std::span<float* const> ys,
+                         ActPrecision precision = ActPrecision::kQ8x2);
 
 // Instruction set of the packed micro-kernels: kAuto picks AVX-512 VNNI when the CPU has it.
 // For tests and benchmarks; not thread-safe against concurrent matmuls.
