@@ -1,6 +1,6 @@
 #include "engine/runner/detokenizer.h"
 
-#include "engine/runner/utf8.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace llmserve {
 
@@ -27,7 +27,7 @@ std::string Detokenizer::append(int32_t token_id) {
   if (utf8_incomplete_tail(delta) > 0) return {};
   prefix_offset_ = read_offset_;
   read_offset_ = ids_.size();
-  return sanitize_utf8(delta);
+  return utf8_sanitize(delta);
 }
 
 std::string Detokenizer::flush() {
@@ -35,7 +35,7 @@ std::string Detokenizer::flush() {
   const std::string full = decode(prefix_offset_, ids_.size());
   prefix_offset_ = read_offset_ = ids_.size();
   if (full.size() <= prefix.size()) return {};
-  return sanitize_utf8(std::string_view(full).substr(prefix.size()));
+  return utf8_sanitize(std::string_view(full).substr(prefix.size()));
 }
 
 }  // namespace llmserve

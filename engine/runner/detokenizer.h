@@ -3,7 +3,7 @@
 // ids[prefix_offset..read_offset), so SentencePiece leading-space stripping and byte-level
 // merges come out as the full decode would. A delta that ends inside a UTF-8 character is held
 // until the character completes; ill-formed bytes become U+FFFD. Without context, the
-// concatenation of all deltas plus flush() equals sanitize_utf8(tokenizer.decode(ids, skip)).
+// concatenation of all deltas plus flush() equals utf8_sanitize(tokenizer.decode(ids, skip)).
 #pragma once
 
 #include <cstddef>

@@ -51,6 +51,19 @@ size_t utf8_sequence_length(std::string_view s, size_t pos) {
   return complete ? n : 0;
 }
 
+size_t utf8_incomplete_tail(std::string_view s) {
+  const size_t n = s.size();
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    const size_t i = n - back;
+    const auto b = static_cast<uint8_t>(s[i]);
+    if (b >= 0x80 && b <= 0xBF) continue;  // a continuation byte: look further back
+    if (lead_info(b).continuation < 1) return 0;
+    bool complete = false;
+    return scan(s, i, complete) == back && !complete ? back : 0;
+  }
+  return 0;
+}
+
 uint32_t utf8_next(std::string_view s, size_t& pos) {
   const size_t n = utf8_sequence_length(s, pos);
   if (n == 0) {

@@ -22,6 +22,11 @@ void utf8_append(std::string& out, uint32_t cp);
 
 bool utf8_is_valid(std::string_view s);
 
+// Number of trailing bytes of s that form a valid but unfinished multi-byte sequence (0-3): bytes
+// a later chunk could still complete. Sanitizing s split where this is 0 gives the same bytes as
+// sanitizing it whole.
+size_t utf8_incomplete_tail(std::string_view s);
+
 // A copy of s where every maximal ill-formed subpart is replaced by U+FFFD (EF BF BD).
 std::string utf8_sanitize(std::string_view s);
 

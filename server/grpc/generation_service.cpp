@@ -3,7 +3,7 @@
 #include <atomic>
 #include <random>
 
-#include "engine/runner/utf8.h"
+#include "engine/tokenizer/utf8.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_convert.h"
 
@@ -303,7 +303,7 @@ grpc::ServerUnaryReactor* GenerationService::Tokenize(grpc::CallbackServerContex
   const auto ids = engine->tokenizer().encode(req->text(), add_special, true);
   for (int32_t id : ids) {
     resp->add_token_ids(id);
-    resp->add_tokens(sanitize_utf8(engine->tokenizer().token_text(id)));
+    resp->add_tokens(utf8_sanitize(engine->tokenizer().token_text(id)));
   }
   resp->set_count(static_cast<int32_t>(ids.size()));
   resp->set_max_model_len(engine->max_model_len());
@@ -329,7 +329,7 @@ grpc::ServerUnaryReactor* GenerationService::Detokenize(grpc::CallbackServerCont
                                                                std::to_string(vocab) + ")"));
     }
   }
-  resp->set_text(sanitize_utf8(engine->tokenizer().decode(ids, req->skip_special_tokens())));
+  resp->set_text(utf8_sanitize(engine->tokenizer().decode(ids, req->skip_special_tokens())));
   return finish_unary(ctx, "Detokenize", grpc::Status::OK);
 }
 

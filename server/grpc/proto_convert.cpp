@@ -4,7 +4,7 @@
 #include <optional>
 #include <utility>
 
-#include "engine/runner/utf8.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace llmserve {
 
@@ -88,12 +88,12 @@ void fill_logprobs(const std::vector<TokenLogprob>& lps, const Tokenizer& tok,
   for (const auto& lp : lps) {
     v1::TokenLogprob* p = out->Add();
     p->set_token_id(lp.token_id);
-    p->set_token(sanitize_utf8(tok.token_bytes(lp.token_id)));
+    p->set_token(utf8_sanitize(tok.token_bytes(lp.token_id)));
     p->set_logprob(lp.logprob);
     for (const auto& t : lp.top) {
       v1::TopLogprob* q = p->add_top_logprobs();
       q->set_token_id(t.token_id);
-      q->set_token(sanitize_utf8(tok.token_bytes(t.token_id)));
+      q->set_token(utf8_sanitize(tok.token_bytes(t.token_id)));
       q->set_logprob(t.logprob);
     }
   }

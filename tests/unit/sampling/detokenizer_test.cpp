@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "engine/runner/utf8.h"
+#include "engine/tokenizer/utf8.h"
 #include "tests/unit/sampling/fake_tokenizer.h"
 
 namespace llmserve {
@@ -83,8 +83,8 @@ void check_random_sequences(const FakeTokenizer& tok, bool skip, uint32_t seed) 
     for (int i = 0; i < n; ++i) ids.push_back(pool[gen() % pool.size()]);
     Detokenizer d(tok, skip);
     auto deltas = stream(d, ids);
-    for (const auto& s : deltas) ASSERT_TRUE(is_valid_utf8(s));
-    ASSERT_EQ(join(deltas), sanitize_utf8(tok.decode(ids, skip))) << "iteration " << iter;
+    for (const auto& s : deltas) ASSERT_TRUE(utf8_is_valid(s));
+    ASSERT_EQ(join(deltas), utf8_sanitize(tok.decode(ids, skip))) << "iteration " << iter;
   }
 }
 

@@ -1,4 +1,4 @@
-#include "engine/runner/utf8.h"
+#include "engine/tokenizer/utf8.h"
 
 #include <gtest/gtest.h>
 
@@ -20,11 +20,11 @@ TEST(Utf8, IncompleteTail) {
 }
 
 TEST(Utf8, SanitizeReplacesMaximalSubparts) {
-  EXPECT_EQ(sanitize_utf8("h\xC3\xA9llo"), "h\xC3\xA9llo");
-  EXPECT_EQ(sanitize_utf8("a\xE2\x82z"), "a\xEF\xBF\xBDz");          // one U+FFFD for E2 82
-  EXPECT_EQ(sanitize_utf8("\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // each stray byte
-  EXPECT_EQ(sanitize_utf8("\xF4\x90"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // F4 90 is out of range
-  EXPECT_EQ(sanitize_utf8("\xF0\x9F\x98"), "\xEF\xBF\xBD");
+  EXPECT_EQ(utf8_sanitize("h\xC3\xA9llo"), "h\xC3\xA9llo");
+  EXPECT_EQ(utf8_sanitize("a\xE2\x82z"), "a\xEF\xBF\xBDz");          // one U+FFFD for E2 82
+  EXPECT_EQ(utf8_sanitize("\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // each stray byte
+  EXPECT_EQ(utf8_sanitize("\xF4\x90"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // F4 90 is out of range
+  EXPECT_EQ(utf8_sanitize("\xF0\x9F\x98"), "\xEF\xBF\xBD");
 }
 
 TEST(Utf8, SanitizeSplitsAtCompleteBoundaries) {
@@ -35,12 +35,12 @@ TEST(Utf8, SanitizeSplitsAtCompleteBoundaries) {
     std::string s;
     const int n = 1 + gen() % 12;
     for (int i = 0; i < n; ++i) s += pieces[gen() % pieces.size()];
-    const std::string whole = sanitize_utf8(s);
-    EXPECT_TRUE(is_valid_utf8(whole));
+    const std::string whole = utf8_sanitize(s);
+    EXPECT_TRUE(utf8_is_valid(whole));
     for (size_t cut = 0; cut <= s.size(); ++cut) {
       const std::string_view head = std::string_view(s).substr(0, cut);
       if (utf8_incomplete_tail(head) != 0) continue;
-      EXPECT_EQ(sanitize_utf8(head) + sanitize_utf8(s.substr(cut)), whole);
+      EXPECT_EQ(utf8_sanitize(head) + utf8_sanitize(s.substr(cut)), whole);
     }
   }
 }
