@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: installs packages, fetches the default model, builds, runs ctest and the
 # Python integration tests in a venv made from tests/requirements.txt.
-# Usage: scripts/test.sh [--unit-only]
+# Usage: scripts/test.sh [--unit-only] [--fault]
 #        scripts/test.sh [--sanitize=address,undefined|--sanitize=thread] [--fuzz SECONDS]
+#   --fault: also build build-fault/llmserve (-DLLMSERVE_FAULT_INJECTION=ON, a second full build
+#     of the daemon, ~10 min on 2 cores) so the watchdog soak test runs instead of skipping
 #   --sanitize: unit tests (thread: the concurrency tests) in build-asan/ or build-tsan/
 #   --fuzz: every libFuzzer target of tests/fuzz for SECONDS each (scripts/fuzz.sh all)
 #   Either option runs only those checks, not the default build and tests.
@@ -11,11 +13,13 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 UNIT_ONLY=0
+FAULT=0
 SANITIZE=""
 FUZZ_SECONDS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --unit-only) UNIT_ONLY=1 ;;
+    --fault) FAULT=1 ;;
     --sanitize=*) SANITIZE=${1#--sanitize=} ;;
     --fuzz=*) FUZZ_SECONDS=${1#--fuzz=} ;;
     --fuzz) FUZZ_SECONDS=${2:?--fuzz needs SECONDS}; shift ;;
@@ -40,6 +44,17 @@ export LLMSERVE_TEST_MODEL="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 ctest --test-dir build --output-on-failure -j 2
 
 [ "$UNIT_ONLY" = 1 ] && exit 0
+
+if [ "$FAULT" = 1 ]; then
+  # The watchdog soak test's daemon (tests/soak/test_soak_watchdog.py): test-only wedge switch.
+  FAULT_DIR=${LLMSERVE_FAULT_BUILD_DIR:-build-fault}
+  if [ ! -f "$FAULT_DIR/build.ninja" ]; then
+    cmake -S . -B "$FAULT_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DLLMSERVE_FAULT_INJECTION=ON -DLLMSERVE_CUDA=OFF -DLLMSERVE_BUILD_BENCH=OFF
+  fi
+  cmake --build "$FAULT_DIR" -j "$(nproc)" --target llmserve
+  export LLMSERVE_FAULT_BIN="$ROOT/$FAULT_DIR/llmserve"
+fi
 
 VENV=${LLMSERVE_TEST_VENV:-$ROOT/.venv-test}
 if [ ! -x "$VENV/bin/python" ]; then

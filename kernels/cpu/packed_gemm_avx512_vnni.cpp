@@ -1,13 +1,11 @@
 // Packed micro-kernels with AVX-512 VNNI on 256-bit vectors (vpdpbusd: 4 byte products summed
 // straight into 32 bits). Everything in this file is built for that target and has internal
-// linkage, so nothing here leaks into code run on CPUs without it.
+// linkage, so nothing here leaks into code run on CPUs without it. The target flags are set on this
+// file alone in kernels/CMakeLists.txt (GCC and clang alike).
 #include <immintrin.h>
 
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
-
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512bw,avx512vnni")
 
 #include "kernels/cpu/packed_gemm_impl.h"
 
@@ -32,4 +30,3 @@ PackedKernels packed_kernels_avx512_vnni() {
 
 }  // namespace llmserve::kernels::cpu
 
-#pragma GCC pop_options

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <random>
+
+#include <sys/socket.h>
 
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -12,6 +15,16 @@
 namespace llmserve {
 
 namespace {
+
+// Kernel send buffer of every HTTP connection (set on the listening socket, inherited by the
+// accepted ones; Linux doubles it). Without it the kernel autotunes up to net.ipv4.tcp_wmem's
+// maximum (4 MiB; on loopback the first guess is already > 1 MiB), which swallows thousands of
+// SSE events of a client that never reads, so the per-stream bound (server.stream_buffer_tokens)
+// would never be reached. 64 KiB still fills a 10 MB/s link at 10 ms RTT.
+constexpr int kSendBufferBytes = 64 << 10;
+// cpp-httplib 0.11 listens with a backlog of 5: a burst of connects overflows it and the dropped
+// SYNs are retried after 1 s. The listening socket is re-listened with this backlog.
+constexpr int kListenBacklog = 1024;
 
 bool is_public_path(const std::string& path) {
   return path == "/health" || path == "/ready";
@@ -87,6 +100,17 @@ void HttpServer::configure() {
   s.set_keep_alive_timeout(o.keep_alive_timeout_seconds);
   s.set_read_timeout(30, 0);
   s.set_write_timeout(30, 0);
+  // Responses are written as headers then body (then one write per SSE event); with Nagle on,
+  // each second small write waits for the peer's delayed ACK (40 ms).
+  s.set_tcp_nodelay(true);
+  // Replaces cpp-httplib's default (SO_REUSEPORT, which let a second daemon bind the same port).
+  s.set_socket_options([this](int fd) {
+    const int one = 1;
+    const int sndbuf = kSendBufferBytes;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    listen_fd_ = fd;
+  });
 
   s.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     const ServerOptions& opt = ctx.state.options();
@@ -187,7 +211,16 @@ Status HttpServer::start() {
   if (port_ <= 0) {
     return unavailable("cannot bind HTTP on " + o.host + ":" + std::to_string(o.http_port));
   }
+  // Linux takes a second listen() on a listening socket as a new backlog.
+  if (listen_fd_ >= 0 && ::listen(listen_fd_, kListenBacklog) != 0) {
+    spdlog::warn("HTTP: cannot raise the listen backlog to {}", kListenBacklog);
+  }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // cpp-httplib 0.11's stop() only ends a server that is already running (and it has no
+  // wait_until_ready): a stop() right after start() left the accept loop blocked for good.
+  for (int i = 0; i < 10000 && !server_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return Status::ok();
 }
 

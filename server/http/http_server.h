@@ -39,6 +39,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int port_ = 0;
+  int listen_fd_ = -1;  // the listening socket, once bound
 };
 
 // The metric label for a request path: a known route, "/v1/requests/{id}", or "other".

@@ -110,9 +110,6 @@ async def run_storm(daemon, pb):
     assert drift < 0.05, rss
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "flaky on its first runs (2026-11-29): passed once; in the next run 4 surviving HTTP streams of "
-    "64 saw the connection closed (httpx ReadError) while others were aborted; open in issue 8"))
 def test_abort_storm(soak_daemon, pb):
     daemon = soak_daemon("--server.http-threads", str(STREAMS + 16),
                          "--server.max-waiting-requests", str(STREAMS * 2))

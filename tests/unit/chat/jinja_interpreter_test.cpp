@@ -92,6 +92,10 @@ TEST(JinjaInterpreter, LimitsStopHostileTemplates) {
                 .code(),
             StatusCode::kResourceExhausted);
   EXPECT_EQ(err("{{ 'x' * 100000000000 }}").code(), StatusCode::kResourceExhausted);
+  // Refused before the repetition is built (fuzz_chat_template timed out on a 1 GB string).
+  EXPECT_EQ(err("{{ 'x' * 1000000000 }}").code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(err("{{ ([1, 2] * 10000000) | length }}").code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(ok("{{ ('ab' * 3) ~ ([1] * 3) | length }}"), "ababab3");
   EXPECT_EQ(err("{{ range(10000000) | length }}").code(), StatusCode::kResourceExhausted);
   std::string deep = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
   EXPECT_FALSE(render(deep).is_ok());
