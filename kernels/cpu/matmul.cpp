@@ -94,10 +94,7 @@ void matmul(ThreadPool& pool, const float* x, int64_t M, int64_t K, DType w_type
         }
       }
       if (passes == 2) {
-        for (int64_t m = m0; m < m1; m += 2) {
-          const float* a = out + m * N;
-          for (int64_t n = n0; n < n1; ++n) y[(m / 2) * N + n] = a[n] + a[N + n];
-        }
+        cpu::sum_row_pairs(out, N, m0, m1, n0, n1, y);
       }
     }
   });

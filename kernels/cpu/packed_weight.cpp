@@ -231,12 +231,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
       }
       if (passes == 2) {
         const int64_t n0 = g0 * kGroupRows, n1 = std::min(j.N, g1 * kGroupRows);
-        for (int64_t m = m0; m < m1; m += 2) {
-          const float* a = j.out + m * j.N;
-          const float* b = a + j.N;
-          float* dst = j.y + (m / 2) * j.N;
-          for (int64_t n = n0; n < n1; ++n) dst[n] = a[n] + b[n];
-        }
+        cpu::sum_row_pairs(j.out, j.N, m0, m1, n0, n1, j.y);
       }
     }
   });

@@ -24,4 +24,15 @@ void quantize_row_act_q8k(const float* x, int64_t k, BlockQ8_K* out);
 void quantize_row_act_q8x2(const float* x, int64_t k, ActQ8* main, ActQ8* res);
 void quantize_row_act_q8kx2(const float* x, int64_t k, BlockQ8_K* main, BlockQ8_K* res);
 
+// For the two-pass form: y[m / 2][n] = pairs[m][n] + pairs[m + 1][n] over even m in [m0, m1) and
+// n in [n0, n1); pairs and y are row-major with N columns.
+inline void sum_row_pairs(const float* pairs, int64_t N, int64_t m0, int64_t m1, int64_t n0,
+                          int64_t n1, float* y) {
+  for (int64_t m = m0; m < m1; m += 2) {
+    const float* a = pairs + m * N;
+    float* dst = y + (m / 2) * N;
+    for (int64_t n = n0; n < n1; ++n) dst[n] = a[n] + a[N + n];
+  }
+}
+
 }  // namespace llmserve::kernels::cpu
