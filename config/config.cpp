@@ -24,6 +24,10 @@ std::string_view to_string(CpuMatmulPrecision v) {
   return v == CpuMatmulPrecision::kQ8 ? "q8" : "q8x2";
 }
 
+std::string_view to_string(KvCacheDtype v) {
+  return v == KvCacheDtype::kF32 ? "f32" : "f16";
+}
+
 std::string_view to_string(DeviceKind v) {
   switch (v) {
     case DeviceKind::kAuto:

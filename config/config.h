@@ -16,12 +16,15 @@ enum class LoadFormat { kAuto, kGguf, kSafetensors, kDummy };
 enum class DeviceKind { kAuto, kCpu, kCuda };
 // CPU matmul activations: q8x2 = two 8-bit passes (~16 bits, matches f32), q8 = one pass.
 enum class CpuMatmulPrecision { kQ8x2, kQ8 };
+// Element type of the KV cache: f16 halves its memory and the bytes attention reads per token.
+enum class KvCacheDtype { kF16, kF32 };
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
 enum class LogFormat { kText, kJson };
 
 std::string_view to_string(LoadFormat v);
 std::string_view to_string(DeviceKind v);
 std::string_view to_string(CpuMatmulPrecision v);
+std::string_view to_string(KvCacheDtype v);
 std::string_view to_string(LogLevel v);
 std::string_view to_string(LogFormat v);
 
@@ -59,10 +62,11 @@ struct EngineSection {
   int threads = 0;                        // CPU compute threads; 0 = all cores
   CpuMatmulPrecision cpu_matmul_precision = CpuMatmulPrecision::kQ8x2;
   uint64_t kv_cache_bytes = 1ull << 30;  // CPU KV-cache budget, bytes
-  double gpu_memory_utilization = 0.9;   // fraction of GPU memory the engine may use
-  int block_size = 16;                   // tokens per KV page; power of two in [1, 256]
-  int max_num_seqs = 256;                // running requests per step
-  int max_num_batched_tokens = 2048;     // token budget per step
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kF16;
+  double gpu_memory_utilization = 0.9;  // fraction of GPU memory the engine may use
+  int block_size = 16;                  // tokens per KV page; power of two in [1, 256]
+  int max_num_seqs = 256;               // running requests per step
+  int max_num_batched_tokens = 2048;    // token budget per step
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
   uint64_t seed = 0;        // server seed for requests without their own

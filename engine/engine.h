@@ -22,6 +22,7 @@ struct EngineOptions {
   std::string device = "auto";                // auto | cpu | cuda
   int32_t threads = 0;                        // CPU threads, 0 = all cores
   std::string cpu_matmul_precision = "q8x2";  // q8x2 | q8 (kernels/act_precision.h)
+  std::string kv_cache_dtype = "f16";         // f16 | f32 (f32: CPU only)
   uint64_t kv_cache_bytes = 256ull << 20;     // CPU KV budget
   double gpu_memory_utilization = 0.9;
   bool cuda_graphs = true;  // CUDA: capture pure-decode steps

@@ -62,6 +62,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                             options.cpu_matmul_precision + "'");
   }
   ro.matmul_precision = *precision;
+  if (options.kv_cache_dtype != "f16" && options.kv_cache_dtype != "f32") {
+    return invalid_argument("engine: kv_cache_dtype must be f16 or f32, got '" +
+                            options.kv_cache_dtype + "'");
+  }
+  ro.kv_cache_dtype =
+      options.kv_cache_dtype == "f32" ? kernels::KvDtype::kF32 : kernels::KvDtype::kF16;
   ro.kv_cache_bytes = options.kv_cache_bytes;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;

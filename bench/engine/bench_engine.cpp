@@ -125,12 +125,15 @@ int main(int argc, char** argv) {
   std::string precision = "q8x2";
   app.add_option("--cpu-matmul-precision", precision, "q8x2 or q8")
       ->check(CLI::IsMember({"q8x2", "q8"}));
+  std::string kv_dtype = "f16";
+  app.add_option("--kv-cache-dtype", kv_dtype, "f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
   CLI11_PARSE(app, argc, argv);
 
   EngineOptions o;
   o.model_path = model;
   o.threads = threads;
   o.cpu_matmul_precision = precision;
+  o.kv_cache_dtype = kv_dtype;
   o.kv_cache_bytes = kv_mib << 20;
   o.max_num_seqs = std::max(64, *std::max_element(levels.begin(), levels.end()));
   o.max_num_batched_tokens = std::max(max_batched, o.max_num_seqs);

@@ -70,6 +70,7 @@ Status step(ModelRunner& runner, BatchBuilder& builder, std::vector<Seq>& seqs) 
 }
 
 kernels::ActPrecision g_precision = kernels::ActPrecision::kQ8x2;
+kernels::KvDtype g_kv_dtype = kernels::KvDtype::kF16;
 
 Status run(const std::string& model, int threads, std::vector<int32_t> prompt, int gen,
            const std::vector<int>& streams, int stream_prompt) {
@@ -79,6 +80,7 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
   ro.model_path = model;
   ro.num_threads = threads;
   ro.matmul_precision = g_precision;
+  ro.kv_cache_dtype = g_kv_dtype;
   ro.max_tokens_per_step = std::max<int64_t>(static_cast<int64_t>(prompt.size()),
                                              static_cast<int64_t>(max_streams) * stream_prompt);
   ro.max_samples_per_step = max_streams;
@@ -87,7 +89,7 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
   const int64_t blocks_per_seq = (per_seq + ro.block_size - 1) / ro.block_size;
   LLMSERVE_ASSIGN_OR_RETURN(auto probe, load_model(model));
   ro.kv_cache_bytes = static_cast<uint64_t>(max_streams * blocks_per_seq * ro.block_size) *
-                      probe->config().kv_bytes_per_token(4);
+                      probe->config().kv_bytes_per_token(kernels::kv_dtype_bytes(g_kv_dtype));
   probe.reset();
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(ro));
   BatchBuilder builder(ro.block_size);
@@ -146,8 +148,12 @@ int main(int argc, char** argv) {
   std::string precision = "q8x2";
   app.add_option("--precision", precision, "CPU matmul activations: q8x2 or q8")
       ->check(CLI::IsMember({"q8x2", "q8"}));
+  std::string kv_dtype = "f16";
+  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache elements: f16 or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   CLI11_PARSE(app, argc, argv);
   g_precision = *kernels::parse_act_precision(precision);
+  g_kv_dtype = kv_dtype == "f32" ? kernels::KvDtype::kF32 : kernels::KvDtype::kF16;
   std::vector<int32_t> prompt;
   if (!prompt_ids.empty()) {
     std::istringstream in(prompt_ids);

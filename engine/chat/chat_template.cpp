@@ -9,6 +9,7 @@ namespace llmserve {
 
 struct ChatTemplate::Impl {
   jinja::Body body;
+  jinja::Limits limits;
 };
 
 namespace {
@@ -65,7 +66,12 @@ ChatTemplate& ChatTemplate::operator=(const ChatTemplate&) = default;
 ChatTemplate::~ChatTemplate() = default;
 
 Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
+  return parse(source, jinja::Limits{});
+}
+
+Result<ChatTemplate> ChatTemplate::parse(std::string_view source, const jinja::Limits& limits) {
   auto impl = std::make_shared<Impl>();
+  impl->limits = limits;
   LLMSERVE_ASSIGN_OR_RETURN(impl->body, jinja::parse_template(source));
   LLMSERVE_RETURN_IF_ERROR(check_names(impl->body));
   ChatTemplate t;
@@ -76,13 +82,13 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
 
 Result<std::string> ChatTemplate::render(const nlohmann::ordered_json& context) const {
   if (!context.is_object()) return invalid_argument("chat template context must be a JSON object");
-  jinja::Evaluator ev(jinja::Limits{}, jinja::from_json(context));
+  jinja::Evaluator ev(impl_->limits, jinja::from_json(context));
   return ev.render(impl_->body);
 }
 
 Result<std::string> ChatTemplate::render(const nlohmann::json& context) const {
   if (!context.is_object()) return invalid_argument("chat template context must be a JSON object");
-  jinja::Evaluator ev(jinja::Limits{}, jinja::from_json(context));
+  jinja::Evaluator ev(impl_->limits, jinja::from_json(context));
   return ev.render(impl_->body);
 }
 

@@ -24,6 +24,9 @@ class ChatTemplate {
   // Syntax errors: kInvalidArgument with line and column; constructs outside the supported
   // subset (unknown tags, *args calls): kUnimplemented.
   static Result<ChatTemplate> parse(std::string_view source);
+  // As above, rendering under `limits` (steps, loop iterations, output bytes) instead of the
+  // defaults of jinja::Limits.
+  static Result<ChatTemplate> parse(std::string_view source, const jinja::Limits& limits);
 
   // context: an object of template variables (messages, add_generation_prompt, bos_token,
   // eos_token, tools, ...). ordered_json keeps the caller's key order, which `tojson` shows.

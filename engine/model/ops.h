@@ -14,6 +14,7 @@
 #include "engine/model/forward_batch.h"
 #include "engine/model/model_weights.h"
 #include "llmserve/kernels/dtype.h"
+#include "llmserve/kernels/kv_cache_ops.h"
 
 namespace llmserve {
 
@@ -37,6 +38,7 @@ struct KvCacheSpec {
   int num_kv_heads = 0;
   int block_size = 16;
   int head_dim = 0;
+  kernels::KvDtype dtype = kernels::KvDtype::kF16;  // element type of K and V
 };
 
 class Ops {

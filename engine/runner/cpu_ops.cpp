@@ -78,7 +78,9 @@ Status CpuOps::alloc_kv_cache(const KvCacheSpec& spec) {
     return invalid_argument("cpu ops: KV cache sizes must be positive");
   }
   if (!k_cache_.empty()) return failed_precondition("cpu ops: KV cache already allocated");
-  const int64_t per_layer = spec.num_blocks * spec.num_kv_heads * spec.block_size * spec.head_dim;
+  // alloc() counts floats: an f16 layer takes half as many.
+  const int64_t elems = spec.num_blocks * spec.num_kv_heads * spec.block_size * spec.head_dim;
+  const int64_t per_layer = spec.dtype == kernels::KvDtype::kF16 ? (elems + 1) / 2 : elems;
   for (int64_t l = 0; l < spec.num_layers; ++l) {
     LLMSERVE_ASSIGN_OR_RETURN(float* k, alloc(per_layer));
     LLMSERVE_ASSIGN_OR_RETURN(float* v, alloc(per_layer));
@@ -93,7 +95,7 @@ uint64_t CpuOps::kv_cache_bytes() const {
   return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) *
          static_cast<uint64_t>(kv_spec_.num_blocks) * static_cast<uint64_t>(kv_spec_.num_kv_heads) *
          static_cast<uint64_t>(kv_spec_.block_size) * static_cast<uint64_t>(kv_spec_.head_dim) *
-         sizeof(float);
+         static_cast<uint64_t>(kernels::kv_dtype_bytes(kv_spec_.dtype));
 }
 
 Status CpuOps::begin_step(const ForwardBatch& batch) {
@@ -155,18 +157,18 @@ void CpuOps::rope(float* x, int heads, int head_dim) {
 
 void CpuOps::write_kv(int64_t layer, const float* k, const float* v) {
   const kernels::KvCacheShape shape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
-                                    kv_spec_.head_dim};
+                                    kv_spec_.head_dim, kv_spec_.dtype};
   kernels::write_kv(shape, k, v, batch_.slot_mapping.data(), batch_.num_tokens(),
                     k_cache_[static_cast<size_t>(layer)], v_cache_[static_cast<size_t>(layer)]);
 }
 
 kernels::PagedKv CpuOps::paged_kv(int64_t layer, int64_t req_begin) const {
-  return kernels::PagedKv{kernels::KvCacheShape{kv_spec_.num_blocks, kv_spec_.num_kv_heads,
-                                                kv_spec_.block_size, kv_spec_.head_dim},
-                          k_cache_[static_cast<size_t>(layer)],
-                          v_cache_[static_cast<size_t>(layer)],
-                          batch_.block_tables.data() + req_begin * batch_.max_blocks_per_seq,
-                          batch_.max_blocks_per_seq};
+  return kernels::PagedKv{
+      kernels::KvCacheShape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
+                            kv_spec_.head_dim, kv_spec_.dtype},
+      k_cache_[static_cast<size_t>(layer)], v_cache_[static_cast<size_t>(layer)],
+      batch_.block_tables.data() + req_begin * batch_.max_blocks_per_seq,
+      batch_.max_blocks_per_seq};
 }
 
 void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,

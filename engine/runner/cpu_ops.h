@@ -3,8 +3,8 @@
 // repacked once into interleaved row groups (kernels/packed_weight.h) that matmul reads instead
 // (LLMSERVE_CPU_NO_PACK=1 turns that off, for comparisons); small non-f32 vectors (norm
 // weights, biases) get an f32 copy. The KV cache is per layer K and V of
-// [num_blocks, num_kv_heads, block_size, head_dim] f32. Everything is allocated at set-up; a
-// step allocates nothing. Not thread-safe: one step at a time.
+// [num_blocks, num_kv_heads, block_size, head_dim] f16 or f32 (KvCacheSpec::dtype). Everything is
+// allocated at set-up; a step allocates nothing. Not thread-safe: one step at a time.
 #pragma once
 
 #include <cstdint>
@@ -67,7 +67,7 @@ class CpuOps final : public Ops {
   kernels::ActPrecision precision_;
   bool pack_ = true;
   std::unordered_map<const void*, kernels::PackedWeight> packed_;  // by source data pointer
-  std::vector<float*> k_cache_, v_cache_;
+  std::vector<void*> k_cache_, v_cache_;
   KvCacheSpec kv_spec_;
   RopeSpec rope_;
   ForwardBatch batch_;

@@ -91,6 +91,10 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   LLMSERVE_RETURN_IF_ERROR(model->check_tensors());
   const ModelConfig& cfg = model->config();
   if (options.use_cuda) {
+    if (options.kv_cache_dtype != kernels::KvDtype::kF16) {
+      return unimplemented(
+          "model runner: engine.kv_cache_dtype f32 is CPU-only; the CUDA backend stores f16");
+    }
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
     std::unique_ptr<ModelRunner> r(new ModelRunner());
     r->options_ = options;
@@ -101,14 +105,15 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
     return unimplemented("model runner: this binary was built without the CUDA backend");
 #endif
   }
+  const int elem_bytes = kernels::kv_dtype_bytes(options.kv_cache_dtype);
   const uint64_t block_bytes =
-      cfg.kv_bytes_per_token(4) * static_cast<uint64_t>(options.block_size);
+      cfg.kv_bytes_per_token(elem_bytes) * static_cast<uint64_t>(options.block_size);
   const uint64_t num_blocks = block_bytes == 0 ? 0 : options.kv_cache_bytes / block_bytes;
   if (num_blocks == 0) {
     return invalid_argument("model runner: kv_cache_bytes " +
                             std::to_string(options.kv_cache_bytes) + " holds no block of " +
-                            std::to_string(block_bytes) + " bytes (" + cfg.kv_bytes_formula(4) +
-                            " per token)");
+                            std::to_string(block_bytes) + " bytes (" +
+                            cfg.kv_bytes_formula(elem_bytes) + " per token)");
   }
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->options_ = options;
@@ -120,6 +125,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   spec.num_kv_heads = static_cast<int>(cfg.num_kv_heads);
   spec.block_size = options.block_size;
   spec.head_dim = static_cast<int>(cfg.head_dim);
+  spec.dtype = options.kv_cache_dtype;
   LLMSERVE_RETURN_IF_ERROR(r->ops_->alloc_kv_cache(spec));
   LLMSERVE_ASSIGN_OR_RETURN(r->graph_,
                             LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step,

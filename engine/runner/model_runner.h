@@ -20,9 +20,10 @@ struct ModelRunnerOptions {
   int num_threads = 2;     // CPU threads, the caller included
   kernels::ActPrecision matmul_precision = kernels::ActPrecision::kQ8x2;  // CPU integer matmuls
   uint64_t kv_cache_bytes = 256ull << 20;  // K + V over all layers; sets num_blocks
-  int block_size = 16;                     // tokens per KV block
-  int64_t max_tokens_per_step = 2048;      // new tokens in one ForwardBatch
-  int64_t max_samples_per_step = 256;      // sampled rows in one ForwardBatch
+  kernels::KvDtype kv_cache_dtype = kernels::KvDtype::kF16;  // CPU; the CUDA backend stores f16
+  int block_size = 16;                                       // tokens per KV block
+  int64_t max_tokens_per_step = 2048;                        // new tokens in one ForwardBatch
+  int64_t max_samples_per_step = 256;                        // sampled rows in one ForwardBatch
   // CUDA backend: KV cache sized by a profiling forward at max_tokens_per_step, as
   // (total x gpu_memory_utilization - peak use) / block bytes; kv_cache_bytes is then unused.
   bool use_cuda = false;
@@ -38,7 +39,8 @@ bool cuda_backend_available();
 class ModelRunner {
  public:
   // Loads the model (zero-copy memory map), sizes the KV cache as
-  // num_blocks = kv_cache_bytes / (block_size x kv_bytes_per_token(f32)), and prepares the graph.
+  // num_blocks = kv_cache_bytes / (block_size x kv_bytes_per_token(kv_cache_dtype)), and prepares
+  // the graph. Errors: kv_cache_dtype f32 with use_cuda (the CUDA kernels read f16 pages).
   static Result<std::unique_ptr<ModelRunner>> create(const ModelRunnerOptions& options);
   // The same over an already loaded model (options.model_path ignored).
   static Result<std::unique_ptr<ModelRunner>> create(std::unique_ptr<LoadedModel> model,
@@ -55,7 +57,9 @@ class ModelRunner {
   int64_t max_samples_per_step() const { return options_.max_samples_per_step; }
   uint64_t kv_cache_bytes() const { return ops_->kv_cache_bytes(); }
   const char* backend() const { return options_.use_cuda ? "cuda" : "cpu"; }
-  int kv_bytes_per_element() const { return options_.use_cuda ? 2 : 4; }  // bf16 / f32
+  int kv_bytes_per_element() const {
+    return options_.use_cuda ? 2 : kernels::kv_dtype_bytes(options_.kv_cache_dtype);
+  }
 
  private:
   ModelRunner() = default;

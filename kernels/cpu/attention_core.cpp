@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu/simd_util.h"
 
@@ -10,24 +11,50 @@ namespace llmserve::kernels::cpu {
 namespace {
 constexpr int kTile = 32;
 
+inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline float load1(const float* p) {
+  return *p;
+}
+inline float load1(const uint16_t* p) {
+  return _cvtsh_ss(*p);
+}
+
 // acc[0..n) = acc * c + p * v
-inline void scale_add(float* acc, float c, float p, const float* v, int n) {
+template <typename T>
+inline void scale_add(float* acc, float c, float p, const T* v, int n) {
   const __m256 vc = _mm256_set1_ps(c), vp = _mm256_set1_ps(p);
   int i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + i), vc);
-    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i), a));
+    _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, load8(v + i), a));
   }
-  for (; i < n; ++i) acc[i] = acc[i] * c + p * v[i];
+  for (; i < n; ++i) acc[i] = acc[i] * c + p * load1(v + i);
+}
+
+template <typename T>
+inline float dot_scalar(const float* q, const T* k, int D) {
+  if constexpr (std::is_same_v<T, float>) {
+    return dot_f32(q, k, D);
+  } else {
+    float s = 0.0f;
+    for (int d = 0; d < D; ++d) s += q[d] * load1(k + d);
+    return s;
+  }
 }
 
 // Dots of q with 8 key rows (D % 8 == 0): lane i = q . k[i].
-inline __m256 dot8(const float* q, const float* const* k, int D) {
+template <typename T>
+inline __m256 dot8(const float* q, const T* const* k, int D) {
   __m256 a[8];
   for (auto& v : a) v = _mm256_setzero_ps();
   for (int d = 0; d < D; d += 8) {
     const __m256 qv = _mm256_loadu_ps(q + d);
-    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k[i] + d), a[i]);
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qv, load8(k[i] + d), a[i]);
   }
   const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
   const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
@@ -35,8 +62,8 @@ inline __m256 dot8(const float* q, const float* const* k, int D) {
 }
 
 // acc[D] = acc * c + sum_j p[j] * v[j] (D % 8 == 0), 64 columns of acc in registers at a time.
-inline void scale_add_rows(float* acc, float c, const float* p, const float* const* v, int n,
-                           int D) {
+template <typename T>
+inline void scale_add_rows(float* acc, float c, const float* p, const T* const* v, int n, int D) {
   const __m256 vc = _mm256_set1_ps(c);
   int d0 = 0;
   for (; d0 + 64 <= D; d0 += 64) {
@@ -44,26 +71,24 @@ inline void scale_add_rows(float* acc, float c, const float* p, const float* con
     for (int i = 0; i < 8; ++i) a[i] = _mm256_mul_ps(_mm256_loadu_ps(acc + d0 + 8 * i), vc);
     for (int j = 0; j < n; ++j) {
       const __m256 pj = _mm256_broadcast_ss(p + j);
-      const float* vj = v[j] + d0;
-      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), a[i]);
+      const T* vj = v[j] + d0;
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, load8(vj + 8 * i), a[i]);
     }
     for (int i = 0; i < 8; ++i) _mm256_storeu_ps(acc + d0 + 8 * i, a[i]);
   }
   for (int d = d0; d < D; d += 8) {
     __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc);
-    for (int j = 0; j < n; ++j)
-      a = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), _mm256_loadu_ps(v[j] + d), a);
+    for (int j = 0; j < n; ++j) a = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), load8(v[j] + d), a);
     _mm256_storeu_ps(acc + d, a);
   }
 }
 
-}  // namespace
-
 // Per tile of up to 32 keys: scores (8 keys per vector when head_dim % 8 == 0), the running max,
 // e^(s - max) vectorised, then acc rescaled once and accumulated. Lanes past n are zeroed after
 // the exponential, so they add nothing.
-void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
-                      float scale, int64_t start, int64_t end, float* rec) {
+template <typename T>
+void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
+                  float scale, int64_t start, int64_t end, float* rec) {
   const int D = kv.shape.head_dim;
   const int bs = kv.shape.block_size;
   const bool vec = D % 8 == 0;
@@ -74,8 +99,10 @@ void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, cons
   std::fill(l, l + G, 0.0f);
   std::fill(acc, acc + static_cast<int64_t>(G) * D, 0.0f);
   alignas(32) float s[kTile];
-  const float* krows[kTile];
-  const float* vrows[kTile];
+  const T* krows[kTile];
+  const T* vrows[kTile];
+  const T* k_cache = static_cast<const T*>(kv.k_cache);
+  const T* v_cache = static_cast<const T*>(kv.v_cache);
   const __m256 vscale = _mm256_set1_ps(scale);
 
   for (int64_t t0 = start; t0 < end; t0 += kTile) {
@@ -85,8 +112,8 @@ void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, cons
       const int64_t pos = t0 + j;
       const int64_t slot = static_cast<int64_t>(table[pos / bs]) * bs + pos % bs;
       const int64_t off = kv_cache_offset(kv.shape, slot, kv_head);
-      krows[j] = kv.k_cache + off;
-      vrows[j] = kv.v_cache + off;
+      krows[j] = k_cache + off;
+      vrows[j] = v_cache + off;
     }
     for (int g = 0; g < G; ++g) {
       const float* qg = q + static_cast<int64_t>(g) * D;
@@ -95,7 +122,7 @@ void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, cons
         for (; j + 8 <= n; j += 8)
           _mm256_store_ps(s + j, _mm256_mul_ps(dot8(qg, krows + j, D), vscale));
       }
-      for (; j < n; ++j) s[j] = dot_f32(qg, krows[j], D) * scale;
+      for (; j < n; ++j) s[j] = dot_scalar(qg, krows[j], D) * scale;
       for (; j < n8; ++j) s[j] = -std::numeric_limits<float>::infinity();
 
       __m256 vmax = _mm256_load_ps(s);
@@ -128,6 +155,17 @@ void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, cons
         for (j = 1; j < n; ++j) scale_add(a, 1.0f, s[j], vrows[j], D);
       }
     }
+  }
+}
+
+}  // namespace
+
+void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
+                      float scale, int64_t start, int64_t end, float* rec) {
+  if (kv.shape.dtype == KvDtype::kF16) {
+    attend_typed<uint16_t>(kv, table, kv_head, q, G, scale, start, end, rec);
+  } else {
+    attend_typed<float>(kv, table, kv_head, q, G, scale, start, end, rec);
   }
 }
 

@@ -40,6 +40,7 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;
   int threads = 2;
   std::string precision = "q8x2";  // CPU matmul activations (kernels/act_precision.h)
+  std::string kv_dtype = "f16";    // KV cache elements: f16 | f32
   std::string logits_out;
   std::string prompts_file;  // JSONL of requests run through the engine (generate_prompts_file.h)
   bool ignore_eos = false;
@@ -96,11 +97,13 @@ Status run(const GenerateOptions& o) {
   const auto precision = kernels::parse_act_precision(o.precision);
   if (!precision) return invalid_argument("--cpu-matmul-precision must be q8x2 or q8");
   ro.matmul_precision = *precision;
+  ro.kv_cache_dtype = o.kv_dtype == "f32" ? kernels::KvDtype::kF32 : kernels::KvDtype::kF16;
   ro.max_tokens_per_step = std::min<int64_t>(static_cast<int64_t>(prompt.size()), 2048);
   ro.max_samples_per_step = 1;
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_new;
   const int64_t blocks = (total + ro.block_size - 1) / ro.block_size;
-  ro.kv_cache_bytes = static_cast<uint64_t>(blocks * ro.block_size) * cfg.kv_bytes_per_token(4);
+  ro.kv_cache_bytes = static_cast<uint64_t>(blocks * ro.block_size) *
+                      cfg.kv_bytes_per_token(kernels::kv_dtype_bytes(ro.kv_cache_dtype));
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
 
   SamplingParams params;
@@ -187,6 +190,8 @@ void add_generate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--cpu-matmul-precision", o->precision,
                   "q8x2 (default: two 8-bit activation passes, matches f32) or q8 (one pass)")
       ->check(CLI::IsMember({"q8x2", "q8"}));
+  cmd->add_option("--kv-cache-dtype", o->kv_dtype, "KV cache elements: f16 (default) or f32")
+      ->check(CLI::IsMember({"f16", "f32"}));
   cmd->add_option("--logits-out", o->logits_out,
                   "Write the last prompt position's logits here (float32 little-endian)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the model's stop tokens");
@@ -196,6 +201,7 @@ void add_generate_command(CLI::App& root, int& exit_code) {
       eo.model_path = o->model;
       eo.threads = o->threads;
       eo.cpu_matmul_precision = o->precision;
+      eo.kv_cache_dtype = o->kv_dtype;
       exit_code = run_generate_prompts_file(eo, o->prompts_file);
       return;
     }

@@ -29,7 +29,7 @@ inline const char* test_model() {
 // Small defaults: 1 thread, a 64 MiB KV cache, chunked prefill with a small token budget.
 inline EngineOptions small_options() {
   EngineOptions o;
-  o.model_path = test_model();
+  if (const char* m = test_model(); m != nullptr) o.model_path = m;
   o.threads = 1;  // on a loaded 2-core machine the 2-thread pool is ~10x slower (see report)
   o.kv_cache_bytes = 64ull << 20;
   o.max_num_seqs = 32;

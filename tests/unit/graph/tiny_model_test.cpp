@@ -25,6 +25,7 @@ class TinyModel : public ::testing::Test {
     o.num_threads = 2;
     o.block_size = 4;  // many block edges for short sequences
     o.kv_cache_bytes = 64 * 4 * runner_bytes_per_token();
+    o.kv_cache_dtype = kernels::KvDtype::kF32;  // the graph's f32 arithmetic, end to end
     o.max_tokens_per_step = 128;
     o.max_samples_per_step = 128;
     auto r = ModelRunner::create(o);
@@ -96,6 +97,37 @@ TEST_F(TinyModel, RejectsBadBatches) {
   auto big_batch = b.build(std::span(&big, 1));
   ASSERT_TRUE(big_batch.is_ok());
   EXPECT_FALSE(runner_->execute(*big_batch).is_ok());
+}
+
+// The default f16 KV cache: twice the blocks for the same bytes, and logits within f16 rounding
+// of the keys and values (relative 2^-11) of transformers' f32 ones.
+TEST_F(TinyModel, F16KvCacheHoldsTwiceTheBlocksAndStaysClose) {
+  ModelRunnerOptions o;
+  o.model_path = kDir;
+  o.num_threads = 2;
+  o.block_size = 4;
+  o.kv_cache_bytes = 64 * 4 * runner_bytes_per_token();
+  o.max_tokens_per_step = 128;
+  o.max_samples_per_step = 128;
+  ASSERT_EQ(o.kv_cache_dtype, kernels::KvDtype::kF16);
+  auto r = ModelRunner::create(o);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ((*r)->num_blocks(), 128);
+  EXPECT_EQ((*r)->kv_cache_bytes(), 64u * 4 * runner_bytes_per_token());
+  const int64_t V = (*r)->config().vocab_size;
+  size_t offset = 0;
+  for (const auto& seq : seqs_) {
+    const auto got = testing::prefill_all_logits(**r, seq, 5, 3);
+    ASSERT_EQ(got.size(), seq.size() * static_cast<size_t>(V));
+    double max_diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[i] - expected_[offset + i])));
+    }
+    EXPECT_LT(max_diff, 2e-2) << "sequence of " << seq.size() << " tokens";
+    std::printf("[tiny f16 kv] %zu tokens: max |logit diff| vs transformers %.3g\n", seq.size(),
+                max_diff);
+    offset += got.size();
+  }
 }
 
 TEST(ModelRunner, RejectsKvBudgetBelowOneBlock) {

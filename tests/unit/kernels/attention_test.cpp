@@ -1,6 +1,8 @@
 // write_kv, prefill and decode attention against a double-precision reference that reads K/V
 // through the block tables. Outputs are convex combinations of V rows in [-1, 1], so f32 error is
-// bounded by a few ulps per accumulated term: 2e-5 absolute is ample for contexts <= 400.
+// bounded by a few ulps per accumulated term: 2e-5 absolute is ample for contexts <= 400. With
+// an f16 cache the reference reads the same values rounded to f16 (the compiler's _Float16
+// conversion, independent of the kernels' F16C path), so the bound is the same.
 #include "llmserve/kernels/attention.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +19,10 @@ namespace llmserve::kernels {
 namespace {
 
 using testing::random_floats;
+
+float round_f16(float x) {
+  return static_cast<float>(static_cast<_Float16>(x));
+}
 
 struct CacheCase {
   KvCacheShape shape;
@@ -35,7 +41,8 @@ struct CacheCase {
 // Random pages for each request (shuffled block ids), all tokens written with write_kv in two
 // calls (history, then the new ones), mimicking chunked prefill.
 CacheCase make_setup(std::mt19937& rng, int head_dim, int kv_heads, int ratio, int block_size,
-                     std::vector<int32_t> seq_lens, std::vector<int32_t> q_lens) {
+                     std::vector<int32_t> seq_lens, std::vector<int32_t> q_lens,
+                     KvDtype dtype = KvDtype::kF32) {
   CacheCase s;
   s.seq_lens = std::move(seq_lens);
   s.q_lens = std::move(q_lens);
@@ -49,7 +56,7 @@ CacheCase make_setup(std::mt19937& rng, int head_dim, int kv_heads, int ratio, i
     total_blocks += nb;
   }
   total_blocks += 3;  // unused blocks too
-  s.shape = KvCacheShape{total_blocks, kv_heads, block_size, head_dim};
+  s.shape = KvCacheShape{total_blocks, kv_heads, block_size, head_dim, dtype};
   std::vector<int32_t> ids(total_blocks);
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), rng);
@@ -57,6 +64,12 @@ CacheCase make_setup(std::mt19937& rng, int head_dim, int kv_heads, int ratio, i
   const size_t cache = static_cast<size_t>(total_blocks) * kv_heads * block_size * head_dim;
   s.k_cache.assign(cache, NAN);  // unwritten slots must never be read
   s.v_cache.assign(cache, NAN);
+  if (dtype == KvDtype::kF16) {  // f16 NaNs in the half of the storage an f16 cache uses
+    for (auto* c : {&s.k_cache, &s.v_cache}) {
+      auto* h = reinterpret_cast<uint16_t*>(c->data());
+      std::fill(h, h + cache, uint16_t{0x7e00});
+    }
+  }
   int64_t next = 0;
   for (int64_t b = 0; b < B; ++b) {
     const int64_t L = s.seq_lens[b];
@@ -64,6 +77,11 @@ CacheCase make_setup(std::mt19937& rng, int head_dim, int kv_heads, int ratio, i
     for (int64_t i = 0; i < nb; ++i) s.block_tables[b * s.max_blocks + i] = ids[next++];
     s.k_all.push_back(random_floats(rng, L * kv_heads * head_dim));
     s.v_all.push_back(random_floats(rng, L * kv_heads * head_dim));
+    if (dtype == KvDtype::kF16) {
+      for (auto* all : {&s.k_all.back(), &s.v_all.back()}) {
+        for (float& x : *all) x = round_f16(x);
+      }
+    }
     std::vector<int32_t> slots(L);
     for (int64_t p = 0; p < L; ++p) {
       slots[p] = s.block_tables[b * s.max_blocks + p / block_size] * block_size + p % block_size;
@@ -125,18 +143,45 @@ TEST(KvCache, WriteKvPlacesRowsBySlot) {
   EXPECT_EQ(std::count(kc.begin(), kc.end(), 0.0f), static_cast<long>(kc.size()) - written);
 }
 
+TEST(KvCache, WriteKvF16RoundsToNearestEven) {
+  std::mt19937 rng(4);
+  const KvCacheShape shape{4, 2, 3, 12, KvDtype::kF16};  // head_dim 12: a vector and a tail
+  auto k = random_floats(rng, 5 * 2 * 12, -70000.0f, 70000.0f);
+  const auto v = random_floats(rng, 5 * 2 * 12, -1e-6f, 1e-6f);  // subnormal in f16
+  k[3] = 65520.0f;                                               // rounds to infinity in f16
+  const std::vector<int32_t> slots = {7, 0, -1, 11, 5};
+  std::vector<uint16_t> kc(4 * 2 * 3 * 12, 0), vc(kc.size(), 0);
+  write_kv(shape, k.data(), v.data(), slots.data(), 5, kc.data(), vc.data());
+  for (int t = 0; t < 5; ++t) {
+    if (slots[t] < 0) continue;
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 12; ++i) {
+        const size_t idx = ((slots[t] / 3 * 2 + h) * 3 + slots[t] % 3) * 12 + i;
+        const _Float16 want_k = static_cast<_Float16>(k[(t * 2 + h) * 12 + i]);
+        const _Float16 want_v = static_cast<_Float16>(v[(t * 2 + h) * 12 + i]);
+        uint16_t wk, wv;
+        std::memcpy(&wk, &want_k, 2);
+        std::memcpy(&wv, &want_v, 2);
+        ASSERT_EQ(kc[idx], wk) << "t=" << t << " h=" << h << " i=" << i;
+        ASSERT_EQ(vc[idx], wv) << "t=" << t << " h=" << h << " i=" << i;
+      }
+    }
+  }
+}
+
 struct Grid {
   int head_dim, ratio, block_size;
+  KvDtype dtype;
 };
 
 class AttentionGrid : public ::testing::TestWithParam<Grid> {};
 
 TEST_P(AttentionGrid, PrefillAndDecodeMatchReference) {
-  const auto [D, ratio, bs] = GetParam();
+  const auto [D, ratio, bs, dtype] = GetParam();
   const int KVH = 2;
   std::mt19937 rng(D * 100 + ratio * 10 + bs);
   // Mixed batch: full prompt, chunk after a cached prefix, single-token, long (> 1 partition).
-  CacheCase s = make_setup(rng, D, KVH, ratio, bs, {17, 40, 33, 300}, {17, 9, 1, 6});
+  CacheCase s = make_setup(rng, D, KVH, ratio, bs, {17, 40, 33, 300}, {17, 9, 1, 6}, dtype);
   const int H = s.num_heads;
   const int64_t B = s.seq_lens.size();
   std::vector<int32_t> qs(B + 1, 0);
@@ -185,17 +230,21 @@ TEST_P(AttentionGrid, PrefillAndDecodeMatchReference) {
 
 std::vector<Grid> grid() {
   std::vector<Grid> g;
-  for (int d : {64, 128}) {
-    for (int r : {1, 3, 4, 8}) {
-      for (int bs : {1, 16, 32}) g.push_back({d, r, bs});
+  for (KvDtype t : {KvDtype::kF32, KvDtype::kF16}) {
+    for (int d : {64, 128}) {
+      for (int r : {1, 3, 4, 8}) {
+        for (int bs : {1, 16, 32}) g.push_back({d, r, bs, t});
+      }
     }
   }
+  g.push_back({36, 3, 16, KvDtype::kF16});  // head_dim not a multiple of 8: the scalar paths
   return g;
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionGrid, ::testing::ValuesIn(grid()), [](const auto& info) {
-  return "D" + std::to_string(info.param.head_dim) + "_G" + std::to_string(info.param.ratio) +
-         "_BS" + std::to_string(info.param.block_size);
+  return std::string(info.param.dtype == KvDtype::kF16 ? "F16" : "F32") + "_D" +
+         std::to_string(info.param.head_dim) + "_G" + std::to_string(info.param.ratio) + "_BS" +
+         std::to_string(info.param.block_size);
 });
 
 // A request's prefill rows do not depend on the other requests of the batch.

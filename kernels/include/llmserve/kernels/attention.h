@@ -1,4 +1,5 @@
-// Attention over the paged KV cache (layout in kv_cache_ops.h), f32, grouped-query: query head h
+// Attention over the paged KV cache (layout in kv_cache_ops.h; f32 or f16 elements, f32
+// arithmetic), grouped-query: query head h
 // reads kv head h / (num_heads / num_kv_heads). Keys are split into fixed partitions of
 // kAttentionPartition positions whose partial softmax results are merged with log-sum-exp in
 // order, so a query's output depends only on its own inputs: prefill and decode kernels give
@@ -16,8 +17,8 @@ inline constexpr int kAttentionPartition = 256;
 
 struct PagedKv {
   KvCacheShape shape;
-  const float* k_cache;
-  const float* v_cache;
+  const void* k_cache;  // elements of shape.dtype
+  const void* v_cache;
   const int32_t* block_tables;  // [B, max_blocks_per_seq] block ids per request
   int64_t max_blocks_per_seq;
 };
