@@ -1,6 +1,7 @@
 // matmul per weight type at the default model's shapes (SmolLM2-135M: hidden 576, kv 192,
 // MLP 1536, vocab 49152), decode M = 1, 4, 16 and prefill M = 512; BM_MatmulPacked does the same
-// for weights repacked at load (isa 0 = auto, 1 = AVX2, 2 = AVX-512 VNNI). Counters: weight bytes
+// for weights repacked at load (isa 0 = auto, 1 = AVX2, 2 = AVX-512 VNNI with the
+// 512-bit Q4 pair kernels, 3 = AVX-512 VNNI on 256-bit vectors only). Counters: weight bytes
 // read per second (GB/s) and GFLOP/s. BM_DecodeStep runs one decode step's worth of matmuls over a
 // model-sized set of distinct weights (~98 MB), so its GB/s is the one to compare with
 // bench_membw.
@@ -66,7 +67,8 @@ void BM_MatmulPacked(benchmark::State& state) {
   const int64_t K = state.range(1), N = state.range(2), M = state.range(3);
   const auto isa = static_cast<PackedIsa>(state.range(4));
   const auto precision = static_cast<ActPrecision>(state.range(5));
-  if (isa == PackedIsa::kAvx512Vnni && !cpu_has_avx512_vnni()) {
+  if ((isa == PackedIsa::kAvx512Vnni || isa == PackedIsa::kAvx512Vnni256) &&
+      !cpu_has_avx512_vnni()) {
     state.SkipWithError("no AVX-512 VNNI");
     return;
   }
@@ -94,7 +96,7 @@ void packed_args(benchmark::internal::Benchmark* b) {
     for (auto [k, n] : shapes) {
       for (int64_t m : {1, 4, 16, 512}) {
         if (n == 49152 && m == 512) continue;
-        for (int64_t isa : {1, 2}) {
+        for (int64_t isa : {1, 2, 3}) {
           for (int64_t prec : {0, 1}) b->Args({static_cast<int64_t>(t), k, n, m, isa, prec});
         }
       }
@@ -112,7 +114,8 @@ void BM_DecodeStep(benchmark::State& state) {
   const bool packed = state.range(1) != 0;
   const auto isa = static_cast<PackedIsa>(state.range(2));
   const auto precision = static_cast<ActPrecision>(state.range(3));
-  if (isa == PackedIsa::kAvx512Vnni && !cpu_has_avx512_vnni()) {
+  if ((isa == PackedIsa::kAvx512Vnni || isa == PackedIsa::kAvx512Vnni256) &&
+      !cpu_has_avx512_vnni()) {
     state.SkipWithError("no AVX-512 VNNI");
     return;
   }
@@ -166,7 +169,7 @@ void BM_DecodeStep(benchmark::State& state) {
 }
 BENCHMARK(BM_DecodeStep)
     ->ArgsProduct({{1, 4, 16}, {0}, {0}, {0, 1}})
-    ->ArgsProduct({{1, 4, 16}, {1}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{1, 4, 16}, {1}, {1, 2, 3}, {0, 1}})
     ->ArgNames({"M", "packed", "isa", "prec"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -32,6 +32,9 @@ int64_t py_mod(int64_t a, int64_t b) {
 
 Result<Value> repeat(const Value& seq, int64_t times) {
   if (times < 0) times = 0;
+  // An empty sequence stays empty however many times it repeats (no loop over `times`).
+  if (seq.is_string() && seq.str().empty()) return Value(std::string());
+  if (!seq.is_string() && seq.items().empty()) times = 0;
   if (seq.is_string()) {
     if (!seq.str().empty() && static_cast<uint64_t>(times) > kMaxRepeatBytes / seq.str().size()) {
       return resource_exhausted("string repetition result too large");

@@ -1,8 +1,20 @@
-// Packed micro-kernels with AVX-512 VNNI on 256-bit vectors (vpdpbusd: 4 byte products summed
-// straight into 32 bits). Everything in this file is built for that target and has internal
-// linkage, so nothing here leaks into code run on CPUs without it. The target flags are set on this
-// file alone in kernels/CMakeLists.txt (GCC and clang alike).
+// Packed micro-kernels with AVX-512 VNNI (vpdpbusd: 4 byte products summed straight into 32 bits):
+// the 256-bit kernels of packed_gemm_impl.h, and for Q4 weights 512-bit kernels that hold two
+// group blocks per vector (lane 2j: block b, row j; lane 2j + 1: block b + 1, row j) against
+// activations re-laid by pair_act_blocks, halving the instructions per product. Their float
+// chains (even blocks, odd blocks) are the 256-bit kernels', so results match bit for bit.
+// Everything in this file is built for that target and has internal linkage, so nothing here
+// leaks into code run on CPUs without it. The target flags are set on this file alone in
+// kernels/CMakeLists.txt (GCC and clang alike).
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 flags the _mm512_undefined_* pass-through operands inside its own AVX-512 intrinsics
+// (GCC bug 105593), not anything of ours.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+
+#include <cstring>
 
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
@@ -22,11 +34,128 @@ struct Avx512Vnni {
   }
 };
 
+inline __m512i alternate_idx() {
+  return _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+}
+
+// Lanes 2j = a[j], 2j + 1 = b[j] for two 8-lane (32-byte) vectors.
+inline __m512i alternate(const void* a, const void* b) {
+  const __m256i va = _mm256_loadu_si256(static_cast<const __m256i*>(a));
+  const __m256i vb = _mm256_loadu_si256(static_cast<const __m256i*>(b));
+  return _mm512_permutex2var_epi32(_mm512_castsi256_si512(va), alternate_idx(),
+                                   _mm512_castsi256_si512(vb));
+}
+inline __m512 alternate(__m256 a, __m256 b) {
+  return _mm512_permutex2var_ps(_mm512_castps256_ps512(a), alternate_idx(),
+                                _mm512_castps256_ps512(b));
+}
+
+inline __m512i bcast8(const int8_t* p) {
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return _mm512_set1_epi64(v);
+}
+inline __m512 bcast_pair(const float* p) {
+  double v;
+  std::memcpy(&v, p, 8);
+  return _mm512_castpd_ps(_mm512_set1_pd(v));
+}
+
+template <typename P, int R>
+void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+  const __m512i lo = _mm512_set1_epi8(0x0F);
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t np = nb / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const P& b0 = g[2 * p];
+    const P& b1 = g[2 * p + 1];
+    prefetch_block(g + 2 * p);
+    prefetch_block(g + 2 * p + 1);
+    __m512i s[R];
+    for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = alternate(b0.qs + 32 * c, b1.qs + 32 * c);
+      const __m512i wl = _mm512_and_si512(v, lo);
+      const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs;
+        s[r] = _mm512_dpbusd_epi32(s[r], wl, bcast8(q + 8 * c));
+        s[r] = _mm512_dpbusd_epi32(s[r], wh, bcast8(q + 32 + 8 * c));
+      }
+    }
+    const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
+    const __m512 dw = alternate(dw0, dw1);
+    const __m512 mw = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
+    for (int r = 0; r < R; ++r) {
+      const ActQ8Pair& a = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p];
+      const __m512 sc = _mm512_mul_ps(dw, bcast_pair(a.d));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), sc, acc[r]);
+      acc[r] = _mm512_fmadd_ps(mw, bcast_pair(a.ds), acc[r]);
+    }
+  }
+  if (nb % 2 != 0) {  // the last block, unpaired, joins the even lanes
+    const int64_t b = nb - 1;
+    const P& p = g[b];
+    const __m256i lo8 = _mm256_set1_epi8(0x0F);
+    __m256i s[R];
+    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+      const __m256i wl = _mm256_and_si256(v, lo8);
+      const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo8);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = x[r * nb + b].qs;
+        s[r] = _mm256_dpbusd_epi32(s[r], wl, bcast4(q + 4 * c));
+        s[r] = _mm256_dpbusd_epi32(s[r], wh, bcast4(q + 16 + 4 * c));
+      }
+    }
+    const __m256 dw8 = load_halves(p.d);
+    const __m512 dw = alternate(dw8, dw8);
+    const __m512 mw = alternate(q4_min_term(p, dw8), q4_min_term(p, dw8));
+    const __mmask16 even = 0x5555;
+    for (int r = 0; r < R; ++r) {
+      const ActQ8& a = x[r * nb + b];
+      const __m256 si = _mm256_cvtepi32_ps(s[r]);
+      const __m512 sf = alternate(si, si);
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
+      acc[r] = _mm512_mask3_fmadd_ps(sf, sc, acc[r], even);
+      acc[r] = _mm512_mask3_fmadd_ps(mw, _mm512_set1_ps(a.ds), acc[r], even);
+    }
+  }
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int r = 0; r < R; ++r) {
+    const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));  // even + odd
+    store_rows(_mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum)), y + r * ys, valid);
+  }
+}
+
+template <typename P, int Rc, int MaxR>
+void q4_pair_dispatch(const P* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
+                      int valid) {
+  if constexpr (Rc < MaxR) {
+    if (R != Rc) return q4_pair_dispatch<P, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
+  }
+  q4_pair_rows<P, Rc>(p, x, nb, y, ys, valid);
+}
+
+template <typename P, int MaxR>
+void q4_pair_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
+                   int valid) {
+  q4_pair_dispatch<P, 1, MaxR>(static_cast<const P*>(g), x, nb, R, y, ys, valid);
+}
+
 }  // namespace
 
-PackedKernels packed_kernels_avx512_vnni() {
-  return make_packed_kernels<Avx512Vnni, 8>();
+PackedKernels packed_kernels_avx512_vnni(bool pairs) {
+  PackedKernels k = make_packed_kernels<Avx512Vnni, 8>();
+  if (pairs) {
+    constexpr int kMaxPairRows = 8;
+    k.q4_0_pairs = &q4_pair_group<PackQ4_0x8, kMaxPairRows>;
+    k.q4_1_pairs = &q4_pair_group<PackQ4_1x8, kMaxPairRows>;
+    k.max_rows_pairs = kMaxPairRows;
+  }
+  return k;
 }
 
 }  // namespace llmserve::kernels::cpu
-

@@ -57,36 +57,53 @@ inline __m256 q4_min_term(const P& p, __m256 dw) {
   }
 }
 
+// One group block b for R rows, accumulated into chain[r] as
+// chain = fma(float(isum), dw * d_x, chain); chain = fma(mw, ds_x, chain).
 template <typename Isa, typename P, int R>
-void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+__attribute__((always_inline)) inline void q4_block(const P& p, const ActQ8* x, int64_t nb,
+                                                    int64_t b, __m256* chain) {
   const __m256i lo = _mm256_set1_epi8(0x0F);
-  __m256 acc[R], macc[R];
-  for (int r = 0; r < R; ++r) acc[r] = macc[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const P& p = g[b];
-    prefetch_block(g + b);
-    typename Isa::Acc4 s[R];
-    for (int r = 0; r < R; ++r) s[r] = Isa::zero4();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
-      const __m256i wl = _mm256_and_si256(v, lo);
-      const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
-      for (int r = 0; r < R; ++r) {
-        const int8_t* q = x[r * nb + b].qs;
-        s[r] = Isa::dot_u4(s[r], wl, bcast4(q + 4 * c));
-        s[r] = Isa::dot_u4(s[r], wh, bcast4(q + 16 + 4 * c));
-      }
-    }
-    const __m256 dw = load_halves(p.d);
-    const __m256 mw = q4_min_term(p, dw);
+  typename Isa::Acc4 s[R];
+  for (int r = 0; r < R; ++r) s[r] = Isa::zero4();
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+    const __m256i wl = _mm256_and_si256(v, lo);
+    const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
     for (int r = 0; r < R; ++r) {
-      const ActQ8& a = x[r * nb + b];
-      const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Isa::sum4(s[r])), sc, acc[r]);
-      macc[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a.ds), macc[r]);
+      const int8_t* q = x[r * nb + b].qs;
+      s[r] = Isa::dot_u4(s[r], wl, bcast4(q + 4 * c));
+      s[r] = Isa::dot_u4(s[r], wh, bcast4(q + 16 + 4 * c));
     }
   }
-  for (int r = 0; r < R; ++r) store_rows(_mm256_add_ps(acc[r], macc[r]), y + r * ys, valid);
+  const __m256 dw = load_halves(p.d);
+  const __m256 mw = q4_min_term(p, dw);
+  for (int r = 0; r < R; ++r) {
+    const ActQ8& a = x[r * nb + b];
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
+    chain[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Isa::sum4(s[r])), sc, chain[r]);
+    chain[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a.ds), chain[r]);
+  }
+}
+
+// Two float chains per row, even and odd blocks, summed at the end: the order the 512-bit
+// kernels (packed_gemm_avx512_vnni.cpp), which hold a block pair per vector, also follow, so all
+// instruction sets give the same bits.
+template <typename Isa, typename P, int R>
+void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+  __m256 even[R], odd[R];
+  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    prefetch_block(g + b);
+    q4_block<Isa, P, R>(g[b], x, nb, b, even);
+    prefetch_block(g + b + 1);
+    q4_block<Isa, P, R>(g[b + 1], x, nb, b + 1, odd);
+  }
+  if (b < nb) {
+    prefetch_block(g + b);
+    q4_block<Isa, P, R>(g[b], x, nb, b, even);
+  }
+  for (int r = 0; r < R; ++r) store_rows(_mm256_add_ps(even[r], odd[r]), y + r * ys, valid);
 }
 
 template <typename Isa, int R>

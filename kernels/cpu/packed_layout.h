@@ -36,10 +36,14 @@ using GroupGemmFn = void (*)(const void* group, const ActQ8* x, int64_t nb, int 
 struct PackedKernels {
   GroupGemmFn q4_0 = nullptr, q4_1 = nullptr, q8_0 = nullptr;
   int max_rows = 1;
+  // Optional Q4 kernels over activations re-laid by pair_act_blocks (same results, bit for bit).
+  GroupGemmFn q4_0_pairs = nullptr, q4_1_pairs = nullptr;
+  int max_rows_pairs = 1;
 };
 
 PackedKernels packed_kernels_avx2();
-// Compiled for AVX-512 VNNI: call only when the CPU has it.
-PackedKernels packed_kernels_avx512_vnni();
+// Compiled for AVX-512 VNNI: call only when the CPU has it. `pairs`: with the 512-bit Q4 pair
+// kernels (else the 256-bit kernels alone, kept for comparisons).
+PackedKernels packed_kernels_avx512_vnni(bool pairs = true);
 
 }  // namespace llmserve::kernels::cpu

@@ -78,14 +78,16 @@ std::atomic<PackedIsa> g_requested{PackedIsa::kAuto};
 
 PackedIsa resolve(PackedIsa want) {
   if (want == PackedIsa::kAvx2 || !cpu_has_avx512_vnni()) return PackedIsa::kAvx2;
-  return PackedIsa::kAvx512Vnni;
+  return want == PackedIsa::kAvx512Vnni256 ? PackedIsa::kAvx512Vnni256 : PackedIsa::kAvx512Vnni;
 }
 
 const cpu::PackedKernels& kernels_for(PackedIsa isa) {
   static const cpu::PackedKernels avx2 = cpu::packed_kernels_avx2();
   static const cpu::PackedKernels vnni =
-      cpu_has_avx512_vnni() ? cpu::packed_kernels_avx512_vnni() : avx2;
-  return isa == PackedIsa::kAvx512Vnni ? vnni : avx2;
+      cpu_has_avx512_vnni() ? cpu::packed_kernels_avx512_vnni(true) : avx2;
+  static const cpu::PackedKernels vnni256 =
+      cpu_has_avx512_vnni() ? cpu::packed_kernels_avx512_vnni(false) : avx2;
+  return isa == PackedIsa::kAvx512Vnni ? vnni : isa == PackedIsa::kAvx512Vnni256 ? vnni256 : avx2;
 }
 
 }  // namespace
@@ -168,11 +170,18 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     float* y;
   };
   Job jobs[kMaxWeights];
+  // The pair kernels read re-laid activations, which every weight of the call must then take.
+  bool pairs = ks.q4_0_pairs != nullptr && ks.q4_1_pairs != nullptr;
+  for (size_t i = 0; i < nw; ++i) pairs = pairs && ws[i]->type() != DType::Q8_0;
   int64_t tasks = 0, y2_floats = 0;
   for (size_t i = 0; i < nw; ++i) {
     const PackedWeight& w = *ws[i];
     Job& j = jobs[i];
-    j.fn = w.type() == DType::Q4_0 ? ks.q4_0 : w.type() == DType::Q4_1 ? ks.q4_1 : ks.q8_0;
+    if (pairs) {
+      j.fn = w.type() == DType::Q4_0 ? ks.q4_0_pairs : ks.q4_1_pairs;
+    } else {
+      j.fn = w.type() == DType::Q4_0 ? ks.q4_0 : w.type() == DType::Q4_1 ? ks.q4_1 : ks.q8_0;
+    }
     j.w = static_cast<const uint8_t*>(w.data());
     j.gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
     j.N = w.rows();
@@ -200,8 +209,10 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     for (int64_t m = b; m < e; ++m) {
       if (passes == 2) {
         cpu::quantize_row_act_q8x2(x + m * K, K, xq + 2 * m * nb, xq + (2 * m + 1) * nb);
+        if (pairs) cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb);
       } else {
         cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
+        if (pairs) cpu::pair_act_blocks(xq + m * nb, 1, nb);
       }
     }
   };
@@ -211,7 +222,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     quantize(0, M);
   }
 
-  const int max_rows = ks.max_rows;
+  const int max_rows = pairs ? ks.max_rows_pairs : ks.max_rows;
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       size_t i = nw - 1;

@@ -1,5 +1,7 @@
 #include "kernels/cpu/quantize_activations.h"
 
+#include <cstring>
+
 #include <immintrin.h>
 
 namespace llmserve::kernels::cpu {
@@ -95,6 +97,25 @@ void quantize_row_act_q8kx2(const float* x, int64_t k, BlockQ8_K* main, BlockQ8_
     quantize_block_q8k(xb, main[b]);
     residual(xb, main[b].d, main[b].qs, kQKK, r);
     quantize_block_q8k(r, res[b]);
+  }
+}
+
+void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb) {
+  for (int64_t r = 0; r < rows; ++r) {
+    ActQ8* row = x + r * nb;
+    for (int64_t p = 0; p + 1 < nb; p += 2) {
+      const ActQ8 a = row[p], b = row[p + 1];
+      ActQ8Pair out;
+      out.d[0] = a.d;
+      out.d[1] = b.d;
+      out.ds[0] = a.ds;
+      out.ds[1] = b.ds;
+      for (int c = 0; c < kQK / 4; ++c) {
+        std::memcpy(out.qs + 8 * c, a.qs + 4 * c, 4);
+        std::memcpy(out.qs + 8 * c + 4, b.qs + 4 * c, 4);
+      }
+      std::memcpy(static_cast<void*>(row + p), &out, sizeof(out));
+    }
   }
 }
 

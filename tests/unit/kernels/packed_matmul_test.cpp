@@ -25,7 +25,10 @@ struct IsaGuard {
 
 std::vector<PackedIsa> isas() {
   std::vector<PackedIsa> v = {PackedIsa::kAvx2};
-  if (cpu_has_avx512_vnni()) v.push_back(PackedIsa::kAvx512Vnni);
+  if (cpu_has_avx512_vnni()) {
+    v.push_back(PackedIsa::kAvx512Vnni);
+    v.push_back(PackedIsa::kAvx512Vnni256);
+  }
   return v;
 }
 
@@ -103,6 +106,7 @@ TEST_P(PackedTypes, TwoPassActivationsAreFarMorePrecise) {
   ThreadPool pool(2);
   const double q8 = check_against_reference(GetParam(), 9, 576, 64, pool, 7, ActPrecision::kQ8);
   const double q8x2 = check_against_reference(GetParam(), 9, 576, 64, pool, 7, ActPrecision::kQ8x2);
+  std::printf("TMPDBG %s q8 %.9g q8x2 %.9g\n", dtype_name(GetParam()).data(), q8, q8x2);
   EXPECT_GT(q8, 0.0);
   EXPECT_LT(q8x2 * 30.0, q8) << "q8 " << q8 << " q8x2 " << q8x2;
 }
@@ -138,6 +142,35 @@ TEST_P(PackedTypesPrecisions, BatchInvariantAcrossShapesThreadsAndIsas) {
       matmul_packed(pool3, x.data() + 7 * K, rows, pw, part.data(), p);
       EXPECT_EQ(0, std::memcmp(part.data(), all.data() + 7 * N, part.size() * sizeof(float)))
           << rows << " rows";
+    }
+  }
+}
+
+// Odd and even block counts per row (the 512-bit kernels pair blocks and finish an odd one
+// alone): every instruction set gives the AVX2 kernels' bits.
+TEST_P(PackedTypesPrecisions, OddAndEvenBlockCountsMatchAcrossIsas) {
+  const DType type = std::get<0>(GetParam());
+  const ActPrecision p = std::get<1>(GetParam());
+  ThreadPool pool(2);
+  std::mt19937 rng(17);
+  for (int64_t K : {32, 64, 96, 544, 576}) {
+    const int64_t N = 21;
+    const auto w = random_weights(rng, type, N, K);
+    const PackedWeight pw = pack_weight(type, w.data(), N, K);
+    for (int64_t M : {1, 7, 16}) {
+      const auto x = random_floats(rng, M * K);
+      std::vector<float> want(M * N);
+      {
+        IsaGuard guard(PackedIsa::kAvx2);
+        matmul_packed(pool, x.data(), M, pw, want.data(), p);
+      }
+      for (PackedIsa isa : isas()) {
+        IsaGuard guard(isa);
+        std::vector<float> got(M * N);
+        matmul_packed(pool, x.data(), M, pw, got.data(), p);
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+            << "K " << K << " M " << M << " isa " << static_cast<int>(isa);
+      }
     }
   }
 }

@@ -60,11 +60,13 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
                          std::span<const PackedWeight* const> ws, std::span<float* const> ys,
                          ActPrecision precision = ActPrecision::kQ8x2);
 
-// Instruction set of the packed micro-kernels: kAuto picks AVX-512 VNNI when the CPU has it.
+// Instruction set of the packed micro-kernels: kAuto picks AVX-512 VNNI (512-bit Q4 kernels)
+// when the CPU has it; kAvx512Vnni256 keeps VNNI to 256-bit vectors. All give the same bits.
 // For tests and benchmarks; not thread-safe against concurrent matmuls.
-enum class PackedIsa { kAuto, kAvx2, kAvx512Vnni };
+enum class PackedIsa { kAuto, kAvx2, kAvx512Vnni, kAvx512Vnni256 };
 void set_packed_isa(PackedIsa isa);
-PackedIsa active_packed_isa();  // kAvx2 or kAvx512Vnni
+PackedIsa active_packed_isa();  // kAvx2, kAvx512Vnni or kAvx512Vnni256
+
 bool cpu_has_avx512_vnni();
 
 }  // namespace llmserve::kernels
