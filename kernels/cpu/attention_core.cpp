@@ -90,7 +90,6 @@ template <typename T>
 void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
                   float scale, int64_t start, int64_t end, float* rec) {
   const int D = kv.shape.head_dim;
-  const int bs = kv.shape.block_size;
   const bool vec = D % 8 == 0;
   float* m = rec;
   float* l = rec + G;
@@ -101,20 +100,11 @@ void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const fl
   alignas(32) float s[kTile];
   const T* krows[kTile];
   const T* vrows[kTile];
-  const T* k_cache = static_cast<const T*>(kv.k_cache);
-  const T* v_cache = static_cast<const T*>(kv.v_cache);
   const __m256 vscale = _mm256_set1_ps(scale);
 
   for (int64_t t0 = start; t0 < end; t0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, end - t0));
-    const int n8 = (n + 7) / 8 * 8;
-    for (int j = 0; j < n; ++j) {
-      const int64_t pos = t0 + j;
-      const int64_t slot = static_cast<int64_t>(table[pos / bs]) * bs + pos % bs;
-      const int64_t off = kv_cache_offset(kv.shape, slot, kv_head);
-      krows[j] = k_cache + off;
-      vrows[j] = v_cache + off;
-    }
+    tile_rows(kv, table, kv_head, t0, n, krows, vrows);
     for (int g = 0; g < G; ++g) {
       const float* qg = q + static_cast<int64_t>(g) * D;
       int j = 0;
@@ -123,36 +113,14 @@ void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const fl
           _mm256_store_ps(s + j, _mm256_mul_ps(dot8(qg, krows + j, D), vscale));
       }
       for (; j < n; ++j) s[j] = dot_scalar(qg, krows[j], D) * scale;
-      for (; j < n8; ++j) s[j] = -std::numeric_limits<float>::infinity();
 
-      __m256 vmax = _mm256_load_ps(s);
-      for (j = 8; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_load_ps(s + j));
-      __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-      h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-      h = _mm_max_ss(h, _mm_movehdup_ps(h));
-      const float m_new = std::max(m[g], _mm_cvtss_f32(h));
-      const float corr = std::exp(m[g] - m_new);
-      const __m256 vm = _mm256_set1_ps(m_new);
-      __m256 vsum = _mm256_setzero_ps();
-      for (j = 0; j < n8; j += 8) {
-        __m256 e = exp_ps(_mm256_sub_ps(_mm256_load_ps(s + j), vm));
-        if (j + 8 > n) {
-          const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-          const __m256 keep =
-              _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), idx));
-          e = _mm256_and_ps(e, keep);
-        }
-        _mm256_store_ps(s + j, e);
-        vsum = _mm256_add_ps(vsum, e);
-      }
-      l[g] = l[g] * corr + hsum(vsum);
-      m[g] = m_new;
+      const float corr = softmax_tile(s, n, m + g, l + g);
       float* a = acc + static_cast<int64_t>(g) * D;
       if (vec) {
         scale_add_rows(a, corr, s, vrows, n, D);
       } else {
         scale_add(a, corr, s[0], vrows[0], D);
-        for (j = 1; j < n; ++j) scale_add(a, 1.0f, s[j], vrows[j], D);
+        for (int j = 1; j < n; ++j) scale_add(a, 1.0f, s[j], vrows[j], D);
       }
     }
   }
@@ -162,6 +130,11 @@ void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const fl
 
 void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
                       float scale, int64_t start, int64_t end, float* rec) {
+  static const bool use_avx512 = attention_avx512_available();
+  if (use_avx512 && kv.shape.head_dim % 16 == 0) {
+    attend_partition_avx512(kv, table, kv_head, q, G, scale, start, end, rec);
+    return;
+  }
   if (kv.shape.dtype == KvDtype::kF16) {
     attend_typed<uint16_t>(kv, table, kv_head, q, G, scale, start, end, rec);
   } else {

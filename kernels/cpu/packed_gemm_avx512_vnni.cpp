@@ -1,5 +1,5 @@
 // Packed micro-kernels with AVX-512 VNNI (vpdpbusd: 4 byte products summed straight into 32 bits):
-// the 256-bit kernels of packed_gemm_impl.h, and for Q4 weights 512-bit kernels that hold two
+// the 256-bit kernels of packed_gemm_impl.h, and 512-bit kernels (Q4_0, Q4_1, Q8_0) that hold two
 // group blocks per vector (lane 2j: block b, row j; lane 2j + 1: block b + 1, row j) against
 // activations re-laid by pair_act_blocks, halving the instructions per product. Their float
 // chains (even blocks, odd blocks) are the 256-bit kernels', so results match bit for bit.
@@ -130,6 +130,83 @@ void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
   }
 }
 
+// Q8_0: weights as unsigned bytes w ^ 0x80 = w + 128; each dot product starts from the row's
+// -128 * sum(x) (ActQ8Pair::q8_0_correction), so the integer sums are exact.
+template <int R>
+void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
+                    int valid) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  const int64_t np = nb / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const PackQ8_0x8& b0 = g[2 * p];
+    const PackQ8_0x8& b1 = g[2 * p + 1];
+    prefetch_block(g + 2 * p);
+    prefetch_block(g + 2 * p + 1);
+    __m512i s[R];
+    for (int r = 0; r < R; ++r) {
+      const int8_t* corr = reinterpret_cast<const int8_t*>(
+          reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].q8_0_correction);
+      s[r] = bcast8(corr);
+    }
+    for (int c = 0; c < 8; ++c) {
+      const __m512i w = _mm512_xor_si512(alternate(b0.qs + 32 * c, b1.qs + 32 * c), flip);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* q = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs;
+        s[r] = _mm512_dpbusd_epi32(s[r], w, bcast8(q + 8 * c));
+      }
+    }
+    const __m512 dw = alternate(load_halves(b0.d), load_halves(b1.d));
+    for (int r = 0; r < R; ++r) {
+      const ActQ8Pair& a = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p];
+      acc[r] =
+          _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_mul_ps(dw, bcast_pair(a.d)), acc[r]);
+    }
+  }
+  if (nb % 2 != 0) {  // the last block, unpaired (plain ActQ8), joins the even lanes
+    const int64_t b = nb - 1;
+    const PackQ8_0x8& p = g[b];
+    __m256i s[R];
+    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+      const __m256i aw = _mm256_sign_epi8(v, v);
+      for (int r = 0; r < R; ++r) {
+        const __m256i xs = _mm256_sign_epi8(bcast4(x[r * nb + b].qs + 4 * c), v);
+        s[r] = _mm256_dpbusd_epi32(s[r], aw, xs);
+      }
+    }
+    const __m256 dw8 = load_halves(p.d);
+    const __m512 dw = alternate(dw8, dw8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 si = _mm256_cvtepi32_ps(s[r]);
+      const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(x[r * nb + b].d));
+      acc[r] = _mm512_mask3_fmadd_ps(alternate(si, si), sc, acc[r], 0x5555);
+    }
+  }
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int r = 0; r < R; ++r) {
+    const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));
+    store_rows(_mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum)), y + r * ys, valid);
+  }
+}
+
+template <int Rc, int MaxR>
+void q8_0_pair_dispatch(const PackQ8_0x8* p, const ActQ8* x, int64_t nb, int R, float* y,
+                        int64_t ys, int valid) {
+  if constexpr (Rc < MaxR) {
+    if (R != Rc) return q8_0_pair_dispatch<Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
+  }
+  q8_0_pair_rows<Rc>(p, x, nb, y, ys, valid);
+}
+
+template <int MaxR>
+void q8_0_pair_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
+                     int valid) {
+  q8_0_pair_dispatch<1, MaxR>(static_cast<const PackQ8_0x8*>(g), x, nb, R, y, ys, valid);
+}
+
 template <typename P, int Rc, int MaxR>
 void q4_pair_dispatch(const P* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
                       int valid) {
@@ -153,6 +230,7 @@ PackedKernels packed_kernels_avx512_vnni(bool pairs) {
     constexpr int kMaxPairRows = 8;
     k.q4_0_pairs = &q4_pair_group<PackQ4_0x8, kMaxPairRows>;
     k.q4_1_pairs = &q4_pair_group<PackQ4_1x8, kMaxPairRows>;
+    k.q8_0_pairs = &q8_0_pair_group<kMaxPairRows>;
     k.max_rows_pairs = kMaxPairRows;
   }
   return k;

@@ -107,29 +107,42 @@ void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int v
 }
 
 template <typename Isa, int R>
-void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const PackQ8_0x8& p = g[b];
-    prefetch_block(g + b);
-    __m256i s[R];
-    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
-    for (int c = 0; c < 8; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
-      const __m256i aw = _mm256_sign_epi8(v, v);
-      for (int r = 0; r < R; ++r) {
-        const __m256i xs = _mm256_sign_epi8(bcast4(x[r * nb + b].qs + 4 * c), v);
-        s[r] = Isa::dot_s8(s[r], aw, xs);
-      }
-    }
-    const __m256 dw = load_halves(p.d);
+__attribute__((always_inline)) inline void q8_0_block(const PackQ8_0x8& p, const ActQ8* x,
+                                                      int64_t nb, int64_t b, __m256* chain) {
+  __m256i s[R];
+  for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
+  for (int c = 0; c < 8; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+    const __m256i aw = _mm256_sign_epi8(v, v);
     for (int r = 0; r < R; ++r) {
-      const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(x[r * nb + b].d));
-      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r]), sc, acc[r]);
+      const __m256i xs = _mm256_sign_epi8(bcast4(x[r * nb + b].qs + 4 * c), v);
+      s[r] = Isa::dot_s8(s[r], aw, xs);
     }
   }
-  for (int r = 0; r < R; ++r) store_rows(acc[r], y + r * ys, valid);
+  const __m256 dw = load_halves(p.d);
+  for (int r = 0; r < R; ++r) {
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(x[r * nb + b].d));
+    chain[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[r]), sc, chain[r]);
+  }
+}
+
+// Even and odd blocks in two chains, as q4_rows.
+template <typename Isa, int R>
+void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+  __m256 even[R], odd[R];
+  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    prefetch_block(g + b);
+    q8_0_block<Isa, R>(g[b], x, nb, b, even);
+    prefetch_block(g + b + 1);
+    q8_0_block<Isa, R>(g[b + 1], x, nb, b + 1, odd);
+  }
+  if (b < nb) {
+    prefetch_block(g + b);
+    q8_0_block<Isa, R>(g[b], x, nb, b, even);
+  }
+  for (int r = 0; r < R; ++r) store_rows(_mm256_add_ps(even[r], odd[r]), y + r * ys, valid);
 }
 
 // Runs the kernel instantiated for R rows (1 <= R <= MaxR).

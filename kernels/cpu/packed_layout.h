@@ -36,8 +36,9 @@ using GroupGemmFn = void (*)(const void* group, const ActQ8* x, int64_t nb, int 
 struct PackedKernels {
   GroupGemmFn q4_0 = nullptr, q4_1 = nullptr, q8_0 = nullptr;
   int max_rows = 1;
-  // Optional Q4 kernels over activations re-laid by pair_act_blocks (same results, bit for bit).
-  GroupGemmFn q4_0_pairs = nullptr, q4_1_pairs = nullptr;
+  // Optional kernels over activations re-laid by pair_act_blocks (same results, bit for bit);
+  // q8_0_pairs wants them re-laid with q8_0_correction.
+  GroupGemmFn q4_0_pairs = nullptr, q4_1_pairs = nullptr, q8_0_pairs = nullptr;
   int max_rows_pairs = 1;
 };
 

@@ -170,15 +170,21 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     float* y;
   };
   Job jobs[kMaxWeights];
-  // The pair kernels read re-laid activations, which every weight of the call must then take.
-  bool pairs = ks.q4_0_pairs != nullptr && ks.q4_1_pairs != nullptr;
-  for (size_t i = 0; i < nw; ++i) pairs = pairs && ws[i]->type() != DType::Q8_0;
+  // The pair kernels read re-laid activations, which every weight of the call must then take:
+  // all Q4 (ds kept) or all Q8_0 (ds slots replaced by the unsigned-weight correction).
+  size_t n_q8_0 = 0;
+  for (size_t i = 0; i < nw; ++i) n_q8_0 += ws[i]->type() == DType::Q8_0;
+  const bool pairs_q8_0 = n_q8_0 == nw && ks.q8_0_pairs != nullptr;
+  const bool pairs =
+      pairs_q8_0 || (n_q8_0 == 0 && ks.q4_0_pairs != nullptr && ks.q4_1_pairs != nullptr);
   int64_t tasks = 0, y2_floats = 0;
   for (size_t i = 0; i < nw; ++i) {
     const PackedWeight& w = *ws[i];
     Job& j = jobs[i];
     if (pairs) {
-      j.fn = w.type() == DType::Q4_0 ? ks.q4_0_pairs : ks.q4_1_pairs;
+      j.fn = w.type() == DType::Q4_0   ? ks.q4_0_pairs
+             : w.type() == DType::Q4_1 ? ks.q4_1_pairs
+                                       : ks.q8_0_pairs;
     } else {
       j.fn = w.type() == DType::Q4_0 ? ks.q4_0 : w.type() == DType::Q4_1 ? ks.q4_1 : ks.q8_0;
     }
@@ -209,10 +215,10 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     for (int64_t m = b; m < e; ++m) {
       if (passes == 2) {
         cpu::quantize_row_act_q8x2(x + m * K, K, xq + 2 * m * nb, xq + (2 * m + 1) * nb);
-        if (pairs) cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb);
+        if (pairs) cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb, pairs_q8_0);
       } else {
         cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
-        if (pairs) cpu::pair_act_blocks(xq + m * nb, 1, nb);
+        if (pairs) cpu::pair_act_blocks(xq + m * nb, 1, nb, pairs_q8_0);
       }
     }
   };

@@ -100,7 +100,7 @@ void quantize_row_act_q8kx2(const float* x, int64_t k, BlockQ8_K* main, BlockQ8_
   }
 }
 
-void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb) {
+void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb, bool q8_0_correction) {
   for (int64_t r = 0; r < rows; ++r) {
     ActQ8* row = x + r * nb;
     for (int64_t p = 0; p + 1 < nb; p += 2) {
@@ -108,8 +108,18 @@ void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb) {
       ActQ8Pair out;
       out.d[0] = a.d;
       out.d[1] = b.d;
-      out.ds[0] = a.ds;
-      out.ds[1] = b.ds;
+      if (q8_0_correction) {
+        int32_t sa = 0, sb = 0;
+        for (int i = 0; i < kQK; ++i) {
+          sa += a.qs[i];
+          sb += b.qs[i];
+        }
+        out.q8_0_correction[0] = -128 * sa;
+        out.q8_0_correction[1] = -128 * sb;
+      } else {
+        out.ds[0] = a.ds;
+        out.ds[1] = b.ds;
+      }
       for (int c = 0; c < kQK / 4; ++c) {
         std::memcpy(out.qs + 8 * c, a.qs + 4 * c, 4);
         std::memcpy(out.qs + 8 * c + 4, b.qs + 4 * c, 4);

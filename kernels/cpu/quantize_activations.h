@@ -17,17 +17,22 @@ static_assert(sizeof(ActQ8) == 40);
 
 // Two consecutive ActQ8 blocks (b even, b + 1) re-laid for 512-bit kernels that hold both blocks
 // in one vector, lanes alternating: qs[8c .. 8c+3] = block b's qs[4c .. 4c+3], qs[8c+4 .. 8c+7] =
-// block b+1's, so one 64-bit broadcast feeds both. Same size as the two blocks.
+// block b+1's, so one 64-bit broadcast feeds both. Same size as the two blocks. For Q8_0 weights
+// (no min term, so no ds) the ds slots hold instead the int32 -128 * sum(qs) of each block: those
+// kernels take the weights as unsigned bytes w + 128 and start each dot product from it.
 struct ActQ8Pair {
   float d[2];
-  float ds[2];
+  union {
+    float ds[2];
+    int32_t q8_0_correction[2];
+  };
   int8_t qs[2 * kQK];
 };
 static_assert(sizeof(ActQ8Pair) == 2 * sizeof(ActQ8));
 
 // In place, for each of `rows` rows of nb blocks: blocks (2p, 2p + 1) become ActQ8Pair p; with nb
-// odd the last block of each row stays an ActQ8.
-void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb);
+// odd the last block of each row stays an ActQ8. q8_0_correction: fill those instead of ds.
+void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb, bool q8_0_correction = false);
 
 // k % 32 == 0; writes k / 32 blocks.
 void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out);

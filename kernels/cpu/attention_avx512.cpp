@@ -1,0 +1,179 @@
+// attend_partition with AVX-512 for head_dim % 16 == 0: each K and V row is loaded (and for an f16
+// cache converted) once for all the query heads that share it, scores of 8 keys come out of one
+// transposing reduction, and values accumulate 16 lanes per FMA. Built with AVX-512 flags (set on
+// this file alone in kernels/CMakeLists.txt); called only when the CPU has AVX-512F.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 flags the _mm512_undefined_* pass-through operands inside its own AVX-512 intrinsics
+// (GCC bug 105593), not anything of ours.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cpu/attention_core.h"
+
+namespace llmserve::kernels::cpu {
+namespace {
+
+constexpr int kTile = 32;
+constexpr int kHeadsPerPass = 3;  // 8 keys x 3 heads of score accumulators: 24 of 32 registers
+
+inline __m512 load16(const float* p) {
+  return _mm512_loadu_ps(p);
+}
+inline __m512 load16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Lane i of the result = the sum of the 16 lanes of a[i], i < 8.
+inline __m256 reduce8(const __m512* a) {
+  __m512 b[4];
+  for (int i = 0; i < 4; ++i) {
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  }
+  __m512 c[2];
+  for (int i = 0; i < 2; ++i) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
+  // c[i]: keys 4i..4i+3 in each 128-bit lane, partial over that lane's columns.
+  const __m512 g =
+      _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x44), _mm512_shuffle_f32x4(c[0], c[1], 0xEE));
+  const __m512 h = _mm512_add_ps(g, _mm512_shuffle_f32x4(g, g, 0xB1));
+  return _mm512_castps512_ps256(_mm512_shuffle_f32x4(h, h, 0x08));
+}
+
+// s[g][j] = scale * q_g . k_j for g < Gc, j < n (8 keys at a time; rows past n repeat row n - 1).
+template <typename T, int Gc>
+void scores(const float* q, int D, const T* const* krows, int n, float scale, float (*s)[kTile]) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (int j0 = 0; j0 < n; j0 += 8) {
+    const T* k[8];
+    for (int j = 0; j < 8; ++j) k[j] = krows[j0 + j < n ? j0 + j : n - 1];
+    __m512 acc[Gc][8];
+    for (int g = 0; g < Gc; ++g) {
+      for (int j = 0; j < 8; ++j) acc[g][j] = _mm512_setzero_ps();
+    }
+    for (int d = 0; d < D; d += 16) {
+      __m512 qv[Gc];
+      for (int g = 0; g < Gc; ++g) qv[g] = _mm512_loadu_ps(q + static_cast<int64_t>(g) * D + d);
+      for (int j = 0; j < 8; ++j) {
+        const __m512 kv = load16(k[j] + d);
+        for (int g = 0; g < Gc; ++g) acc[g][j] = _mm512_fmadd_ps(qv[g], kv, acc[g][j]);
+      }
+    }
+    for (int g = 0; g < Gc; ++g) _mm256_store_ps(s[g] + j0, _mm256_mul_ps(reduce8(acc[g]), vscale));
+  }
+}
+
+// Columns [d0, d0 + 16 NV) of acc_g = acc_g * corr[g] + sum_j p[g][j] * v_j for g < Gc.
+template <typename T, int Gc, int NV>
+void accumulate_cols(float* acc, int D, int d0, const float* corr, const T* const* vrows, int n,
+                     const float (*p)[kTile]) {
+  __m512 a[Gc][NV];
+  for (int g = 0; g < Gc; ++g) {
+    const __m512 c = _mm512_set1_ps(corr[g]);
+    for (int v = 0; v < NV; ++v)
+      a[g][v] = _mm512_mul_ps(_mm512_loadu_ps(acc + static_cast<int64_t>(g) * D + d0 + 16 * v), c);
+  }
+  for (int j = 0; j < n; ++j) {
+    __m512 x[NV];
+    for (int v = 0; v < NV; ++v) x[v] = load16(vrows[j] + d0 + 16 * v);
+    for (int g = 0; g < Gc; ++g) {
+      const __m512 pj = _mm512_set1_ps(p[g][j]);
+      for (int v = 0; v < NV; ++v) a[g][v] = _mm512_fmadd_ps(pj, x[v], a[g][v]);
+    }
+  }
+  for (int g = 0; g < Gc; ++g) {
+    for (int v = 0; v < NV; ++v)
+      _mm512_storeu_ps(acc + static_cast<int64_t>(g) * D + d0 + 16 * v, a[g][v]);
+  }
+}
+
+// acc_g[0..D) = acc_g * corr[g] + sum_j p[g][j] * v_j for g < Gc, 64 columns at a time.
+template <typename T, int Gc>
+void accumulate(float* acc, int D, const float* corr, const T* const* vrows, int n,
+                const float (*p)[kTile]) {
+  int d0 = 0;
+  for (; d0 + 64 <= D; d0 += 64) accumulate_cols<T, Gc, 4>(acc, D, d0, corr, vrows, n, p);
+  switch ((D - d0) / 16) {
+    case 1:
+      accumulate_cols<T, Gc, 1>(acc, D, d0, corr, vrows, n, p);
+      break;
+    case 2:
+      accumulate_cols<T, Gc, 2>(acc, D, d0, corr, vrows, n, p);
+      break;
+    case 3:
+      accumulate_cols<T, Gc, 3>(acc, D, d0, corr, vrows, n, p);
+      break;
+    default:
+      break;
+  }
+}
+
+template <typename T, int Gc>
+void tile_pass(const float* q, int D, const T* const* krows, const T* const* vrows, int n,
+               float scale, float* m, float* l, float* acc) {
+  alignas(32) float s[Gc][kTile];
+  scores<T, Gc>(q, D, krows, n, scale, s);
+  float corr[Gc];
+  for (int g = 0; g < Gc; ++g) corr[g] = softmax_tile(s[g], n, m + g, l + g);
+  accumulate<T, Gc>(acc, D, corr, vrows, n, s);
+}
+
+template <typename T>
+void attend(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
+            float scale, int64_t start, int64_t end, float* rec) {
+  const int D = kv.shape.head_dim;
+  float* m = rec;
+  float* l = rec + G;
+  float* acc = rec + 2 * G;
+  std::fill(m, m + G, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + G, 0.0f);
+  std::fill(acc, acc + static_cast<int64_t>(G) * D, 0.0f);
+  const T* krows[kTile];
+  const T* vrows[kTile];
+  for (int64_t t0 = start; t0 < end; t0 += kTile) {
+    const int n = static_cast<int>(std::min<int64_t>(kTile, end - t0));
+    tile_rows(kv, table, kv_head, t0, n, krows, vrows);
+    for (int g0 = 0; g0 < G; g0 += kHeadsPerPass) {
+      const float* qg = q + static_cast<int64_t>(g0) * D;
+      float* ag = acc + static_cast<int64_t>(g0) * D;
+      switch (std::min(kHeadsPerPass, G - g0)) {
+        case 1:
+          tile_pass<T, 1>(qg, D, krows, vrows, n, scale, m + g0, l + g0, ag);
+          break;
+        case 2:
+          tile_pass<T, 2>(qg, D, krows, vrows, n, scale, m + g0, l + g0, ag);
+          break;
+        default:
+          tile_pass<T, 3>(qg, D, krows, vrows, n, scale, m + g0, l + g0, ag);
+          break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void attend_partition_avx512(const PagedKv& kv, const int32_t* table, int kv_head, const float* q,
+                             int G, float scale, int64_t start, int64_t end, float* rec) {
+  if (kv.shape.dtype == KvDtype::kF16) {
+    attend<uint16_t>(kv, table, kv_head, q, G, scale, start, end, rec);
+  } else {
+    attend<float>(kv, table, kv_head, q, G, scale, start, end, rec);
+  }
+}
+
+bool attention_avx512_available() {
+  __builtin_cpu_init();
+  const char* off = std::getenv("LLMSERVE_CPU_ATTENTION_AVX2");
+  return __builtin_cpu_supports("avx512f") && !(off != nullptr && std::strcmp(off, "1") == 0);
+}
+
+}  // namespace llmserve::kernels::cpu
