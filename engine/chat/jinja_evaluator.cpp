@@ -189,6 +189,13 @@ Status Evaluator::bind_target(const Target& t, const Value& v) {
   return Status::ok();
 }
 
+Evaluator::~Evaluator() {
+  for (const auto& d : assigned_namespaces_) {
+    std::vector<std::pair<std::string, Value>> entries = std::move(d->entries);
+    d->entries.clear();  // the values die with `entries`, after d no longer refers to them
+  }
+}
+
 Status Evaluator::exec_set(const Stmt& s, Value v) {
   if (!s.target.attr.empty()) {
     Value ns = lookup(s.target.names[0]);
@@ -196,6 +203,9 @@ Status Evaluator::exec_set(const Stmt& s, Value v) {
       return invalid_argument("can only assign attributes of a namespace() object");
     if (!s.target.attr.empty() && s.target.attr[0] == '_') {
       return invalid_argument("cannot store underscore-prefixed attributes on a namespace");
+    }
+    if (assigned_namespace_set_.insert(ns.dict_ptr().get()).second) {
+      assigned_namespaces_.push_back(ns.dict_ptr());
     }
     ns.mutable_dict().set(s.target.attr, std::move(v));
     return Status::ok();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,11 @@ class Evaluator {
  public:
   // context: a dict of the template variables.
   Evaluator(const Limits& limits, Value context) : limits_(limits), context_(std::move(context)) {}
+  // Empties every namespace the template assigned to: `{% set ns.x = ns %}` makes a reference
+  // cycle that shared ownership alone would leak.
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
   Result<std::string> render(const Body& body);
 
@@ -72,6 +78,8 @@ class Evaluator {
   int call_depth_ = 0;
   bool raised_ = false;
   Value pending_caller_;
+  std::vector<std::shared_ptr<Dict>> assigned_namespaces_;
+  std::unordered_set<const Dict*> assigned_namespace_set_;
 };
 
 }  // namespace llmserve::jinja

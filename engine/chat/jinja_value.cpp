@@ -184,12 +184,32 @@ void append_repr_string(std::string& out, const std::string& s) {
   out += quote;
 }
 
+// Containers being printed, outermost first: a namespace can hold itself (`{% set ns.x = ns %}`),
+// and as Python we print a container met again inside itself as [...] / {...}.
+thread_local std::vector<const void*> t_repr_active;
+
+struct ReprActive {
+  explicit ReprActive(const void* p) { t_repr_active.push_back(p); }
+  ~ReprActive() { t_repr_active.pop_back(); }
+  ReprActive(const ReprActive&) = delete;
+  ReprActive& operator=(const ReprActive&) = delete;
+};
+
+bool repr_active(const void* p) {
+  return std::find(t_repr_active.begin(), t_repr_active.end(), p) != t_repr_active.end();
+}
+
 void append_repr(std::string& out, const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kString:
       append_repr_string(out, v.str());
       return;
     case Value::Kind::kList: {
+      if (repr_active(&v.items())) {
+        out += v.is_tuple() ? "(...)" : "[...]";
+        return;
+      }
+      const ReprActive active(&v.items());
       out += v.is_tuple() ? '(' : '[';
       const auto& items = v.items();
       for (size_t i = 0; i < items.size(); ++i) {
@@ -202,6 +222,11 @@ void append_repr(std::string& out, const Value& v) {
     }
     case Value::Kind::kDict: {
       if (v.is_namespace()) out += "<Namespace ";
+      if (repr_active(&v.dict_ref())) {
+        out += v.is_namespace() ? "{...}>" : "{...}";
+        return;
+      }
+      const ReprActive active(&v.dict_ref());
       out += '{';
       bool first = true;
       for (const auto& [k, item] : v.dict_ref().entries) {

@@ -96,6 +96,10 @@ TEST(JinjaInterpreter, LimitsStopHostileTemplates) {
   EXPECT_EQ(err("{{ 'x' * 1000000000 }}").code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(err("{{ ([1, 2] * 10000000) | length }}").code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(ok("{{ ('ab' * 3) ~ ([1] * 3) | length }}"), "ababab3");
+  // A namespace holding itself prints as Python does, and is freed (fuzz_chat_template: leak).
+  EXPECT_EQ(ok("{% set ns = namespace(v=1) %}{% set ns.v = ns %}{{ ns }}|{{ [ns] }}|"
+               "{{ ns.v.v.v is defined }}"),
+            "<Namespace {'v': <Namespace {...}>}>|[<Namespace {'v': <Namespace {...}>}>]|True");
   // Empty sequences repeated 10^18 times are empty at once (fuzz_chat_template timed out on
   // "{{ '' * 1000100000000000 * -1000000 }}"); jinja2 gives the same.
   EXPECT_EQ(ok("{{ '' * 1000000000000000000 }}|{{ ([] * 1000000000000000000) | length }}"), "|0");
