@@ -2,13 +2,7 @@
 // cache converted) once for all the query heads that share it, scores of 8 keys come out of one
 // transposing reduction, and values accumulate 16 lanes per FMA. Built with AVX-512 flags (set on
 // this file alone in kernels/CMakeLists.txt); called only when the CPU has AVX-512F.
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 flags the _mm512_undefined_* pass-through operands inside its own AVX-512 intrinsics
-// (GCC bug 105593), not anything of ours.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_intrinsics.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -133,9 +127,7 @@ void attend(const PagedKv& kv, const int32_t* table, int kv_head, const float* q
   float* m = rec;
   float* l = rec + G;
   float* acc = rec + 2 * G;
-  std::fill(m, m + G, -std::numeric_limits<float>::infinity());
-  std::fill(l, l + G, 0.0f);
-  std::fill(acc, acc + static_cast<int64_t>(G) * D, 0.0f);
+  clear_record(rec, G, D);
   const T* krows[kTile];
   const T* vrows[kTile];
   for (int64_t t0 = start; t0 < end; t0 += kTile) {

@@ -94,9 +94,7 @@ void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const fl
   float* m = rec;
   float* l = rec + G;
   float* acc = rec + 2 * G;
-  std::fill(m, m + G, -std::numeric_limits<float>::infinity());
-  std::fill(l, l + G, 0.0f);
-  std::fill(acc, acc + static_cast<int64_t>(G) * D, 0.0f);
+  clear_record(rec, G, D);
   alignas(32) float s[kTile];
   const T* krows[kTile];
   const T* vrows[kTile];

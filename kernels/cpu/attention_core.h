@@ -28,6 +28,12 @@ void attend_partition_avx512(const PagedKv& kv, const int32_t* table, int kv_hea
 // True when the CPU has AVX-512F and LLMSERVE_CPU_ATTENTION_AVX2 is not set to 1.
 bool attention_avx512_available();
 
+// An empty partition record: running max -inf, sum 0, accumulators 0.
+inline void clear_record(float* rec, int G, int D) {
+  std::fill(rec, rec + G, -std::numeric_limits<float>::infinity());
+  std::fill(rec + G, rec + partial_floats(G, D), 0.0f);
+}
+
 // Pointers to the K and V rows of positions [t0, t0 + n) of one request and kv head: rows of one
 // block are consecutive, so one division per tile, then steps of head_dim.
 template <typename T>

@@ -6,13 +6,7 @@
 // Everything in this file is built for that target and has internal linkage, so nothing here
 // leaks into code run on CPUs without it. The target flags are set on this file alone in
 // kernels/CMakeLists.txt (GCC and clang alike).
-#if defined(__GNUC__) && !defined(__clang__)
-// GCC 12 flags the _mm512_undefined_* pass-through operands inside its own AVX-512 intrinsics
-// (GCC bug 105593), not anything of ours.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_intrinsics.h"
 
 #include <cstring>
 
@@ -61,6 +55,31 @@ inline __m512 bcast_pair(const float* p) {
   return _mm512_castpd_ps(_mm512_set1_pd(v));
 }
 
+// With nb odd, the last block joins the even chains: they are taken out of the even lanes, the
+// 256-bit kernels' block step (the same float operations) runs on them, and they go back.
+template <int R, typename Block>
+inline void last_block_into_even_lanes(__m512* acc, Block&& block) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m256 chain[R];
+  for (int r = 0; r < R; ++r) {
+    chain[r] = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, acc[r]));
+  }
+  block(chain);
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm512_mask_mov_ps(acc[r], 0x5555, alternate(chain[r], chain[r]));
+  }
+}
+
+// y row r, lane j = even chain + odd chain (lanes 2j, 2j + 1 of acc[r]).
+template <int R>
+inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid) {
+  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int r = 0; r < R; ++r) {
+    const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));
+    store_rows(_mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum)), y + r * ys, valid);
+  }
+}
+
 template <typename P, int R>
 void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
   const __m512i lo = _mm512_set1_epi8(0x0F);
@@ -94,40 +113,11 @@ void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
       acc[r] = _mm512_fmadd_ps(mw, bcast_pair(a.ds), acc[r]);
     }
   }
-  if (nb % 2 != 0) {  // the last block, unpaired, joins the even lanes
-    const int64_t b = nb - 1;
-    const P& p = g[b];
-    const __m256i lo8 = _mm256_set1_epi8(0x0F);
-    __m256i s[R];
-    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
-      const __m256i wl = _mm256_and_si256(v, lo8);
-      const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo8);
-      for (int r = 0; r < R; ++r) {
-        const int8_t* q = x[r * nb + b].qs;
-        s[r] = _mm256_dpbusd_epi32(s[r], wl, bcast4(q + 4 * c));
-        s[r] = _mm256_dpbusd_epi32(s[r], wh, bcast4(q + 16 + 4 * c));
-      }
-    }
-    const __m256 dw8 = load_halves(p.d);
-    const __m512 dw = alternate(dw8, dw8);
-    const __m512 mw = alternate(q4_min_term(p, dw8), q4_min_term(p, dw8));
-    const __mmask16 even = 0x5555;
-    for (int r = 0; r < R; ++r) {
-      const ActQ8& a = x[r * nb + b];
-      const __m256 si = _mm256_cvtepi32_ps(s[r]);
-      const __m512 sf = alternate(si, si);
-      const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(a.d));
-      acc[r] = _mm512_mask3_fmadd_ps(sf, sc, acc[r], even);
-      acc[r] = _mm512_mask3_fmadd_ps(mw, _mm512_set1_ps(a.ds), acc[r], even);
-    }
+  if (nb % 2 != 0) {
+    last_block_into_even_lanes<R>(
+        acc, [&](__m256* chain) { q4_block<Avx512Vnni, P, R>(g[nb - 1], x, nb, nb - 1, chain); });
   }
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-  for (int r = 0; r < R; ++r) {
-    const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));  // even + odd
-    store_rows(_mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum)), y + r * ys, valid);
-  }
+  store_pair_sums<R>(acc, y, ys, valid);
 }
 
 // Q8_0: weights as unsigned bytes w ^ 0x80 = w + 128; each dot product starts from the row's
@@ -164,32 +154,11 @@ void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, i
           _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_mul_ps(dw, bcast_pair(a.d)), acc[r]);
     }
   }
-  if (nb % 2 != 0) {  // the last block, unpaired (plain ActQ8), joins the even lanes
-    const int64_t b = nb - 1;
-    const PackQ8_0x8& p = g[b];
-    __m256i s[R];
-    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_si256();
-    for (int c = 0; c < 8; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
-      const __m256i aw = _mm256_sign_epi8(v, v);
-      for (int r = 0; r < R; ++r) {
-        const __m256i xs = _mm256_sign_epi8(bcast4(x[r * nb + b].qs + 4 * c), v);
-        s[r] = _mm256_dpbusd_epi32(s[r], aw, xs);
-      }
-    }
-    const __m256 dw8 = load_halves(p.d);
-    const __m512 dw = alternate(dw8, dw8);
-    for (int r = 0; r < R; ++r) {
-      const __m256 si = _mm256_cvtepi32_ps(s[r]);
-      const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(x[r * nb + b].d));
-      acc[r] = _mm512_mask3_fmadd_ps(alternate(si, si), sc, acc[r], 0x5555);
-    }
+  if (nb % 2 != 0) {
+    last_block_into_even_lanes<R>(
+        acc, [&](__m256* chain) { q8_0_block<Avx512Vnni, R>(g[nb - 1], x, nb, nb - 1, chain); });
   }
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-  for (int r = 0; r < R; ++r) {
-    const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));
-    store_rows(_mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum)), y + r * ys, valid);
-  }
+  store_pair_sums<R>(acc, y, ys, valid);
 }
 
 template <int Rc, int MaxR>

@@ -87,23 +87,31 @@ __attribute__((always_inline)) inline void q4_block(const P& p, const ActQ8* x, 
 
 // Two float chains per row, even and odd blocks, summed at the end: the order the 512-bit
 // kernels (packed_gemm_avx512_vnni.cpp), which hold a block pair per vector, also follow, so all
-// instruction sets give the same bits.
-template <typename Isa, typename P, int R>
-void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+// instruction sets give the same bits. block(b, chain) adds group block b into chain[0..R).
+template <int R, typename P, typename Block>
+__attribute__((always_inline)) inline void even_odd_rows(const P* g, int64_t nb, Block&& block,
+                                                         float* y, int64_t ys, int valid) {
   __m256 even[R], odd[R];
   for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
     prefetch_block(g + b);
-    q4_block<Isa, P, R>(g[b], x, nb, b, even);
+    block(b, even);
     prefetch_block(g + b + 1);
-    q4_block<Isa, P, R>(g[b + 1], x, nb, b + 1, odd);
+    block(b + 1, odd);
   }
   if (b < nb) {
     prefetch_block(g + b);
-    q4_block<Isa, P, R>(g[b], x, nb, b, even);
+    block(b, even);
   }
   for (int r = 0; r < R; ++r) store_rows(_mm256_add_ps(even[r], odd[r]), y + r * ys, valid);
+}
+
+template <typename Isa, typename P, int R>
+void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+  even_odd_rows<R>(
+      g, nb, [&](int64_t b, __m256* chain) { q4_block<Isa, P, R>(g[b], x, nb, b, chain); }, y, ys,
+      valid);
 }
 
 template <typename Isa, int R>
@@ -126,23 +134,11 @@ __attribute__((always_inline)) inline void q8_0_block(const PackQ8_0x8& p, const
   }
 }
 
-// Even and odd blocks in two chains, as q4_rows.
 template <typename Isa, int R>
 void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
-  __m256 even[R], odd[R];
-  for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    prefetch_block(g + b);
-    q8_0_block<Isa, R>(g[b], x, nb, b, even);
-    prefetch_block(g + b + 1);
-    q8_0_block<Isa, R>(g[b + 1], x, nb, b + 1, odd);
-  }
-  if (b < nb) {
-    prefetch_block(g + b);
-    q8_0_block<Isa, R>(g[b], x, nb, b, even);
-  }
-  for (int r = 0; r < R; ++r) store_rows(_mm256_add_ps(even[r], odd[r]), y + r * ys, valid);
+  even_odd_rows<R>(
+      g, nb, [&](int64_t b, __m256* chain) { q8_0_block<Isa, R>(g[b], x, nb, b, chain); }, y, ys,
+      valid);
 }
 
 // Runs the kernel instantiated for R rows (1 <= R <= MaxR).
