@@ -27,6 +27,10 @@ Status check_options(const EngineOptions& o) {
         "engine.device is cuda but no CUDA device is usable (no GPU or driver, or a binary built "
         "without CUDA); use engine.device auto or cpu");
   }
+  if (o.kv_cache_dtype != "f16" && o.kv_cache_dtype != "f32") {
+    return invalid_argument("engine: kv_cache_dtype must be f16 or f32, got '" + o.kv_cache_dtype +
+                            "'");
+  }
   if (o.block_size < 1) return invalid_argument("engine: block_size must be >= 1");
   if (o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     return invalid_argument("engine: max_num_seqs and max_num_batched_tokens must be >= 1");
@@ -62,10 +66,6 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                             options.cpu_matmul_precision + "'");
   }
   ro.matmul_precision = *precision;
-  if (options.kv_cache_dtype != "f16" && options.kv_cache_dtype != "f32") {
-    return invalid_argument("engine: kv_cache_dtype must be f16 or f32, got '" +
-                            options.kv_cache_dtype + "'");
-  }
   ro.kv_cache_dtype =
       options.kv_cache_dtype == "f32" ? kernels::KvDtype::kF32 : kernels::KvDtype::kF16;
   ro.kv_cache_bytes = options.kv_cache_bytes;

@@ -49,5 +49,30 @@ TEST(DeviceSelection, RunnerWithoutCudaSaysSo) {
   EXPECT_NE(r.status().message().find("CUDA"), std::string::npos) << r.status().message();
 }
 
+// The CUDA kernels read f16 pages only: an f32 KV cache on CUDA is refused by its key's name,
+// with or without a device.
+TEST(DeviceSelection, F32KvCacheOnCudaIsRefusedByName) {
+  LLMSERVE_REQUIRE_MODEL();
+  ModelRunnerOptions ro;
+  ro.model_path = testing::test_model();
+  ro.use_cuda = true;
+  ro.kv_cache_dtype = kernels::KvDtype::kF32;
+  auto r = ModelRunner::create(ro);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("engine.kv_cache_dtype"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(DeviceSelection, UnknownKvCacheDtypeIsInvalid) {
+  EngineOptions o = testing::small_options();
+  o.model_path = "unused.gguf";
+  o.kv_cache_dtype = "bf16";
+  auto e = Engine::create(o);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("kv_cache_dtype"), std::string::npos) << e.status().message();
+}
+
 }  // namespace
 }  // namespace llmserve
