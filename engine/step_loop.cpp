@@ -120,6 +120,9 @@ void StepLoop::abort_all() {
 
 void StepLoop::deliver(ActiveRequest& req, SampleSlot& slot, StepOutput out) {
   const bool last = out.finish != FinishReason::kNone;
+  // The external id stops aborting the request before its reader can see the end: a cancel sent
+  // after the client has the whole response finds nothing (404), not a finished request.
+  if (last && req.done() && on_ended_) on_ended_(req.id, req.external_id);
   // After an overflow only the final record is still queued (the reader may yet drain it).
   if ((!req.stream_failed || last) && !req.stream->push(std::move(out)) && !req.stream_failed) {
     req.stream_failed = true;
@@ -147,7 +150,6 @@ void StepLoop::collect_garbage() {
     auto it = active_.find(id);
     if (it == active_.end()) continue;
     for (const auto& slot : it->second->samples) by_seq_.erase(slot->seq_id);
-    if (on_ended_) on_ended_(id, it->second->external_id);
     active_.erase(it);
   }
   done_.clear();

@@ -44,7 +44,7 @@ struct StepTimings {
 class StepLoop {
  public:
   using Clock = std::chrono::steady_clock;
-  // Called when a request has sent its last message (the intake forgets its external id).
+  // Called just before a request sends its last message (the intake forgets its external id).
   using EndedFn = std::function<void(uint64_t id, const std::string& external_id)>;
 
   StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
