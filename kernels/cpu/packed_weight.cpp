@@ -182,13 +182,9 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   for (size_t i = 0; i < nw; ++i) {
     const PackedWeight& w = *ws[i];
     Job& j = jobs[i];
-    if (pairs) {
-      j.fn = w.type() == DType::Q4_0   ? ks.q4_0_pairs
-             : w.type() == DType::Q4_1 ? ks.q4_1_pairs
-                                       : ks.q8_0_pairs;
-    } else {
-      j.fn = w.type() == DType::Q4_0 ? ks.q4_0 : w.type() == DType::Q4_1 ? ks.q4_1 : ks.q8_0;
-    }
+    j.fn = w.type() == DType::Q4_0   ? (pairs ? ks.q4_0_pairs : ks.q4_0)
+           : w.type() == DType::Q4_1 ? (pairs ? ks.q4_1_pairs : ks.q4_1)
+                                     : (pairs ? ks.q8_0_pairs : ks.q8_0);
     j.w = static_cast<const uint8_t*>(w.data());
     j.gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
     j.N = w.rows();
