@@ -56,6 +56,12 @@ void apply_presence_frequency(std::span<float> logits, float presence, float fre
   }
 }
 
+bool logits_processors_active(const SamplingParams& params, const SamplingState& state) {
+  const bool min_tokens = state.num_generated() < params.min_tokens;
+  return !params.logit_bias.empty() || min_tokens || params.repetition_penalty != 1.0f ||
+         params.presence_penalty != 0.0f || params.frequency_penalty != 0.0f;
+}
+
 void apply_logits_processors(std::span<float> logits, const SamplingParams& params,
                              const SamplingState& state, std::span<const int32_t> eos_ids) {
   apply_logit_bias(logits, params.logit_bias);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "engine/runner/logits_processor.h"
+#include "llmserve/kernels/softmax.h"
 
 namespace llmserve {
 namespace {
@@ -50,11 +51,16 @@ Sampler::Sampler(int32_t vocab_size, std::vector<int32_t> eos_ids)
 
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              SamplingState& state) {
-  work_.assign(logits.begin(), logits.end());
-  apply_logits_processors(work_, params, state, eos_ids_);
+  const bool greedy = params.temperature < kGreedyTemperature;
+  const bool processed = logits_processors_active(params, state);
+  if (!greedy || processed) {
+    work_.assign(logits.begin(), logits.end());
+    apply_logits_processors(work_, params, state, eos_ids_);
+  }
   state.rng().set_counter(static_cast<uint64_t>(state.num_generated()));
   const double u = state.rng().next_uniform();
-  int32_t token = params.temperature < kGreedyTemperature ? argmax(work_) : draw(params, u);
+  int32_t token =
+      greedy ? argmax(processed ? std::span<const float>(work_) : logits) : draw(params, u);
   if (token < 0) token = argmax(logits);  // everything masked: fall back to the raw argmax
   if (token < 0) token = 0;
   SampleResult result;
@@ -75,15 +81,8 @@ std::vector<SampleResult> Sampler::sample_batch(std::span<const SampleRow> rows)
 }
 
 int32_t Sampler::argmax(std::span<const float> logits) const {
-  int32_t best = -1;
-  float best_value = kNegInf;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] > best_value) {
-      best_value = logits[i];
-      best = static_cast<int32_t>(i);
-    }
-  }
-  return best;
+  return static_cast<int32_t>(
+      kernels::argmax_above(logits.data(), static_cast<int64_t>(logits.size()), kNegInf));
 }
 
 int32_t Sampler::draw(const SamplingParams& params, double u) {

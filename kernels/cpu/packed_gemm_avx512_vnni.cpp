@@ -8,7 +8,9 @@
 // kernels/CMakeLists.txt (GCC and clang alike).
 #include "kernels/cpu/avx512_intrinsics.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
@@ -72,123 +74,170 @@ inline void last_block_into_even_lanes(__m512* acc, Block&& block) {
 
 // y row r, lane j = even chain + odd chain (lanes 2j, 2j + 1 of acc[r]).
 template <int R>
-inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid) {
+inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid, unsigned flags) {
   const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  __m256 v[R];
   for (int r = 0; r < R; ++r) {
     const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));
-    store_rows(_mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum)), y + r * ys, valid);
+    v[r] = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum));
   }
+  store_results<R>(v, y, ys, valid, flags);
 }
 
-template <typename P, int R>
-void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+// Rows of group w < W (consecutive in memory, nb blocks each) and activation row r < R, so each
+// activation broadcast feeds W weight vectors: the loads, not the dot products, bound these loops.
+inline int valid_rows(int valid, int w) {
+  return valid - kGroupRows * w < kGroupRows ? valid - kGroupRows * w : kGroupRows;
+}
+
+template <typename P, int W, int R>
+void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
+                  unsigned flags) {
   const __m512i lo = _mm512_set1_epi8(0x0F);
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 acc[W][R];
+  for (int w = 0; w < W; ++w)
+    for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
-    const P& b0 = g[2 * p];
-    const P& b1 = g[2 * p + 1];
-    prefetch_block(g + 2 * p);
-    prefetch_block(g + 2 * p + 1);
-    __m512i s[R];
-    for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_si512();
+    __m512i s[W][R];
+    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
+      prefetch_block(g + w * nb + 2 * p);
+      prefetch_block(g + w * nb + 2 * p + 1);
+    }
+    for (int w = 0; w < W; ++w)
+      for (int r = 0; r < R; ++r) s[w][r] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
-      const __m512i v = alternate(b0.qs + 32 * c, b1.qs + 32 * c);
-      const __m512i wl = _mm512_and_si512(v, lo);
-      const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+      __m512i wl[W], wh[W];
+      for (int w = 0; w < W; ++w) {
+        const __m512i v =
+            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c);
+        wl[w] = _mm512_and_si512(v, lo);
+        wh[w] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+      }
       for (int r = 0; r < R; ++r) {
         const int8_t* q = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs;
-        s[r] = _mm512_dpbusd_epi32(s[r], wl, bcast8(q + 8 * c));
-        s[r] = _mm512_dpbusd_epi32(s[r], wh, bcast8(q + 32 + 8 * c));
+        const __m512i xl = bcast8(q + 8 * c), xh = bcast8(q + 32 + 8 * c);
+        for (int w = 0; w < W; ++w) {
+          s[w][r] = _mm512_dpbusd_epi32(s[w][r], wl[w], xl);
+          s[w][r] = _mm512_dpbusd_epi32(s[w][r], wh[w], xh);
+        }
       }
     }
-    const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
-    const __m512 dw = alternate(dw0, dw1);
-    const __m512 mw = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
+    __m512 dw[W], mw[W];
+    for (int w = 0; w < W; ++w) {
+      const P& b0 = g[w * nb + 2 * p];
+      const P& b1 = g[w * nb + 2 * p + 1];
+      const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
+      dw[w] = alternate(dw0, dw1);
+      mw[w] = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
+    }
     for (int r = 0; r < R; ++r) {
       const ActQ8Pair& a = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p];
-      const __m512 sc = _mm512_mul_ps(dw, bcast_pair(a.d));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), sc, acc[r]);
-      acc[r] = _mm512_fmadd_ps(mw, bcast_pair(a.ds), acc[r]);
+      const __m512 d = bcast_pair(a.d), ds = bcast_pair(a.ds);
+      for (int w = 0; w < W; ++w) {
+        const __m512 sc = _mm512_mul_ps(dw[w], d);
+        acc[w][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[w][r]), sc, acc[w][r]);
+        acc[w][r] = _mm512_fmadd_ps(mw[w], ds, acc[w][r]);
+      }
     }
   }
-  if (nb % 2 != 0) {
-    last_block_into_even_lanes<R>(
-        acc, [&](__m256* chain) { q4_block<Avx512Vnni, P, R>(g[nb - 1], x, nb, nb - 1, chain); });
+  for (int w = 0; w < W; ++w) {
+    if (nb % 2 != 0) {
+      const P& last = g[w * nb + nb - 1];
+      last_block_into_even_lanes<R>(
+          acc[w], [&](__m256* chain) { q4_block<Avx512Vnni, P, R>(last, x, nb, nb - 1, chain); });
+    }
+    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags);
   }
-  store_pair_sums<R>(acc, y, ys, valid);
 }
 
 // Q8_0: weights as unsigned bytes w ^ 0x80 = w + 128; each dot product starts from the row's
 // -128 * sum(x) (ActQ8Pair::q8_0_correction), so the integer sums are exact.
-template <int R>
+template <int W, int R>
 void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
-                    int valid) {
+                    int valid, unsigned flags) {
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  __m512 acc[W][R];
+  for (int w = 0; w < W; ++w)
+    for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
-    const PackQ8_0x8& b0 = g[2 * p];
-    const PackQ8_0x8& b1 = g[2 * p + 1];
-    prefetch_block(g + 2 * p);
-    prefetch_block(g + 2 * p + 1);
-    __m512i s[R];
+    __m512i s[W][R];
     for (int r = 0; r < R; ++r) {
-      const int8_t* corr = reinterpret_cast<const int8_t*>(
-          reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].q8_0_correction);
-      s[r] = bcast8(corr);
+      const __m512i corr = bcast8(reinterpret_cast<const int8_t*>(
+          reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].q8_0_correction));
+      for (int w = 0; w < W; ++w) s[w][r] = corr;
+    }
+    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
+      prefetch_block(g + w * nb + 2 * p);
+      prefetch_block(g + w * nb + 2 * p + 1);
     }
     for (int c = 0; c < 8; ++c) {
-      const __m512i w = _mm512_xor_si512(alternate(b0.qs + 32 * c, b1.qs + 32 * c), flip);
+      __m512i wv[W];
+      for (int w = 0; w < W; ++w) {
+        wv[w] = _mm512_xor_si512(
+            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c), flip);
+      }
       for (int r = 0; r < R; ++r) {
-        const int8_t* q = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs;
-        s[r] = _mm512_dpbusd_epi32(s[r], w, bcast8(q + 8 * c));
+        const __m512i xq = bcast8(reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs + 8 * c);
+        for (int w = 0; w < W; ++w) s[w][r] = _mm512_dpbusd_epi32(s[w][r], wv[w], xq);
       }
     }
-    const __m512 dw = alternate(load_halves(b0.d), load_halves(b1.d));
+    __m512 dw[W];
+    for (int w = 0; w < W; ++w) {
+      dw[w] = alternate(load_halves(g[w * nb + 2 * p].d), load_halves(g[w * nb + 2 * p + 1].d));
+    }
     for (int r = 0; r < R; ++r) {
-      const ActQ8Pair& a = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p];
-      acc[r] =
-          _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_mul_ps(dw, bcast_pair(a.d)), acc[r]);
+      const __m512 d = bcast_pair(reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].d);
+      for (int w = 0; w < W; ++w) {
+        acc[w][r] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[w][r]), _mm512_mul_ps(dw[w], d), acc[w][r]);
+      }
     }
   }
-  if (nb % 2 != 0) {
-    last_block_into_even_lanes<R>(
-        acc, [&](__m256* chain) { q8_0_block<Avx512Vnni, R>(g[nb - 1], x, nb, nb - 1, chain); });
+  for (int w = 0; w < W; ++w) {
+    if (nb % 2 != 0) {
+      const PackQ8_0x8& last = g[w * nb + nb - 1];
+      last_block_into_even_lanes<R>(
+          acc[w], [&](__m256* chain) { q8_0_block<Avx512Vnni, R>(last, x, nb, nb - 1, chain); });
+    }
+    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags);
   }
-  store_pair_sums<R>(acc, y, ys, valid);
 }
 
-template <int Rc, int MaxR>
-void q8_0_pair_dispatch(const PackQ8_0x8* p, const ActQ8* x, int64_t nb, int R, float* y,
-                        int64_t ys, int valid) {
+// Runs the kernel instantiated for R rows (1 <= R <= MaxR) and one group, or two when valid > 8.
+template <int Rc, int MaxR, typename Run>
+void dispatch_rows(int R, Run&& run) {
   if constexpr (Rc < MaxR) {
-    if (R != Rc) return q8_0_pair_dispatch<Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
+    if (R != Rc) return dispatch_rows<Rc + 1, MaxR>(R, run);
   }
-  q8_0_pair_rows<Rc>(p, x, nb, y, ys, valid);
+  run(std::integral_constant<int, Rc>{});
 }
 
 template <int MaxR>
-void q8_0_pair_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
-                     int valid) {
-  q8_0_pair_dispatch<1, MaxR>(static_cast<const PackQ8_0x8*>(g), x, nb, R, y, ys, valid);
-}
-
-template <typename P, int Rc, int MaxR>
-void q4_pair_dispatch(const P* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
-                      int valid) {
-  if constexpr (Rc < MaxR) {
-    if (R != Rc) return q4_pair_dispatch<P, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
-  }
-  q4_pair_rows<P, Rc>(p, x, nb, y, ys, valid);
+void q8_0_pair_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
+                     int valid, unsigned flags) {
+  const auto* g = static_cast<const PackQ8_0x8*>(gv);
+  dispatch_rows<1, MaxR>(R, [&](auto rc) {
+    if (valid > kGroupRows) {
+      q8_0_pair_rows<2, decltype(rc)::value>(g, x, nb, y, ys, valid, flags);
+    } else {
+      q8_0_pair_rows<1, decltype(rc)::value>(g, x, nb, y, ys, valid, flags);
+    }
+  });
 }
 
 template <typename P, int MaxR>
-void q4_pair_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
-                   int valid) {
-  q4_pair_dispatch<P, 1, MaxR>(static_cast<const P*>(g), x, nb, R, y, ys, valid);
+void q4_pair_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
+                   int valid, unsigned flags) {
+  const auto* g = static_cast<const P*>(gv);
+  dispatch_rows<1, MaxR>(R, [&](auto rc) {
+    if (valid > kGroupRows) {
+      q4_pair_rows<P, 2, decltype(rc)::value>(g, x, nb, y, ys, valid, flags);
+    } else {
+      q4_pair_rows<P, 1, decltype(rc)::value>(g, x, nb, y, ys, valid, flags);
+    }
+  });
 }
 
 }  // namespace
@@ -196,11 +245,14 @@ void q4_pair_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, i
 PackedKernels packed_kernels_avx512_vnni(bool pairs) {
   PackedKernels k = make_packed_kernels<Avx512Vnni, 8>();
   if (pairs) {
-    constexpr int kMaxPairRows = 8;
+    constexpr int kMaxPairRows = 6;
     k.q4_0_pairs = &q4_pair_group<PackQ4_0x8, kMaxPairRows>;
     k.q4_1_pairs = &q4_pair_group<PackQ4_1x8, kMaxPairRows>;
     k.q8_0_pairs = &q8_0_pair_group<kMaxPairRows>;
     k.max_rows_pairs = kMaxPairRows;
+    // LLMSERVE_CPU_PAIR_GROUPS=1: one group per call, for side-by-side measurements.
+    const char* groups = std::getenv("LLMSERVE_CPU_PAIR_GROUPS");
+    k.pair_groups = groups != nullptr && std::strcmp(groups, "1") == 0 ? 1 : 2;
   }
   return k;
 }

@@ -48,6 +48,18 @@ inline void store_rows(__m256 v, float* y, int valid) {
   }
 }
 
+// Row results v[0..R) to y rows; with kSumRowPairs, v[2i] + v[2i + 1] to y row i.
+template <int R>
+inline void store_results(const __m256* v, float* y, int64_t ys, int valid, unsigned flags) {
+  if (flags & kSumRowPairs) {
+    for (int r = 0; r + 1 < R; r += 2) {
+      store_rows(_mm256_add_ps(v[r], v[r + 1]), y + (r / 2) * ys, valid);
+    }
+  } else {
+    for (int r = 0; r < R; ++r) store_rows(v[r], y + r * ys, valid);
+  }
+}
+
 template <typename P>
 inline __m256 q4_min_term(const P& p, __m256 dw) {
   if constexpr (sizeof(P) == sizeof(PackQ4_1x8)) {
@@ -90,28 +102,31 @@ __attribute__((always_inline)) inline void q4_block(const P& p, const ActQ8* x, 
 // instruction sets give the same bits. block(b, chain) adds group block b into chain[0..R).
 template <int R, typename P, typename Block>
 __attribute__((always_inline)) inline void even_odd_rows(const P* g, int64_t nb, Block&& block,
-                                                         float* y, int64_t ys, int valid) {
+                                                         float* y, int64_t ys, int valid,
+                                                         unsigned flags) {
   __m256 even[R], odd[R];
   for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
-    prefetch_block(g + b);
+    if (flags & kPrefetchWeights) prefetch_block(g + b);
     block(b, even);
-    prefetch_block(g + b + 1);
+    if (flags & kPrefetchWeights) prefetch_block(g + b + 1);
     block(b + 1, odd);
   }
   if (b < nb) {
-    prefetch_block(g + b);
+    if (flags & kPrefetchWeights) prefetch_block(g + b);
     block(b, even);
   }
-  for (int r = 0; r < R; ++r) store_rows(_mm256_add_ps(even[r], odd[r]), y + r * ys, valid);
+  for (int r = 0; r < R; ++r) even[r] = _mm256_add_ps(even[r], odd[r]);
+  store_results<R>(even, y, ys, valid, flags);
 }
 
 template <typename Isa, typename P, int R>
-void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
+             unsigned flags) {
   even_odd_rows<R>(
       g, nb, [&](int64_t b, __m256* chain) { q4_block<Isa, P, R>(g[b], x, nb, b, chain); }, y, ys,
-      valid);
+      valid, flags);
 }
 
 template <typename Isa, int R>
@@ -135,38 +150,42 @@ __attribute__((always_inline)) inline void q8_0_block(const PackQ8_0x8& p, const
 }
 
 template <typename Isa, int R>
-void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid) {
+void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
+               unsigned flags) {
   even_odd_rows<R>(
       g, nb, [&](int64_t b, __m256* chain) { q8_0_block<Isa, R>(g[b], x, nb, b, chain); }, y, ys,
-      valid);
+      valid, flags);
 }
 
 // Runs the kernel instantiated for R rows (1 <= R <= MaxR).
 template <typename Isa, typename P, int Rc, int MaxR>
-void q4_dispatch(const P* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid) {
+void q4_dispatch(const P* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
+                 unsigned flags) {
   if constexpr (Rc < MaxR) {
-    if (R != Rc) return q4_dispatch<Isa, P, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
+    if (R != Rc) return q4_dispatch<Isa, P, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid, flags);
   }
-  q4_rows<Isa, P, Rc>(p, x, nb, y, ys, valid);
+  q4_rows<Isa, P, Rc>(p, x, nb, y, ys, valid, flags);
 }
 
 template <typename Isa, int Rc, int MaxR>
 void q8_0_dispatch(const PackQ8_0x8* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
-                   int valid) {
+                   int valid, unsigned flags) {
   if constexpr (Rc < MaxR) {
-    if (R != Rc) return q8_0_dispatch<Isa, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid);
+    if (R != Rc) return q8_0_dispatch<Isa, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid, flags);
   }
-  q8_0_rows<Isa, Rc>(p, x, nb, y, ys, valid);
+  q8_0_rows<Isa, Rc>(p, x, nb, y, ys, valid, flags);
 }
 
 template <typename Isa, typename P, int MaxR>
-void q4_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid) {
-  q4_dispatch<Isa, P, 1, MaxR>(static_cast<const P*>(g), x, nb, R, y, ys, valid);
+void q4_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
+              unsigned flags) {
+  q4_dispatch<Isa, P, 1, MaxR>(static_cast<const P*>(g), x, nb, R, y, ys, valid, flags);
 }
 
 template <typename Isa, int MaxR>
-void q8_0_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid) {
-  q8_0_dispatch<Isa, 1, MaxR>(static_cast<const PackQ8_0x8*>(g), x, nb, R, y, ys, valid);
+void q8_0_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
+                unsigned flags) {
+  q8_0_dispatch<Isa, 1, MaxR>(static_cast<const PackQ8_0x8*>(g), x, nb, R, y, ys, valid, flags);
 }
 
 // MaxR activation rows share each weight load: 4 fits the 16 AVX2 registers, 8 the 32 of

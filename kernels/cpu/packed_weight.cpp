@@ -154,8 +154,9 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   const int64_t K = ws[0]->cols();
   const cpu::PackedKernels& ks = kernels_for(active_packed_isa());
   const int64_t nb = K / kQK;
-  // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1: residual) whose
-  // products land in y2 and are summed into y row m by the task that made them.
+  // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1: residual) whose products
+  // the kernels add into y row m (kSumRowPairs; every call starts at an even row and takes an even
+  // count).
   const int passes = precision == ActPrecision::kQ8x2 ? 2 : 1;
   const int64_t rows = M * passes;
   const int64_t tile_m = rows <= 2 * kTileM ? rows : kTileM;  // even: pairs stay in one tile
@@ -166,7 +167,6 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     const uint8_t* w;
     size_t gbytes;
     int64_t N, groups, first_task;
-    float* out;  // y, or its y2 region
     float* y;
   };
   Job jobs[kMaxWeights];
@@ -178,7 +178,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   const bool pairs_q8_0 = rows >= 2 && n_q8_0 == nw && ks.q8_0_pairs != nullptr;
   const bool pairs = pairs_q8_0 || (rows >= 2 && n_q8_0 == 0 && ks.q4_0_pairs != nullptr &&
                                     ks.q4_1_pairs != nullptr);
-  int64_t tasks = 0, y2_floats = 0;
+  int64_t tasks = 0;
   for (size_t i = 0; i < nw; ++i) {
     const PackedWeight& w = *ws[i];
     Job& j = jobs[i];
@@ -192,21 +192,11 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     j.first_task = tasks;
     j.y = ys[i];
     tasks += (j.groups + kGroupsPerTask - 1) / kGroupsPerTask * m_tiles;
-    y2_floats += rows * j.N;
   }
 
   thread_local std::vector<ActQ8> scratch;
-  thread_local std::vector<float> y2;
   if (scratch.size() < static_cast<size_t>(rows * nb))
     scratch.resize(static_cast<size_t>(rows * nb));
-  if (passes == 2 && y2.size() < static_cast<size_t>(y2_floats)) {
-    y2.resize(static_cast<size_t>(y2_floats));
-  }
-  float* y2_next = y2.data();
-  for (size_t i = 0; i < nw; ++i) {
-    jobs[i].out = passes == 2 ? y2_next : jobs[i].y;
-    if (passes == 2) y2_next += rows * jobs[i].N;
-  }
   ActQ8* xq = scratch.data();
   auto quantize = [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m) {
@@ -226,6 +216,8 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   }
 
   const int max_rows = pairs ? ks.max_rows_pairs : ks.max_rows;
+  const int64_t groups_per_call = pairs ? ks.pair_groups : 1;
+  const unsigned sum_pairs = passes == 2 ? cpu::kSumRowPairs : 0;
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       size_t i = nw - 1;
@@ -235,17 +227,19 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
       const int64_t g0 = (lt / m_tiles) * kGroupsPerTask;
       const int64_t g1 = std::min(j.groups, g0 + kGroupsPerTask);
       const int64_t m0 = (lt % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
-      for (int64_t g = g0; g < g1; ++g) {
-        const int valid = static_cast<int>(std::min<int64_t>(kGroupRows, j.N - g * kGroupRows));
-        for (int64_t m = m0; m < m1; m += max_rows) {
-          const int R = static_cast<int>(std::min<int64_t>(max_rows, m1 - m));
-          j.fn(j.w + g * j.gbytes, xq + m * nb, nb, R, j.out + m * j.N + g * kGroupRows, j.N,
-               valid);
+      for (int64_t g = g0; g < g1; g += groups_per_call) {
+        const int64_t span = std::min<int64_t>(groups_per_call, g1 - g) * kGroupRows;
+        const int valid = static_cast<int>(std::min<int64_t>(span, j.N - g * kGroupRows));
+        // The tile's units (rows, or q8x2 row pairs) in calls of near-equal size.
+        const int64_t units = (m1 - m0) / passes, max_units = max_rows / passes;
+        const int64_t calls = (units + max_units - 1) / max_units;
+        for (int64_t c = 0, m = m0; c < calls; ++c) {
+          const int R = static_cast<int>((units / calls + (c < units % calls)) * passes);
+          const unsigned flags = sum_pairs | (m == m0 ? cpu::kPrefetchWeights : 0);
+          j.fn(j.w + g * j.gbytes, xq + m * nb, nb, R, j.y + m / passes * j.N + g * kGroupRows, j.N,
+               valid, flags);
+          m += R;
         }
-      }
-      if (passes == 2) {
-        const int64_t n0 = g0 * kGroupRows, n1 = std::min(j.N, g1 * kGroupRows);
-        cpu::sum_row_pairs(j.out, j.N, m0, m1, n0, n1, j.y);
       }
     }
   });

@@ -1,5 +1,7 @@
 #include "llmserve/kernels/softmax.h"
 
+#include <immintrin.h>
+
 #include <cmath>
 #include <limits>
 
@@ -25,6 +27,28 @@ int64_t argmax(const float* x, int64_t n) {
     }
   }
   return best;
+}
+
+int64_t argmax_above(const float* x, int64_t n, float floor) {
+  // Pass 1: the largest value (max_ps(v, m) keeps m when v is NaN). Pass 2: its first index.
+  __m256 m8 = _mm256_set1_ps(floor);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) m8 = _mm256_max_ps(_mm256_loadu_ps(x + i), m8);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m8);
+  float m = floor;
+  for (float v : lanes) m = v > m ? v : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  if (!(m > floor)) return -1;
+  const __m256 target = _mm256_set1_ps(m);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), target, _CMP_EQ_OQ));
+    if (mask != 0) return i + __builtin_ctz(static_cast<unsigned>(mask));
+  }
+  for (; i < n; ++i) {
+    if (x[i] == m) return i;
+  }
+  return -1;
 }
 
 void softmax(const float* x, float* out, int64_t n) {

@@ -2,8 +2,10 @@
 // in double precision; tolerances are a few f32 ulps of the magnitudes involved.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <random>
 
 #include "kernel_test_util.h"
 #include "llmserve/kernels/activation.h"
@@ -143,6 +145,39 @@ TEST(Embedding, DequantizesSelectedRows) {
     for (size_t r = 0; r < ids.size(); ++r) {
       dequantize_row(t, table.data() + ids[r] * row_bytes(t, dim), ref.data(), dim);
       for (int64_t i = 0; i < dim; ++i) ASSERT_EQ(out[r * dim + i], ref[i]) << dtype_name(t);
+    }
+  }
+}
+
+// A plain loop: the first strictly largest value above the floor.
+int64_t argmax_above_reference(const std::vector<float>& x, float floor) {
+  int64_t best = -1;
+  float bv = floor;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] > bv) {
+      bv = x[i];
+      best = static_cast<int64_t>(i);
+    }
+  }
+  return best;
+}
+
+TEST(RowOps, ArgmaxAboveMatchesLoopOnTiesNansInfinitiesAndTails) {
+  const float ninf = -INFINITY;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  for (int64_t n : {1, 7, 8, 9, 31, 64, 1000, 49152}) {
+    for (int variant = 0; variant < 6; ++variant) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = variant == 5 ? ninf : std::round(u(rng) * 4.0f) / 4.0f;  // many ties
+      if (variant == 1) x[static_cast<size_t>(n - 1)] = 100.0f;  // in the scalar tail
+      if (variant == 2) x[0] = NAN, x[static_cast<size_t>(n / 2)] = NAN;
+      if (variant == 3) x[static_cast<size_t>(n / 3)] = INFINITY;
+      if (variant == 4) std::fill(x.begin(), x.end(), NAN);
+      EXPECT_EQ(argmax_above(x.data(), n, ninf), argmax_above_reference(x, ninf))
+          << "n " << n << " variant " << variant;
+      EXPECT_EQ(argmax_above(x.data(), n, 3.0f), argmax_above_reference(x, 3.0f))
+          << "n " << n << " variant " << variant;
     }
   }
 }
