@@ -84,12 +84,13 @@ inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid, 
   store_results<R>(v, y, ys, valid, flags);
 }
 
-// Rows of group w < W (consecutive in memory, nb blocks each) and activation row r < R, so each
-// activation broadcast feeds W weight vectors: the loads, not the dot products, bound these loops.
+// Output rows of group w when the call covers `valid` rows in all.
 inline int valid_rows(int valid, int w) {
   return valid - kGroupRows * w < kGroupRows ? valid - kGroupRows * w : kGroupRows;
 }
 
+// The pair kernels: W groups (consecutive in memory, nb blocks each) against R activation rows, so
+// each activation broadcast feeds W weight vectors (the loads, not the dot products, bound them).
 template <typename P, int W, int R>
 void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                   unsigned flags) {
