@@ -218,7 +218,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   const int max_rows = pairs ? ks.max_rows_pairs : ks.max_rows;
   // Two groups per call pay off once the call is compute-bound; with one or two rows (single-stream
   // decode) the weights' streaming dominates and one group per call keeps it sequential.
-  const int64_t groups_per_call = pairs && std::min(rows, tile_m) >= 4 ? ks.pair_groups : 1;
+  const int64_t groups_per_call = pairs && tile_m >= 4 ? ks.pair_groups : 1;
   const unsigned sum_pairs = passes == 2 ? cpu::kSumRowPairs : 0;
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
