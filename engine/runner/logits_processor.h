@@ -31,10 +31,10 @@ void apply_repetition_penalty(std::span<float> logits, float penalty, const Samp
 void apply_presence_frequency(std::span<float> logits, float presence, float frequency,
                               const SamplingState& state);
 
-// All of the above, in order, as the params ask.
 // Whether apply_logits_processors would change any logit for this request at this step.
 bool logits_processors_active(const SamplingParams& params, const SamplingState& state);
 
+// All of the above, in order, as the params ask.
 void apply_logits_processors(std::span<float> logits, const SamplingParams& params,
                              const SamplingState& state, std::span<const int32_t> eos_ids);
 

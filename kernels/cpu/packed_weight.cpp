@@ -220,6 +220,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   // decode) the weights' streaming dominates and one group per call keeps it sequential.
   const int64_t groups_per_call = pairs && tile_m >= 4 ? ks.pair_groups : 1;
   const unsigned sum_pairs = passes == 2 ? cpu::kSumRowPairs : 0;
+  const int64_t max_units = max_rows / passes;  // units: rows, or q8x2 row pairs
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       size_t i = nw - 1;
@@ -229,12 +230,12 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
       const int64_t g0 = (lt / m_tiles) * kGroupsPerTask;
       const int64_t g1 = std::min(j.groups, g0 + kGroupsPerTask);
       const int64_t m0 = (lt % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
+      // The tile's units in calls of near-equal size.
+      const int64_t units = (m1 - m0) / passes;
+      const int64_t calls = (units + max_units - 1) / max_units;
       for (int64_t g = g0; g < g1; g += groups_per_call) {
         const int64_t span = std::min<int64_t>(groups_per_call, g1 - g) * kGroupRows;
         const int valid = static_cast<int>(std::min<int64_t>(span, j.N - g * kGroupRows));
-        // The tile's units (rows, or q8x2 row pairs) in calls of near-equal size.
-        const int64_t units = (m1 - m0) / passes, max_units = max_rows / passes;
-        const int64_t calls = (units + max_units - 1) / max_units;
         for (int64_t c = 0, m = m0; c < calls; ++c) {
           const int R = static_cast<int>((units / calls + (c < units % calls)) * passes);
           const unsigned flags = sum_pairs | (m == m0 ? cpu::kPrefetchWeights : 0);

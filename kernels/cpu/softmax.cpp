@@ -14,21 +14,6 @@ float row_max(const float* x, int64_t n) {
 }
 }  // namespace
 
-int64_t argmax(const float* x, int64_t n) {
-  int64_t best = 0;
-  float bv = -std::numeric_limits<float>::infinity();
-  bool found = false;
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::isnan(x[i])) continue;
-    if (!found || x[i] > bv) {
-      best = i;
-      bv = x[i];
-      found = true;
-    }
-  }
-  return best;
-}
-
 int64_t argmax_above(const float* x, int64_t n, float floor) {
   // Pass 1: the largest value (max_ps(v, m) keeps m when v is NaN). Pass 2: its first index.
   __m256 m8 = _mm256_set1_ps(floor);
@@ -49,6 +34,15 @@ int64_t argmax_above(const float* x, int64_t n, float floor) {
     if (x[i] == m) return i;
   }
   return -1;
+}
+
+int64_t argmax(const float* x, int64_t n) {
+  const int64_t best = argmax_above(x, n, -std::numeric_limits<float>::infinity());
+  if (best >= 0) return best;
+  for (int64_t i = 0; i < n; ++i) {  // nothing above -inf: the first value that is not NaN
+    if (!std::isnan(x[i])) return i;
+  }
+  return 0;
 }
 
 void softmax(const float* x, float* out, int64_t n) {

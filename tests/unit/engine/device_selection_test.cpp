@@ -28,14 +28,19 @@ TEST(DeviceSelection, AutoRunsOnTheCpuWithoutADevice) {
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
 }
 
+// Engine::create refuses o as an invalid argument whose message contains `names`.
+void expect_invalid_option(const EngineOptions& o, const std::string& names) {
+  auto e = Engine::create(o);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find(names), std::string::npos) << e.status().message();
+}
+
 TEST(DeviceSelection, UnknownDeviceIsInvalid) {
   EngineOptions o = testing::small_options();
   o.model_path = "unused.gguf";
   o.device = "tpu";
-  auto e = Engine::create(o);
-  ASSERT_FALSE(e.is_ok());
-  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(e.status().message().find("tpu"), std::string::npos) << e.status().message();
+  expect_invalid_option(o, "tpu");
 }
 
 TEST(DeviceSelection, RunnerWithoutCudaSaysSo) {
@@ -68,10 +73,7 @@ TEST(DeviceSelection, UnknownKvCacheDtypeIsInvalid) {
   EngineOptions o = testing::small_options();
   o.model_path = "unused.gguf";
   o.kv_cache_dtype = "bf16";
-  auto e = Engine::create(o);
-  ASSERT_FALSE(e.is_ok());
-  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(e.status().message().find("kv_cache_dtype"), std::string::npos) << e.status().message();
+  expect_invalid_option(o, "kv_cache_dtype");
 }
 
 }  // namespace
