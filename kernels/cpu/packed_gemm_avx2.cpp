@@ -21,7 +21,7 @@ struct Avx2 {
 }  // namespace
 
 PackedKernels packed_kernels_avx2() {
-  return make_packed_kernels<Avx2, 4>();
+  return make_packed_kernels<Avx2, 4, 3>();
 }
 
 }  // namespace llmserve::kernels::cpu

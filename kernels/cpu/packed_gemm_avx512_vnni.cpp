@@ -2,7 +2,8 @@
 // the 256-bit kernels of packed_gemm_impl.h, and 512-bit kernels (Q4_0, Q4_1, Q8_0) that hold two
 // group blocks per vector (lane 2j: block b, row j; lane 2j + 1: block b + 1, row j) against
 // activations re-laid by pair_act_blocks, halving the instructions per product. Their float
-// chains (even blocks, odd blocks) are the 256-bit kernels', so results match bit for bit.
+// chains (even blocks, odd blocks) are the 256-bit kernels', so results match bit for bit. The
+// _x2 kernels are the q8x2 forms (see q4_block_x2).
 // Everything in this file is built for that target and has internal linkage, so nothing here
 // leaks into code run on CPUs without it. The target flags are set on this file alone in
 // kernels/CMakeLists.txt (GCC and clang alike).
@@ -152,6 +153,79 @@ void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
   }
 }
 
+// q8x2 form of q4_pair_rows: T tokens of (main, residual) row pairs, their integer sums combined
+// per token as in q4_block_x2, one float chain per token.
+template <typename P, int W, int T>
+void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
+                       unsigned flags) {
+  const __m512i lo = _mm512_set1_epi8(0x0F);
+  __m512 acc[W][T];
+  for (int w = 0; w < W; ++w)
+    for (int t = 0; t < T; ++t) acc[w][t] = _mm512_setzero_ps();
+  const int64_t np = nb / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    __m512i sm[W][T], sr[W][T];
+    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
+      prefetch_block(g + w * nb + 2 * p);
+      prefetch_block(g + w * nb + 2 * p + 1);
+    }
+    for (int w = 0; w < W; ++w)
+      for (int t = 0; t < T; ++t) sm[w][t] = sr[w][t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512i wl[W], wh[W];
+      for (int w = 0; w < W; ++w) {
+        const __m512i v =
+            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c);
+        wl[w] = _mm512_and_si512(v, lo);
+        wh[w] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+      }
+      for (int t = 0; t < T; ++t) {
+        const int8_t* qm = reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p].qs;
+        const int8_t* qr = reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p].qs;
+        const __m512i ml = bcast8(qm + 8 * c), mh = bcast8(qm + 32 + 8 * c);
+        for (int w = 0; w < W; ++w) {
+          sm[w][t] = _mm512_dpbusd_epi32(sm[w][t], wl[w], ml);
+          sm[w][t] = _mm512_dpbusd_epi32(sm[w][t], wh[w], mh);
+        }
+        const __m512i rl = bcast8(qr + 8 * c), rh = bcast8(qr + 32 + 8 * c);
+        for (int w = 0; w < W; ++w) {
+          sr[w][t] = _mm512_dpbusd_epi32(sr[w][t], wl[w], rl);
+          sr[w][t] = _mm512_dpbusd_epi32(sr[w][t], wh[w], rh);
+        }
+      }
+    }
+    __m512 dw[W], mw[W];
+    for (int w = 0; w < W; ++w) {
+      const P& b0 = g[w * nb + 2 * p];
+      const P& b1 = g[w * nb + 2 * p + 1];
+      const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
+      dw[w] = alternate(dw0, dw1);
+      mw[w] = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
+    }
+    for (int t = 0; t < T; ++t) {
+      const ActQ8Pair& m = reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p];
+      const ActQ8Pair& r = reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p];
+      const __m512 d = bcast_pair(r.d);
+      const __m512 ds = _mm512_add_ps(bcast_pair(m.ds), bcast_pair(r.ds));
+      for (int w = 0; w < W; ++w) {
+        const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sm[w][t], 8), sr[w][t]);
+        acc[w][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[w], d), acc[w][t]);
+        acc[w][t] = _mm512_fmadd_ps(mw[w], ds, acc[w][t]);
+      }
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    if (nb % 2 != 0) {
+      const P& last = g[w * nb + nb - 1];
+      last_block_into_even_lanes<T>(acc[w], [&](__m256* chain) {
+        q4_block_x2<Avx512Vnni, P, T>(last, x, nb, nb - 1, chain);
+      });
+    }
+    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags & ~kSumRowPairs);
+  }
+}
+
 // Q8_0: weights as unsigned bytes w ^ 0x80 = w + 128; each dot product starts from the row's
 // -128 * sum(x) (ActQ8Pair::q8_0_correction), so the integer sums are exact.
 template <int W, int R>
@@ -206,20 +280,86 @@ void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, i
   }
 }
 
-// Runs the kernel instantiated for R rows (1 <= R <= MaxR) and one group, or two when valid > 8.
-template <int Rc, int MaxR, typename Run>
-void dispatch_rows(int R, Run&& run) {
-  if constexpr (Rc < MaxR) {
-    if (R != Rc) return dispatch_rows<Rc + 1, MaxR>(R, run);
+// q8x2 form of q8_0_pair_rows (each integer sum starts from its own row's correction, so both are
+// exact before they combine).
+template <int W, int T>
+void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
+                         int valid, unsigned flags) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 acc[W][T];
+  for (int w = 0; w < W; ++w)
+    for (int t = 0; t < T; ++t) acc[w][t] = _mm512_setzero_ps();
+  const int64_t np = nb / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    __m512i sm[W][T], sr[W][T];
+    for (int t = 0; t < T; ++t) {
+      const ActQ8Pair& m = reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p];
+      const ActQ8Pair& r = reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p];
+      const __m512i cm = bcast8(reinterpret_cast<const int8_t*>(m.q8_0_correction));
+      const __m512i cr = bcast8(reinterpret_cast<const int8_t*>(r.q8_0_correction));
+      for (int w = 0; w < W; ++w) {
+        sm[w][t] = cm;
+        sr[w][t] = cr;
+      }
+    }
+    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
+      prefetch_block(g + w * nb + 2 * p);
+      prefetch_block(g + w * nb + 2 * p + 1);
+    }
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+      __m512i wv[W];
+      for (int w = 0; w < W; ++w) {
+        wv[w] = _mm512_xor_si512(
+            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c), flip);
+      }
+      for (int t = 0; t < T; ++t) {
+        const __m512i xm = bcast8(reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p].qs + 8 * c);
+        for (int w = 0; w < W; ++w) sm[w][t] = _mm512_dpbusd_epi32(sm[w][t], wv[w], xm);
+        const __m512i xr =
+            bcast8(reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p].qs + 8 * c);
+        for (int w = 0; w < W; ++w) sr[w][t] = _mm512_dpbusd_epi32(sr[w][t], wv[w], xr);
+      }
+    }
+    __m512 dw[W];
+    for (int w = 0; w < W; ++w) {
+      dw[w] = alternate(load_halves(g[w * nb + 2 * p].d), load_halves(g[w * nb + 2 * p + 1].d));
+    }
+    for (int t = 0; t < T; ++t) {
+      const __m512 d = bcast_pair(reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p].d);
+      for (int w = 0; w < W; ++w) {
+        const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sm[w][t], 8), sr[w][t]);
+        acc[w][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[w], d), acc[w][t]);
+      }
+    }
   }
-  run(std::integral_constant<int, Rc>{});
+  for (int w = 0; w < W; ++w) {
+    if (nb % 2 != 0) {
+      const PackQ8_0x8& last = g[w * nb + nb - 1];
+      last_block_into_even_lanes<T>(
+          acc[w], [&](__m256* chain) { q8_0_block_x2<Avx512Vnni, T>(last, x, nb, nb - 1, chain); });
+    }
+    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags & ~kSumRowPairs);
+  }
 }
 
-template <int MaxR>
+// The kernel instantiated for R rows (1 <= R <= MaxR), or with kSumRowPairs for R / 2 tokens
+// (<= MaxT); one group, or two when valid > 8.
+template <int MaxR, int MaxT>
 void q8_0_pair_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
                      int valid, unsigned flags) {
   const auto* g = static_cast<const PackQ8_0x8*>(gv);
-  dispatch_rows<1, MaxR>(R, [&](auto rc) {
+  if (flags & kSumRowPairs) {
+    dispatch_count<1, MaxT>(R / 2, [&](auto t) {
+      if (valid > kGroupRows) {
+        q8_0_pair_tokens_x2<2, decltype(t)::value>(g, x, nb, y, ys, valid, flags);
+      } else {
+        q8_0_pair_tokens_x2<1, decltype(t)::value>(g, x, nb, y, ys, valid, flags);
+      }
+    });
+    return;
+  }
+  dispatch_count<1, MaxR>(R, [&](auto rc) {
     if (valid > kGroupRows) {
       q8_0_pair_rows<2, decltype(rc)::value>(g, x, nb, y, ys, valid, flags);
     } else {
@@ -228,11 +368,21 @@ void q8_0_pair_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y
   });
 }
 
-template <typename P, int MaxR>
+template <typename P, int MaxR, int MaxT>
 void q4_pair_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
                    int valid, unsigned flags) {
   const auto* g = static_cast<const P*>(gv);
-  dispatch_rows<1, MaxR>(R, [&](auto rc) {
+  if (flags & kSumRowPairs) {
+    dispatch_count<1, MaxT>(R / 2, [&](auto t) {
+      if (valid > kGroupRows) {
+        q4_pair_tokens_x2<P, 2, decltype(t)::value>(g, x, nb, y, ys, valid, flags);
+      } else {
+        q4_pair_tokens_x2<P, 1, decltype(t)::value>(g, x, nb, y, ys, valid, flags);
+      }
+    });
+    return;
+  }
+  dispatch_count<1, MaxR>(R, [&](auto rc) {
     if (valid > kGroupRows) {
       q4_pair_rows<P, 2, decltype(rc)::value>(g, x, nb, y, ys, valid, flags);
     } else {
@@ -244,13 +394,15 @@ void q4_pair_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, 
 }  // namespace
 
 PackedKernels packed_kernels_avx512_vnni(bool pairs) {
-  PackedKernels k = make_packed_kernels<Avx512Vnni, 8>();
+  PackedKernels k = make_packed_kernels<Avx512Vnni, 8, 6>();
   if (pairs) {
-    constexpr int kMaxPairRows = 6;
-    k.q4_0_pairs = &q4_pair_group<PackQ4_0x8, kMaxPairRows>;
-    k.q4_1_pairs = &q4_pair_group<PackQ4_1x8, kMaxPairRows>;
-    k.q8_0_pairs = &q8_0_pair_group<kMaxPairRows>;
+    // Registers: two groups x (6 rows x (sum + chain)), or (4 tokens x (2 sums + chain)).
+    constexpr int kMaxPairRows = 6, kMaxPairTokensX2 = 4;
+    k.q4_0_pairs = &q4_pair_group<PackQ4_0x8, kMaxPairRows, kMaxPairTokensX2>;
+    k.q4_1_pairs = &q4_pair_group<PackQ4_1x8, kMaxPairRows, kMaxPairTokensX2>;
+    k.q8_0_pairs = &q8_0_pair_group<kMaxPairRows, kMaxPairTokensX2>;
     k.max_rows_pairs = kMaxPairRows;
+    k.max_tokens_x2_pairs = kMaxPairTokensX2;
     // LLMSERVE_CPU_PAIR_GROUPS=1: one group per call, for side-by-side measurements.
     const char* groups = std::getenv("LLMSERVE_CPU_PAIR_GROUPS");
     k.pair_groups = groups != nullptr && std::strcmp(groups, "1") == 0 ? 1 : 2;

@@ -5,12 +5,15 @@
 //   Acc4 zero4(); Acc4 dot_u4(Acc4, u4 weights, s8 x); __m256i sum4(Acc4) -- for 4-bit weights
 //   __m256i dot_s8(__m256i acc32, |w| bytes, sign-adjusted x)                -- for 8-bit weights
 // Every variant gives the exact integer sums, so results match across instruction sets, and each
-// activation row follows the same float operations whatever R.
+// activation row follows the same float operations whatever R. With kSumRowPairs the kernels take
+// q8x2 tokens (a main and a residual row each) and add the two in integers before the one float
+// step per token and block.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
@@ -97,6 +100,45 @@ __attribute__((always_inline)) inline void q4_block(const P& p, const ActQ8* x, 
   }
 }
 
+// q8x2, T tokens: x rows 2t (main) and 2t + 1 (residual, scale main.d / 256). Each token's integer
+// sums combine as s = (s_main << 8) + s_res (|s| < 2^24 for 4-bit weights, so exact in float),
+// then chain = fma(float(s), dw * d_res, chain); chain = fma(mw, ds_main + ds_res, chain).
+static_assert(kQ8x2ResidualRatio == 1 << 8);
+inline __m256i combine_x2(__m256i s_main, __m256i s_res) {
+  return _mm256_add_epi32(_mm256_slli_epi32(s_main, 8), s_res);
+}
+
+template <typename Isa, typename P, int T>
+__attribute__((always_inline)) inline void q4_block_x2(const P& p, const ActQ8* x, int64_t nb,
+                                                       int64_t b, __m256* chain) {
+  const __m256i lo = _mm256_set1_epi8(0x0F);
+  typename Isa::Acc4 sm[T], sr[T];
+  for (int t = 0; t < T; ++t) sm[t] = sr[t] = Isa::zero4();
+  for (int c = 0; c < 4; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+    const __m256i wl = _mm256_and_si256(v, lo);
+    const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
+    for (int t = 0; t < T; ++t) {
+      const int8_t* qm = x[2 * t * nb + b].qs;
+      const int8_t* qr = x[(2 * t + 1) * nb + b].qs;
+      sm[t] = Isa::dot_u4(sm[t], wl, bcast4(qm + 4 * c));
+      sm[t] = Isa::dot_u4(sm[t], wh, bcast4(qm + 16 + 4 * c));
+      sr[t] = Isa::dot_u4(sr[t], wl, bcast4(qr + 4 * c));
+      sr[t] = Isa::dot_u4(sr[t], wh, bcast4(qr + 16 + 4 * c));
+    }
+  }
+  const __m256 dw = load_halves(p.d);
+  const __m256 mw = q4_min_term(p, dw);
+  for (int t = 0; t < T; ++t) {
+    const ActQ8& m = x[2 * t * nb + b];
+    const ActQ8& r = x[(2 * t + 1) * nb + b];
+    const __m256i s = combine_x2(Isa::sum4(sm[t]), Isa::sum4(sr[t]));
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(r.d));
+    chain[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, chain[t]);
+    chain[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(m.ds + r.ds), chain[t]);
+  }
+}
+
 // Two float chains per row, even and odd blocks, summed at the end: the order the 512-bit
 // kernels (packed_gemm_avx512_vnni.cpp), which hold a block pair per vector, also follow, so all
 // instruction sets give the same bits. block(b, chain) adds group block b into chain[0..R).
@@ -149,6 +191,28 @@ __attribute__((always_inline)) inline void q8_0_block(const PackQ8_0x8& p, const
   }
 }
 
+template <typename Isa, int T>
+__attribute__((always_inline)) inline void q8_0_block_x2(const PackQ8_0x8& p, const ActQ8* x,
+                                                         int64_t nb, int64_t b, __m256* chain) {
+  __m256i sm[T], sr[T];
+  for (int t = 0; t < T; ++t) sm[t] = sr[t] = _mm256_setzero_si256();
+  for (int c = 0; c < 8; ++c) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
+    const __m256i aw = _mm256_sign_epi8(v, v);
+    for (int t = 0; t < T; ++t) {
+      const __m256i xm = _mm256_sign_epi8(bcast4(x[2 * t * nb + b].qs + 4 * c), v);
+      const __m256i xr = _mm256_sign_epi8(bcast4(x[(2 * t + 1) * nb + b].qs + 4 * c), v);
+      sm[t] = Isa::dot_s8(sm[t], aw, xm);
+      sr[t] = Isa::dot_s8(sr[t], aw, xr);
+    }
+  }
+  const __m256 dw = load_halves(p.d);
+  for (int t = 0; t < T; ++t) {
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(x[(2 * t + 1) * nb + b].d));
+    chain[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(combine_x2(sm[t], sr[t])), sc, chain[t]);
+  }
+}
+
 template <typename Isa, int R>
 void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                unsigned flags) {
@@ -157,46 +221,71 @@ void q8_0_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_
       valid, flags);
 }
 
-// Runs the kernel instantiated for R rows (1 <= R <= MaxR).
-template <typename Isa, typename P, int Rc, int MaxR>
-void q4_dispatch(const P* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
-                 unsigned flags) {
-  if constexpr (Rc < MaxR) {
-    if (R != Rc) return q4_dispatch<Isa, P, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid, flags);
-  }
-  q4_rows<Isa, P, Rc>(p, x, nb, y, ys, valid, flags);
+// The q8x2 forms (kSumRowPairs): T tokens of x row pairs, one float chain per token.
+template <typename Isa, typename P, int T>
+void q4_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
+                  unsigned flags) {
+  even_odd_rows<T>(
+      g, nb, [&](int64_t b, __m256* chain) { q4_block_x2<Isa, P, T>(g[b], x, nb, b, chain); }, y,
+      ys, valid, flags & ~kSumRowPairs);
 }
 
-template <typename Isa, int Rc, int MaxR>
-void q8_0_dispatch(const PackQ8_0x8* p, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
-                   int valid, unsigned flags) {
-  if constexpr (Rc < MaxR) {
-    if (R != Rc) return q8_0_dispatch<Isa, Rc + 1, MaxR>(p, x, nb, R, y, ys, valid, flags);
-  }
-  q8_0_rows<Isa, Rc>(p, x, nb, y, ys, valid, flags);
+template <typename Isa, int T>
+void q8_0_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
+                    int valid, unsigned flags) {
+  even_odd_rows<T>(
+      g, nb, [&](int64_t b, __m256* chain) { q8_0_block_x2<Isa, T>(g[b], x, nb, b, chain); }, y, ys,
+      valid, flags & ~kSumRowPairs);
 }
 
-template <typename Isa, typename P, int MaxR>
-void q4_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
+// run(std::integral_constant<int, n>{}) for n in [Nc, MaxN].
+template <int Nc, int MaxN, typename Run>
+void dispatch_count(int n, Run&& run) {
+  if constexpr (Nc < MaxN) {
+    if (n != Nc) return dispatch_count<Nc + 1, MaxN>(n, run);
+  }
+  run(std::integral_constant<int, Nc>{});
+}
+
+// R rows (1 <= R <= MaxR), or with kSumRowPairs R / 2 tokens of row pairs (R / 2 <= MaxT).
+template <typename Isa, typename P, int MaxR, int MaxT>
+void q4_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
               unsigned flags) {
-  q4_dispatch<Isa, P, 1, MaxR>(static_cast<const P*>(g), x, nb, R, y, ys, valid, flags);
+  const auto* g = static_cast<const P*>(gv);
+  if (flags & kSumRowPairs) {
+    dispatch_count<1, MaxT>(R / 2, [&](auto t) {
+      q4_tokens_x2<Isa, P, decltype(t)::value>(g, x, nb, y, ys, valid, flags);
+    });
+  } else {
+    dispatch_count<1, MaxR>(
+        R, [&](auto r) { q4_rows<Isa, P, decltype(r)::value>(g, x, nb, y, ys, valid, flags); });
+  }
 }
 
-template <typename Isa, int MaxR>
-void q8_0_group(const void* g, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
+template <typename Isa, int MaxR, int MaxT>
+void q8_0_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
                 unsigned flags) {
-  q8_0_dispatch<Isa, 1, MaxR>(static_cast<const PackQ8_0x8*>(g), x, nb, R, y, ys, valid, flags);
+  const auto* g = static_cast<const PackQ8_0x8*>(gv);
+  if (flags & kSumRowPairs) {
+    dispatch_count<1, MaxT>(R / 2, [&](auto t) {
+      q8_0_tokens_x2<Isa, decltype(t)::value>(g, x, nb, y, ys, valid, flags);
+    });
+  } else {
+    dispatch_count<1, MaxR>(
+        R, [&](auto r) { q8_0_rows<Isa, decltype(r)::value>(g, x, nb, y, ys, valid, flags); });
+  }
 }
 
-// MaxR activation rows share each weight load: 4 fits the 16 AVX2 registers, 8 the 32 of
-// AVX-512.
-template <typename Isa, int MaxR>
+// MaxR activation rows (or MaxT q8x2 tokens, two integer sums and two chains each) share each
+// weight load: 4 rows / 3 tokens fit the 16 AVX2 registers, 8 / 6 the 32 of AVX-512.
+template <typename Isa, int MaxR, int MaxT>
 PackedKernels make_packed_kernels() {
   PackedKernels k;
-  k.q4_0 = &q4_group<Isa, PackQ4_0x8, MaxR>;
-  k.q4_1 = &q4_group<Isa, PackQ4_1x8, MaxR>;
-  k.q8_0 = &q8_0_group<Isa, MaxR>;
+  k.q4_0 = &q4_group<Isa, PackQ4_0x8, MaxR, MaxT>;
+  k.q4_1 = &q4_group<Isa, PackQ4_1x8, MaxR, MaxT>;
+  k.q8_0 = &q8_0_group<Isa, MaxR, MaxT>;
   k.max_rows = MaxR;
+  k.max_tokens_x2 = MaxT;
   return k;
 }
 

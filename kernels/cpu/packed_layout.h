@@ -29,8 +29,8 @@ static_assert(sizeof(PackQ8_0x8) == 8 * 34);
 struct ActQ8;
 
 // GroupGemmFn flags. kPrefetchWeights: prefetch the weights ahead (worth it on the first pass
-// over a group, not on repeats). kSumRowPairs: x rows come in pairs (a value and its residual, for
-// q8x2) and y gets each pair's sum as one row (R even).
+// over a group, not on repeats). kSumRowPairs: x rows come in pairs (a value and its q8x2
+// residual, see quantize_row_act_q8x2) and y gets each pair's product as one row (R even).
 inline constexpr unsigned kPrefetchWeights = 1, kSumRowPairs = 2;
 
 // One group's outputs for R activation rows: y[r * y_stride + j] = W[row j] . x_r for j < valid
@@ -41,11 +41,13 @@ using GroupGemmFn = void (*)(const void* group, const ActQ8* x, int64_t nb, int 
 struct PackedKernels {
   GroupGemmFn q4_0 = nullptr, q4_1 = nullptr, q8_0 = nullptr;
   int max_rows = 1;
+  int max_tokens_x2 = 1;  // row pairs per call with kSumRowPairs
   // Optional kernels over activations re-laid by pair_act_blocks (same results, bit for bit);
   // q8_0_pairs wants them re-laid with q8_0_correction. One call covers up to pair_groups
   // consecutive groups (valid <= 8 * pair_groups; group i at group + i * nb blocks).
   GroupGemmFn q4_0_pairs = nullptr, q4_1_pairs = nullptr, q8_0_pairs = nullptr;
   int max_rows_pairs = 1;
+  int max_tokens_x2_pairs = 1;
   int pair_groups = 1;
 };
 

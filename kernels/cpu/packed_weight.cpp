@@ -220,7 +220,10 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   // decode) the weights' streaming dominates and one group per call keeps it sequential.
   const int64_t groups_per_call = pairs && tile_m >= 4 ? ks.pair_groups : 1;
   const unsigned sum_pairs = passes == 2 ? cpu::kSumRowPairs : 0;
-  const int64_t max_units = max_rows / passes;  // units: rows, or q8x2 row pairs
+  // Units: rows, or q8x2 tokens (row pairs).
+  const int64_t max_units = passes == 1 ? max_rows
+                            : pairs     ? ks.max_tokens_x2_pairs
+                                        : ks.max_tokens_x2;
   pool.parallel_for(tasks, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       size_t i = nw - 1;

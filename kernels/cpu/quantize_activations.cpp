@@ -19,15 +19,19 @@ float abs_max(const float* x, int n) {
   return _mm_cvtss_f32(h);
 }
 
-// Rounds n (multiple of 32) values x * inv to int8 (nearest even) into q; returns sum of q.
+// Rounds n (multiple of 32) values x * inv to int8 (nearest even, clamped to [-127, 127]) into
+// q; returns sum of q.
 int32_t quantize_block(const float* x, int n, float inv, int8_t* q) {
   const __m256 vinv = _mm256_set1_ps(inv);
+  const __m256i lo = _mm256_set1_epi32(-127), hi = _mm256_set1_epi32(127);
+  auto round8 = [&](const float* p) {
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(p), vinv));
+    return _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+  };
   __m256i total = _mm256_setzero_si256();
   for (int i = 0; i < n; i += 32) {
-    __m256i a = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vinv));
-    __m256i b = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vinv));
-    __m256i c = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), vinv));
-    __m256i d = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), vinv));
+    const __m256i a = round8(x + i), b = round8(x + i + 8);
+    const __m256i c = round8(x + i + 16), d = round8(x + i + 24);
     total =
         _mm256_add_epi32(total, _mm256_add_epi32(_mm256_add_epi32(a, b), _mm256_add_epi32(c, d)));
     __m256i ab = _mm256_packs_epi32(a, b);
@@ -86,7 +90,10 @@ void quantize_row_act_q8x2(const float* x, int64_t k, ActQ8* main, ActQ8* res) {
     const float* xb = x + b * kQK;
     quantize_block_q8(xb, main[b]);
     residual(xb, main[b].d, main[b].qs, kQK, r);
-    quantize_block_q8(r, res[b]);
+    const float dr = main[b].d * (1.0f / kQ8x2ResidualRatio);
+    res[b].d = dr;
+    const int32_t sum = quantize_block(r, kQK, dr > 0.0f ? 1.0f / dr : 0.0f, res[b].qs);
+    res[b].ds = dr * static_cast<float>(sum);
   }
 }
 

@@ -39,7 +39,11 @@ void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out);
 // k % 256 == 0; writes k / 256 blocks (d, qs, bsums of each 16).
 void quantize_row_act_q8k(const float* x, int64_t k, BlockQ8_K* out);
 
-// Two-pass forms: main ~= x, then res ~= x - main (both k / 32 or k / 256 blocks).
+// Two-pass forms: main ~= x, then res ~= x - main (both k / 32 or k / 256 blocks). In q8x2 each
+// residual block's scale is its main block's / kQ8x2ResidualRatio (|x - main| <= main.d / 2, so
+// res.qs spans [-127, 127] up to clamping), which lets kernels add main.qs * 256 + res.qs in
+// integers.
+inline constexpr int kQ8x2ResidualRatio = 256;
 void quantize_row_act_q8x2(const float* x, int64_t k, ActQ8* main, ActQ8* res);
 void quantize_row_act_q8kx2(const float* x, int64_t k, BlockQ8_K* main, BlockQ8_K* res);
 

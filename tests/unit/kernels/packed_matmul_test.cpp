@@ -106,7 +106,6 @@ TEST_P(PackedTypes, TwoPassActivationsAreFarMorePrecise) {
   ThreadPool pool(2);
   const double q8 = check_against_reference(GetParam(), 9, 576, 64, pool, 7, ActPrecision::kQ8);
   const double q8x2 = check_against_reference(GetParam(), 9, 576, 64, pool, 7, ActPrecision::kQ8x2);
-  std::printf("TMPDBG %s q8 %.9g q8x2 %.9g\n", dtype_name(GetParam()).data(), q8, q8x2);
   EXPECT_GT(q8, 0.0);
   EXPECT_LT(q8x2 * 30.0, q8) << "q8 " << q8 << " q8x2 " << q8x2;
 }

@@ -1,0 +1,100 @@
+// The activation quantizers of the integer matmuls, checked element by element in double
+// precision: q8 rounds each element to the nearest multiple of d = amax / 127, and q8x2's residual
+// block has exactly d / 256 as its scale, so main * 256 + residual is one 16-bit integer.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/quantize_activations.h"
+
+namespace llmserve::kernels::cpu {
+namespace {
+
+using kernels::testing::random_floats;
+
+// Rows with outliers, an all-zero block and a block of one repeated value.
+std::vector<float> activation_rows(int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto x = random_floats(rng, k, -3.0f, 3.0f);
+  for (int64_t i = 0; i < k; i += 37) x[i] *= 40.0f;
+  std::fill(x.begin(), x.begin() + kQK, 0.0f);
+  std::fill(x.begin() + kQK, x.begin() + 2 * kQK, -0.75f);
+  return x;
+}
+
+TEST(QuantizeActivations, Q8RoundsToNearestStepOfTheBlockScale) {
+  const int64_t k = 576;
+  const auto x = activation_rows(k, 3);
+  std::vector<ActQ8> q(k / kQK);
+  quantize_row_act_q8(x.data(), k, q.data());
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    double amax = 0;
+    int sum = 0;
+    for (int i = 0; i < kQK; ++i) amax = std::max(amax, std::fabs(double{x[b * kQK + i]}));
+    EXPECT_NEAR(q[b].d, amax / 127.0, amax * 1e-7) << "block " << b;
+    for (int i = 0; i < kQK; ++i) {
+      const double err = std::fabs(x[b * kQK + i] - double{q[b].d} * q[b].qs[i]);
+      EXPECT_LE(err, 0.5 * q[b].d * (1 + 1e-5)) << "block " << b << " element " << i;
+      EXPECT_GE(q[b].qs[i], -127);
+      sum += q[b].qs[i];
+    }
+    EXPECT_FLOAT_EQ(q[b].ds, q[b].d * static_cast<float>(sum));
+  }
+}
+
+TEST(QuantizeActivations, Q8x2ResidualHasAFixedScaleAndSixteenBitPrecision) {
+  const int64_t k = 1536;
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    const auto x = activation_rows(k, seed);
+    std::vector<ActQ8> main(k / kQK), res(k / kQK);
+    quantize_row_act_q8x2(x.data(), k, main.data(), res.data());
+    for (int64_t b = 0; b < k / kQK; ++b) {
+      const ActQ8& m = main[b];
+      const ActQ8& r = res[b];
+      EXPECT_EQ(r.d, m.d / kQ8x2ResidualRatio) << "block " << b;  // exact: a power of two
+      int sum = 0;
+      for (int i = 0; i < kQK; ++i) {
+        EXPECT_GE(r.qs[i], -127);
+        const double value = double{m.d} * m.qs[i] + double{r.d} * r.qs[i];
+        const double combined = double{r.d} * (kQ8x2ResidualRatio * m.qs[i] + r.qs[i]);
+        EXPECT_DOUBLE_EQ(value, combined);
+        // Rounding of the residual, plus the clamp of a residual of exactly half a main step.
+        EXPECT_LE(std::fabs(x[b * kQK + i] - value), 1.0 * r.d + 1e-7 * std::fabs(x[b * kQK + i]))
+            << "seed " << seed << " block " << b << " element " << i;
+        sum += r.qs[i];
+      }
+      EXPECT_FLOAT_EQ(r.ds, r.d * static_cast<float>(sum));
+    }
+    // All-zero block: zero scales, zero quants.
+    EXPECT_EQ(main[0].d, 0.0f);
+    EXPECT_EQ(res[0].d, 0.0f);
+    EXPECT_EQ(res[0].ds, 0.0f);
+  }
+}
+
+// Within half a residual step, except where the residual had to be clamped to 127: a residual
+// in (127.5, 128] steps (about 1 element in 256) errs by at most one step.
+TEST(QuantizeActivations, Q8x2ErrsByHalfAResidualStepUnlessClamped) {
+  const int64_t k = 4096;
+  const auto x = activation_rows(k, 11);
+  std::vector<ActQ8> main(k / kQK), res(k / kQK);
+  quantize_row_act_q8x2(x.data(), k, main.data(), res.data());
+  int64_t clamped = 0;
+  for (int64_t b = 0; b < k / kQK; ++b) {
+    for (int i = 0; i < kQK; ++i) {
+      const double value = double{main[b].d} * main[b].qs[i] + double{res[b].d} * res[b].qs[i];
+      const double err = std::fabs(x[b * kQK + i] - value) / res[b].d;
+      if (err > 0.5 * (1 + 1e-4)) {
+        ++clamped;
+        EXPECT_EQ(std::abs(res[b].qs[i]), 127) << "block " << b << " element " << i;
+        EXPECT_LE(err, 1.0 + 1e-4);
+      }
+    }
+  }
+  EXPECT_LE(clamped, k / 64) << clamped << " of " << k;
+}
+
+}  // namespace
+}  // namespace llmserve::kernels::cpu
