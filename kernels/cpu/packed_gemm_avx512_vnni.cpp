@@ -90,49 +90,94 @@ inline int valid_rows(int valid, int w) {
   return valid - kGroupRows * w < kGroupRows ? valid - kGroupRows * w : kGroupRows;
 }
 
+// Weights of block pair p (blocks 2p, 2p + 1) of W consecutive groups of nb blocks each.
+template <int W, typename P>
+__attribute__((always_inline)) inline void prefetch_pair(const P* g, int64_t nb, int64_t p,
+                                                         unsigned flags) {
+  for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
+    prefetch_block(g + w * nb + 2 * p);
+    prefetch_block(g + w * nb + 2 * p + 1);
+  }
+}
+
+// Chunk c of the pair's 4-bit quants: low and high nibbles as bytes.
+template <int W, typename P>
+__attribute__((always_inline)) inline void q4_pair_chunk(const P* g, int64_t nb, int64_t p, int c,
+                                                         __m512i* wl, __m512i* wh) {
+  const __m512i lo = _mm512_set1_epi8(0x0F);
+  for (int w = 0; w < W; ++w) {
+    const __m512i v = alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c);
+    wl[w] = _mm512_and_si512(v, lo);
+    wh[w] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+  }
+}
+
+// s[w][i] += chunk c's products of row quants q (block pair layout) with W weight vectors.
+template <int W, int N>
+__attribute__((always_inline)) inline void q4_pair_dot(__m512i (&s)[W][N], int i, const __m512i* wl,
+                                                       const __m512i* wh, const int8_t* q, int c) {
+  const __m512i xl = bcast8(q + 8 * c), xh = bcast8(q + 32 + 8 * c);
+  for (int w = 0; w < W; ++w) {
+    s[w][i] = _mm512_dpbusd_epi32(s[w][i], wl[w], xl);
+    s[w][i] = _mm512_dpbusd_epi32(s[w][i], wh[w], xh);
+  }
+}
+
+// The pair's scales and min terms (x = dw * q + mw), lanes alternating as the quants.
+template <int W, typename P>
+__attribute__((always_inline)) inline void q4_pair_scales(const P* g, int64_t nb, int64_t p,
+                                                          __m512* dw, __m512* mw) {
+  for (int w = 0; w < W; ++w) {
+    const P& b0 = g[w * nb + 2 * p];
+    const P& b1 = g[w * nb + 2 * p + 1];
+    const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
+    dw[w] = alternate(dw0, dw1);
+    mw[w] = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
+  }
+}
+
+// Chunk c of the pair's 8-bit quants as unsigned bytes (w + 128).
+template <int W>
+__attribute__((always_inline)) inline void q8_0_pair_chunk(const PackQ8_0x8* g, int64_t nb,
+                                                           int64_t p, int c, __m512i* wv) {
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int w = 0; w < W; ++w) {
+    wv[w] = _mm512_xor_si512(
+        alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c), flip);
+  }
+}
+
+template <int W>
+__attribute__((always_inline)) inline void q8_0_pair_scales(const PackQ8_0x8* g, int64_t nb,
+                                                            int64_t p, __m512* dw) {
+  for (int w = 0; w < W; ++w) {
+    dw[w] = alternate(load_halves(g[w * nb + 2 * p].d), load_halves(g[w * nb + 2 * p + 1].d));
+  }
+}
+
 // The pair kernels: W groups (consecutive in memory, nb blocks each) against R activation rows, so
 // each activation broadcast feeds W weight vectors (the loads, not the dot products, bound them).
 template <typename P, int W, int R>
 void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                   unsigned flags) {
-  const __m512i lo = _mm512_set1_epi8(0x0F);
   __m512 acc[W][R];
   for (int w = 0; w < W; ++w)
     for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
     __m512i s[W][R];
-    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
-      prefetch_block(g + w * nb + 2 * p);
-      prefetch_block(g + w * nb + 2 * p + 1);
-    }
+    prefetch_pair<W>(g, nb, p, flags);
     for (int w = 0; w < W; ++w)
       for (int r = 0; r < R; ++r) s[w][r] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
       __m512i wl[W], wh[W];
-      for (int w = 0; w < W; ++w) {
-        const __m512i v =
-            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c);
-        wl[w] = _mm512_and_si512(v, lo);
-        wh[w] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
-      }
+      q4_pair_chunk<W>(g, nb, p, c, wl, wh);
       for (int r = 0; r < R; ++r) {
-        const int8_t* q = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs;
-        const __m512i xl = bcast8(q + 8 * c), xh = bcast8(q + 32 + 8 * c);
-        for (int w = 0; w < W; ++w) {
-          s[w][r] = _mm512_dpbusd_epi32(s[w][r], wl[w], xl);
-          s[w][r] = _mm512_dpbusd_epi32(s[w][r], wh[w], xh);
-        }
+        q4_pair_dot(s, r, wl, wh, reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs, c);
       }
     }
     __m512 dw[W], mw[W];
-    for (int w = 0; w < W; ++w) {
-      const P& b0 = g[w * nb + 2 * p];
-      const P& b1 = g[w * nb + 2 * p + 1];
-      const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
-      dw[w] = alternate(dw0, dw1);
-      mw[w] = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
-    }
+    q4_pair_scales<W>(g, nb, p, dw, mw);
     for (int r = 0; r < R; ++r) {
       const ActQ8Pair& a = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p];
       const __m512 d = bcast_pair(a.d), ds = bcast_pair(a.ds);
@@ -158,51 +203,27 @@ void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
 template <typename P, int W, int T>
 void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                        unsigned flags) {
-  const __m512i lo = _mm512_set1_epi8(0x0F);
   __m512 acc[W][T];
   for (int w = 0; w < W; ++w)
     for (int t = 0; t < T; ++t) acc[w][t] = _mm512_setzero_ps();
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
     __m512i sm[W][T], sr[W][T];
-    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
-      prefetch_block(g + w * nb + 2 * p);
-      prefetch_block(g + w * nb + 2 * p + 1);
-    }
+    prefetch_pair<W>(g, nb, p, flags);
     for (int w = 0; w < W; ++w)
       for (int t = 0; t < T; ++t) sm[w][t] = sr[w][t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       __m512i wl[W], wh[W];
-      for (int w = 0; w < W; ++w) {
-        const __m512i v =
-            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c);
-        wl[w] = _mm512_and_si512(v, lo);
-        wh[w] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
-      }
+      q4_pair_chunk<W>(g, nb, p, c, wl, wh);
       for (int t = 0; t < T; ++t) {
-        const int8_t* qm = reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p].qs;
-        const int8_t* qr = reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p].qs;
-        const __m512i ml = bcast8(qm + 8 * c), mh = bcast8(qm + 32 + 8 * c);
-        for (int w = 0; w < W; ++w) {
-          sm[w][t] = _mm512_dpbusd_epi32(sm[w][t], wl[w], ml);
-          sm[w][t] = _mm512_dpbusd_epi32(sm[w][t], wh[w], mh);
-        }
-        const __m512i rl = bcast8(qr + 8 * c), rh = bcast8(qr + 32 + 8 * c);
-        for (int w = 0; w < W; ++w) {
-          sr[w][t] = _mm512_dpbusd_epi32(sr[w][t], wl[w], rl);
-          sr[w][t] = _mm512_dpbusd_epi32(sr[w][t], wh[w], rh);
-        }
+        q4_pair_dot(sm, t, wl, wh, reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p].qs, c);
+        q4_pair_dot(sr, t, wl, wh, reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p].qs,
+                    c);
       }
     }
     __m512 dw[W], mw[W];
-    for (int w = 0; w < W; ++w) {
-      const P& b0 = g[w * nb + 2 * p];
-      const P& b1 = g[w * nb + 2 * p + 1];
-      const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
-      dw[w] = alternate(dw0, dw1);
-      mw[w] = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
-    }
+    q4_pair_scales<W>(g, nb, p, dw, mw);
     for (int t = 0; t < T; ++t) {
       const ActQ8Pair& m = reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p];
       const ActQ8Pair& r = reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p];
@@ -231,7 +252,6 @@ void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t
 template <int W, int R>
 void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
                     int valid, unsigned flags) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[W][R];
   for (int w = 0; w < W; ++w)
     for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
@@ -243,25 +263,17 @@ void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, i
           reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].q8_0_correction));
       for (int w = 0; w < W; ++w) s[w][r] = corr;
     }
-    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
-      prefetch_block(g + w * nb + 2 * p);
-      prefetch_block(g + w * nb + 2 * p + 1);
-    }
+    prefetch_pair<W>(g, nb, p, flags);
     for (int c = 0; c < 8; ++c) {
       __m512i wv[W];
-      for (int w = 0; w < W; ++w) {
-        wv[w] = _mm512_xor_si512(
-            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c), flip);
-      }
+      q8_0_pair_chunk<W>(g, nb, p, c, wv);
       for (int r = 0; r < R; ++r) {
         const __m512i xq = bcast8(reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs + 8 * c);
         for (int w = 0; w < W; ++w) s[w][r] = _mm512_dpbusd_epi32(s[w][r], wv[w], xq);
       }
     }
     __m512 dw[W];
-    for (int w = 0; w < W; ++w) {
-      dw[w] = alternate(load_halves(g[w * nb + 2 * p].d), load_halves(g[w * nb + 2 * p + 1].d));
-    }
+    q8_0_pair_scales<W>(g, nb, p, dw);
     for (int r = 0; r < R; ++r) {
       const __m512 d = bcast_pair(reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].d);
       for (int w = 0; w < W; ++w) {
@@ -285,7 +297,6 @@ void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, i
 template <int W, int T>
 void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
                          int valid, unsigned flags) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 acc[W][T];
   for (int w = 0; w < W; ++w)
     for (int t = 0; t < T; ++t) acc[w][t] = _mm512_setzero_ps();
@@ -302,17 +313,11 @@ void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float*
         sr[w][t] = cr;
       }
     }
-    for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
-      prefetch_block(g + w * nb + 2 * p);
-      prefetch_block(g + w * nb + 2 * p + 1);
-    }
+    prefetch_pair<W>(g, nb, p, flags);
 #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
       __m512i wv[W];
-      for (int w = 0; w < W; ++w) {
-        wv[w] = _mm512_xor_si512(
-            alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c), flip);
-      }
+      q8_0_pair_chunk<W>(g, nb, p, c, wv);
       for (int t = 0; t < T; ++t) {
         const __m512i xm = bcast8(reinterpret_cast<const ActQ8Pair*>(x + 2 * t * nb)[p].qs + 8 * c);
         for (int w = 0; w < W; ++w) sm[w][t] = _mm512_dpbusd_epi32(sm[w][t], wv[w], xm);
@@ -322,9 +327,7 @@ void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float*
       }
     }
     __m512 dw[W];
-    for (int w = 0; w < W; ++w) {
-      dw[w] = alternate(load_halves(g[w * nb + 2 * p].d), load_halves(g[w * nb + 2 * p + 1].d));
-    }
+    q8_0_pair_scales<W>(g, nb, p, dw);
     for (int t = 0; t < T; ++t) {
       const __m512 d = bcast_pair(reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p].d);
       for (int w = 0; w < W; ++w) {
