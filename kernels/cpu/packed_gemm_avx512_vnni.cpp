@@ -75,14 +75,14 @@ inline void last_block_into_even_lanes(__m512* acc, Block&& block) {
 
 // y row r, lane j = even chain + odd chain (lanes 2j, 2j + 1 of acc[r]).
 template <int R>
-inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid, unsigned flags) {
+inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid) {
   const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
   __m256 v[R];
   for (int r = 0; r < R; ++r) {
     const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));
     v[r] = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum));
   }
-  store_results<R>(v, y, ys, valid, flags);
+  store_results<R>(v, y, ys, valid);
 }
 
 // Output rows of group w when the call covers `valid` rows in all.
@@ -194,7 +194,7 @@ void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
       last_block_into_even_lanes<R>(
           acc[w], [&](__m256* chain) { q4_block<Avx512Vnni, P, R>(last, x, nb, nb - 1, chain); });
     }
-    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags);
+    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
   }
 }
 
@@ -243,7 +243,7 @@ void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t
         q4_block_x2<Avx512Vnni, P, T>(last, x, nb, nb - 1, chain);
       });
     }
-    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags & ~kSumRowPairs);
+    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
   }
 }
 
@@ -288,7 +288,7 @@ void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, i
       last_block_into_even_lanes<R>(
           acc[w], [&](__m256* chain) { q8_0_block<Avx512Vnni, R>(last, x, nb, nb - 1, chain); });
     }
-    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags);
+    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
   }
 }
 
@@ -342,7 +342,7 @@ void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float*
       last_block_into_even_lanes<T>(
           acc[w], [&](__m256* chain) { q8_0_block_x2<Avx512Vnni, T>(last, x, nb, nb - 1, chain); });
     }
-    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w), flags & ~kSumRowPairs);
+    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
   }
 }
 

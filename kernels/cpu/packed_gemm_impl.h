@@ -51,16 +51,10 @@ inline void store_rows(__m256 v, float* y, int valid) {
   }
 }
 
-// Row results v[0..R) to y rows; with kSumRowPairs, v[2i] + v[2i + 1] to y row i.
+// Row results v[0..R) to y rows.
 template <int R>
-inline void store_results(const __m256* v, float* y, int64_t ys, int valid, unsigned flags) {
-  if (flags & kSumRowPairs) {
-    for (int r = 0; r + 1 < R; r += 2) {
-      store_rows(_mm256_add_ps(v[r], v[r + 1]), y + (r / 2) * ys, valid);
-    }
-  } else {
-    for (int r = 0; r < R; ++r) store_rows(v[r], y + r * ys, valid);
-  }
+inline void store_results(const __m256* v, float* y, int64_t ys, int valid) {
+  for (int r = 0; r < R; ++r) store_rows(v[r], y + r * ys, valid);
 }
 
 template <typename P>
@@ -160,7 +154,7 @@ __attribute__((always_inline)) inline void even_odd_rows(const P* g, int64_t nb,
     block(b, even);
   }
   for (int r = 0; r < R; ++r) even[r] = _mm256_add_ps(even[r], odd[r]);
-  store_results<R>(even, y, ys, valid, flags);
+  store_results<R>(even, y, ys, valid);
 }
 
 template <typename Isa, typename P, int R>
@@ -191,6 +185,8 @@ __attribute__((always_inline)) inline void q8_0_block(const PackQ8_0x8& p, const
   }
 }
 
+// As q4_block_x2; with 8-bit weights |s| may pass 2^24, and its conversion to float rounds the
+// same way in every kernel.
 template <typename Isa, int T>
 __attribute__((always_inline)) inline void q8_0_block_x2(const PackQ8_0x8& p, const ActQ8* x,
                                                          int64_t nb, int64_t b, __m256* chain) {
@@ -227,7 +223,7 @@ void q4_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
                   unsigned flags) {
   even_odd_rows<T>(
       g, nb, [&](int64_t b, __m256* chain) { q4_block_x2<Isa, P, T>(g[b], x, nb, b, chain); }, y,
-      ys, valid, flags & ~kSumRowPairs);
+      ys, valid, flags);
 }
 
 template <typename Isa, int T>
@@ -235,7 +231,7 @@ void q8_0_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, i
                     int valid, unsigned flags) {
   even_odd_rows<T>(
       g, nb, [&](int64_t b, __m256* chain) { q8_0_block_x2<Isa, T>(g[b], x, nb, b, chain); }, y, ys,
-      valid, flags & ~kSumRowPairs);
+      valid, flags);
 }
 
 // run(std::integral_constant<int, n>{}) for n in [Nc, MaxN].
