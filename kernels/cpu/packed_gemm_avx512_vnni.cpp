@@ -85,9 +85,29 @@ inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid) 
   store_results<R>(v, y, ys, valid);
 }
 
+template <int W, int N>
+__attribute__((always_inline)) inline void zero(__m512 (&acc)[W][N]) {
+  for (int w = 0; w < W; ++w)
+    for (int i = 0; i < N; ++i) acc[w][i] = _mm512_setzero_ps();
+}
+
 // Output rows of group w when the call covers `valid` rows in all.
 inline int valid_rows(int valid, int w) {
   return valid - kGroupRows * w < kGroupRows ? valid - kGroupRows * w : kGroupRows;
+}
+
+// The W groups' results to y: with nb odd, last_block(w, chain) first adds each group's last block
+// (the 256-bit step) into the even chains.
+template <int W, int N, typename LastBlock>
+__attribute__((always_inline)) inline void finish_groups(__m512 (&acc)[W][N], int64_t nb, float* y,
+                                                         int64_t ys, int valid,
+                                                         LastBlock&& last_block) {
+  for (int w = 0; w < W; ++w) {
+    if (nb % 2 != 0) {
+      last_block_into_even_lanes<N>(acc[w], [&](__m256* chain) { last_block(w, chain); });
+    }
+    store_pair_sums<N>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
+  }
 }
 
 // Weights of block pair p (blocks 2p, 2p + 1) of W consecutive groups of nb blocks each.
@@ -161,8 +181,7 @@ template <typename P, int W, int R>
 void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                   unsigned flags) {
   __m512 acc[W][R];
-  for (int w = 0; w < W; ++w)
-    for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
+  zero(acc);
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
     __m512i s[W][R];
@@ -188,14 +207,9 @@ void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
       }
     }
   }
-  for (int w = 0; w < W; ++w) {
-    if (nb % 2 != 0) {
-      const P& last = g[w * nb + nb - 1];
-      last_block_into_even_lanes<R>(
-          acc[w], [&](__m256* chain) { q4_block<Avx512Vnni, P, R>(last, x, nb, nb - 1, chain); });
-    }
-    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
-  }
+  finish_groups(acc, nb, y, ys, valid, [&](int w, __m256* chain) {
+    q4_block<Avx512Vnni, P, R>(g[w * nb + nb - 1], x, nb, nb - 1, chain);
+  });
 }
 
 // q8x2 form of q4_pair_rows: T tokens of (main, residual) row pairs, their integer sums combined
@@ -204,8 +218,7 @@ template <typename P, int W, int T>
 void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                        unsigned flags) {
   __m512 acc[W][T];
-  for (int w = 0; w < W; ++w)
-    for (int t = 0; t < T; ++t) acc[w][t] = _mm512_setzero_ps();
+  zero(acc);
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
     __m512i sm[W][T], sr[W][T];
@@ -236,15 +249,9 @@ void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t
       }
     }
   }
-  for (int w = 0; w < W; ++w) {
-    if (nb % 2 != 0) {
-      const P& last = g[w * nb + nb - 1];
-      last_block_into_even_lanes<T>(acc[w], [&](__m256* chain) {
-        q4_block_x2<Avx512Vnni, P, T>(last, x, nb, nb - 1, chain);
-      });
-    }
-    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
-  }
+  finish_groups(acc, nb, y, ys, valid, [&](int w, __m256* chain) {
+    q4_block_x2<Avx512Vnni, P, T>(g[w * nb + nb - 1], x, nb, nb - 1, chain);
+  });
 }
 
 // Q8_0: weights as unsigned bytes w ^ 0x80 = w + 128; each dot product starts from the row's
@@ -253,8 +260,7 @@ template <int W, int R>
 void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
                     int valid, unsigned flags) {
   __m512 acc[W][R];
-  for (int w = 0; w < W; ++w)
-    for (int r = 0; r < R; ++r) acc[w][r] = _mm512_setzero_ps();
+  zero(acc);
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
     __m512i s[W][R];
@@ -282,14 +288,9 @@ void q8_0_pair_rows(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, i
       }
     }
   }
-  for (int w = 0; w < W; ++w) {
-    if (nb % 2 != 0) {
-      const PackQ8_0x8& last = g[w * nb + nb - 1];
-      last_block_into_even_lanes<R>(
-          acc[w], [&](__m256* chain) { q8_0_block<Avx512Vnni, R>(last, x, nb, nb - 1, chain); });
-    }
-    store_pair_sums<R>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
-  }
+  finish_groups(acc, nb, y, ys, valid, [&](int w, __m256* chain) {
+    q8_0_block<Avx512Vnni, R>(g[w * nb + nb - 1], x, nb, nb - 1, chain);
+  });
 }
 
 // q8x2 form of q8_0_pair_rows (each integer sum starts from its own row's correction, so both are
@@ -298,8 +299,7 @@ template <int W, int T>
 void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
                          int valid, unsigned flags) {
   __m512 acc[W][T];
-  for (int w = 0; w < W; ++w)
-    for (int t = 0; t < T; ++t) acc[w][t] = _mm512_setzero_ps();
+  zero(acc);
   const int64_t np = nb / 2;
   for (int64_t p = 0; p < np; ++p) {
     __m512i sm[W][T], sr[W][T];
@@ -336,14 +336,9 @@ void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float*
       }
     }
   }
-  for (int w = 0; w < W; ++w) {
-    if (nb % 2 != 0) {
-      const PackQ8_0x8& last = g[w * nb + nb - 1];
-      last_block_into_even_lanes<T>(
-          acc[w], [&](__m256* chain) { q8_0_block_x2<Avx512Vnni, T>(last, x, nb, nb - 1, chain); });
-    }
-    store_pair_sums<T>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
-  }
+  finish_groups(acc, nb, y, ys, valid, [&](int w, __m256* chain) {
+    q8_0_block_x2<Avx512Vnni, T>(g[w * nb + nb - 1], x, nb, nb - 1, chain);
+  });
 }
 
 // The kernel instantiated for R rows (1 <= R <= MaxR), or with kSumRowPairs for R / 2 tokens
