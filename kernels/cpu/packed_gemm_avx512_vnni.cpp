@@ -85,6 +85,11 @@ inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid) 
   store_results<R>(v, y, ys, valid);
 }
 
+// The 512-bit form of packed_gemm_impl.h's combine_x2: s_main * 256 + s_res.
+inline __m512i combine_x2(__m512i s_main, __m512i s_res) {
+  return _mm512_add_epi32(_mm512_slli_epi32(s_main, 8), s_res);
+}
+
 template <int W, int N>
 __attribute__((always_inline)) inline void zero(__m512 (&acc)[W][N]) {
   for (int w = 0; w < W; ++w)
@@ -243,7 +248,7 @@ void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t
       const __m512 d = bcast_pair(r.d);
       const __m512 ds = _mm512_add_ps(bcast_pair(m.ds), bcast_pair(r.ds));
       for (int w = 0; w < W; ++w) {
-        const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sm[w][t], 8), sr[w][t]);
+        const __m512i s = combine_x2(sm[w][t], sr[w][t]);
         acc[w][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[w], d), acc[w][t]);
         acc[w][t] = _mm512_fmadd_ps(mw[w], ds, acc[w][t]);
       }
@@ -331,7 +336,7 @@ void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float*
     for (int t = 0; t < T; ++t) {
       const __m512 d = bcast_pair(reinterpret_cast<const ActQ8Pair*>(x + (2 * t + 1) * nb)[p].d);
       for (int w = 0; w < W; ++w) {
-        const __m512i s = _mm512_add_epi32(_mm512_slli_epi32(sm[w][t], 8), sr[w][t]);
+        const __m512i s = combine_x2(sm[w][t], sr[w][t]);
         acc[w][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[w], d), acc[w][t]);
       }
     }
