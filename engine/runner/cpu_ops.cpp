@@ -197,7 +197,7 @@ void CpuOps::decode_attention(int64_t layer, const float* q, int num_heads, floa
 
 void CpuOps::silu_mul(const float* gate, const float* up, int64_t n, float* out) {
   constexpr int64_t kChunk = 8192;
-  if (n <= 4 * kChunk) {  // decode-sized: a pool round trip costs more than the work
+  if (n <= kChunk) {  // one or a few decode rows: a pool round trip costs more than the work
     kernels::silu_mul(gate, up, out, n);
     return;
   }

@@ -85,16 +85,20 @@ void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const
       // Records of one (request, head) are contiguous over partitions for the merge.
       float* r =
           recs.data() + ((first_part[b] * KVH) + h * (first_part[b + 1] - first_part[b]) + p) * rec;
-      cpu::attend_partition(kv, kv.block_tables + b * kv.max_blocks_per_seq, h,
-                            q + (b * num_heads + static_cast<int64_t>(h) * G) * D, G, scale, s, e,
-                            r);
+      const int64_t row = (b * num_heads + static_cast<int64_t>(h) * G) * D;
+      cpu::attend_partition(kv, kv.block_tables + b * kv.max_blocks_per_seq, h, q + row, G, scale,
+                            s, e, r);
+      // A request of one partition is finished here, by the same merge as the others.
+      if (first_part[b + 1] - first_part[b] == 1) cpu::merge_partials(r, 1, G, D, out + row);
     }
   });
+  if (total == B) return;
   pool.parallel_for(B * KVH, [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
       const int64_t b = k / KVH;
       const int h = static_cast<int>(k % KVH);
       const int64_t P = first_part[b + 1] - first_part[b];
+      if (P == 1) continue;
       const float* r = recs.data() + (first_part[b] * KVH + h * P) * rec;
       cpu::merge_partials(r, static_cast<int>(P), G, D,
                           out + (b * num_heads + static_cast<int64_t>(h) * G) * D);

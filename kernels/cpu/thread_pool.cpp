@@ -8,7 +8,6 @@
 namespace llmserve::kernels {
 namespace {
 constexpr int kSpinIters = 20000;
-constexpr int64_t kChunksPerThread = 4;  // chunks per thread and job: balance vs claim traffic
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
@@ -23,15 +22,20 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
+// Guided chunks: each claim takes 1 / (2 x threads) of what is left, so the last chunks are single
+// tasks and a thread that finishes early (or runs late) is not left waiting on a large one.
 int64_t ThreadPool::claim_and_run() {
+  const int64_t divisor = 2 * int64_t{num_threads_};
   int64_t ran = 0;
-  for (;;) {
-    const int64_t b = next_.fetch_add(chunk_, std::memory_order_relaxed);
-    if (b >= n_tasks_) return ran;
-    const int64_t e = std::min(n_tasks_, b + chunk_);
-    fn_(ctx_, b, e);
-    ran += e - b;
+  int64_t b = next_.load(std::memory_order_relaxed);
+  while (b < n_tasks_) {
+    const int64_t c = std::max<int64_t>(1, (n_tasks_ - b) / divisor);
+    if (!next_.compare_exchange_weak(b, b + c, std::memory_order_relaxed)) continue;
+    fn_(ctx_, b, b + c);
+    ran += c;
+    b = next_.load(std::memory_order_relaxed);
   }
+  return ran;
 }
 
 void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
@@ -53,7 +57,6 @@ void ThreadPool::run(int64_t n_tasks, TaskFn fn, void* ctx) {
   fn_ = fn;
   ctx_ = ctx;
   n_tasks_ = n_tasks;
-  chunk_ = std::max<int64_t>(1, n_tasks / (int64_t{num_threads_} * kChunksPerThread));
   next_.store(0, std::memory_order_relaxed);
   done_.store(0, std::memory_order_relaxed);
   generation_.fetch_add(1);

@@ -1,6 +1,7 @@
 // Persistent worker pool for the CPU kernels. parallel_for splits [0, n_tasks) into chunks that the
 // caller and the workers claim from a shared counter, so a worker the OS has not scheduled yet
-// delays nothing: whoever runs takes the work (the caller alone, if need be). Workers spin briefly
+// delays nothing: whoever runs takes the work (the caller alone, if need be). Chunks shrink as the
+// job drains (guided), so the last ones are single tasks. Workers spin briefly
 // after each job, then sleep. Usable from one caller thread at a time; not reentrant.
 #pragma once
 
@@ -45,7 +46,6 @@ class ThreadPool {
   TaskFn fn_ = nullptr;
   void* ctx_ = nullptr;
   int64_t n_tasks_ = 0;
-  int64_t chunk_ = 1;
   alignas(64) std::atomic<uint64_t> generation_{0};  // even: a job is open; odd: being replaced
   alignas(64) std::atomic<int64_t> next_{0};         // first unclaimed task
   alignas(64) std::atomic<int64_t> done_{0};         // tasks finished
