@@ -13,8 +13,8 @@
 namespace {
 uint64_t g_sink = 0;  // keeps results observable
 
-// Limits 500-5000x under the serving defaults: the same checks trip, on inputs small enough that
-// a looping template costs about a millisecond under ASan instead of a second.
+// Limits 50-2000x under the serving defaults (jinja::Limits): the same checks trip, on inputs
+// small enough that a looping template costs about a millisecond under ASan, not seconds.
 llmserve::jinja::Limits fuzz_limits() {
   llmserve::jinja::Limits l;
   l.max_steps = 20'000;

@@ -1,8 +1,8 @@
 // Persistent worker pool for the CPU kernels. parallel_for splits [0, n_tasks) into chunks that the
 // caller and the workers claim from a shared counter, so a worker the OS has not scheduled yet
 // delays nothing: whoever runs takes the work (the caller alone, if need be). Chunks shrink as the
-// job drains (guided), so the last ones are single tasks. Workers spin briefly
-// after each job, then sleep. Usable from one caller thread at a time; not reentrant.
+// job drains (guided), so the last ones are single tasks. Workers spin briefly after each job,
+// then sleep. Usable from one caller thread at a time; not reentrant.
 #pragma once
 
 #include <atomic>
