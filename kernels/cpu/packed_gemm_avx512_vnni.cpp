@@ -7,178 +7,14 @@
 // Everything in this file is built for that target and has internal linkage, so nothing here
 // leaks into code run on CPUs without it. The target flags are set on this file alone in
 // kernels/CMakeLists.txt (GCC and clang alike).
-#include "kernels/cpu/avx512_intrinsics.h"
+#include "kernels/cpu/packed_pair_avx512.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/cpu/packed_layout.h"
-#include "kernels/cpu/quantize_activations.h"
-
-#include "kernels/cpu/packed_gemm_impl.h"
-
 namespace llmserve::kernels::cpu {
 namespace {
-
-struct Avx512Vnni {
-  using Acc4 = __m256i;
-  static __m256i zero4() { return _mm256_setzero_si256(); }
-  static __m256i dot_u4(__m256i s, __m256i w, __m256i x) { return _mm256_dpbusd_epi32(s, w, x); }
-  static __m256i sum4(__m256i s) { return s; }
-  static __m256i dot_s8(__m256i s, __m256i aw, __m256i xs) {
-    return _mm256_dpbusd_epi32(s, aw, xs);
-  }
-};
-
-inline __m512i alternate_idx() {
-  return _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-}
-
-// Lanes 2j = a[j], 2j + 1 = b[j] for two 8-lane (32-byte) vectors.
-inline __m512i alternate(const void* a, const void* b) {
-  const __m256i va = _mm256_loadu_si256(static_cast<const __m256i*>(a));
-  const __m256i vb = _mm256_loadu_si256(static_cast<const __m256i*>(b));
-  return _mm512_permutex2var_epi32(_mm512_castsi256_si512(va), alternate_idx(),
-                                   _mm512_castsi256_si512(vb));
-}
-inline __m512 alternate(__m256 a, __m256 b) {
-  return _mm512_permutex2var_ps(_mm512_castps256_ps512(a), alternate_idx(),
-                                _mm512_castps256_ps512(b));
-}
-
-inline __m512i bcast8(const int8_t* p) {
-  int64_t v;
-  std::memcpy(&v, p, 8);
-  return _mm512_set1_epi64(v);
-}
-inline __m512 bcast_pair(const float* p) {
-  double v;
-  std::memcpy(&v, p, 8);
-  return _mm512_castpd_ps(_mm512_set1_pd(v));
-}
-
-// With nb odd, the last block joins the even chains: they are taken out of the even lanes, the
-// 256-bit kernels' block step (the same float operations) runs on them, and they go back.
-template <int R, typename Block>
-inline void last_block_into_even_lanes(__m512* acc, Block&& block) {
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-  __m256 chain[R];
-  for (int r = 0; r < R; ++r) {
-    chain[r] = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, acc[r]));
-  }
-  block(chain);
-  for (int r = 0; r < R; ++r) {
-    acc[r] = _mm512_mask_mov_ps(acc[r], 0x5555, alternate(chain[r], chain[r]));
-  }
-}
-
-// y row r, lane j = even chain + odd chain (lanes 2j, 2j + 1 of acc[r]).
-template <int R>
-inline void store_pair_sums(const __m512* acc, float* y, int64_t ys, int valid) {
-  const __m512i evens = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
-  __m256 v[R];
-  for (int r = 0; r < R; ++r) {
-    const __m512 sum = _mm512_add_ps(acc[r], _mm512_permute_ps(acc[r], 0xB1));
-    v[r] = _mm512_castps512_ps256(_mm512_permutexvar_ps(evens, sum));
-  }
-  store_results<R>(v, y, ys, valid);
-}
-
-// The 512-bit form of packed_gemm_impl.h's combine_x2: s_main * 256 + s_res.
-inline __m512i combine_x2(__m512i s_main, __m512i s_res) {
-  return _mm512_add_epi32(_mm512_slli_epi32(s_main, 8), s_res);
-}
-
-template <int W, int N>
-__attribute__((always_inline)) inline void zero(__m512 (&acc)[W][N]) {
-  for (int w = 0; w < W; ++w)
-    for (int i = 0; i < N; ++i) acc[w][i] = _mm512_setzero_ps();
-}
-
-// Output rows of group w when the call covers `valid` rows in all.
-inline int valid_rows(int valid, int w) {
-  return valid - kGroupRows * w < kGroupRows ? valid - kGroupRows * w : kGroupRows;
-}
-
-// The W groups' results to y: with nb odd, last_block(w, chain) first adds each group's last block
-// (the 256-bit step) into the even chains.
-template <int W, int N, typename LastBlock>
-__attribute__((always_inline)) inline void finish_groups(__m512 (&acc)[W][N], int64_t nb, float* y,
-                                                         int64_t ys, int valid,
-                                                         LastBlock&& last_block) {
-  for (int w = 0; w < W; ++w) {
-    if (nb % 2 != 0) {
-      last_block_into_even_lanes<N>(acc[w], [&](__m256* chain) { last_block(w, chain); });
-    }
-    store_pair_sums<N>(acc[w], y + kGroupRows * w, ys, valid_rows(valid, w));
-  }
-}
-
-// Weights of block pair p (blocks 2p, 2p + 1) of W consecutive groups of nb blocks each.
-template <int W, typename P>
-__attribute__((always_inline)) inline void prefetch_pair(const P* g, int64_t nb, int64_t p,
-                                                         unsigned flags) {
-  for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
-    prefetch_block(g + w * nb + 2 * p);
-    prefetch_block(g + w * nb + 2 * p + 1);
-  }
-}
-
-// Chunk c of the pair's 4-bit quants: low and high nibbles as bytes.
-template <int W, typename P>
-__attribute__((always_inline)) inline void q4_pair_chunk(const P* g, int64_t nb, int64_t p, int c,
-                                                         __m512i* wl, __m512i* wh) {
-  const __m512i lo = _mm512_set1_epi8(0x0F);
-  for (int w = 0; w < W; ++w) {
-    const __m512i v = alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c);
-    wl[w] = _mm512_and_si512(v, lo);
-    wh[w] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
-  }
-}
-
-// s[w][i] += chunk c's products of row quants q (block pair layout) with W weight vectors.
-template <int W, int N>
-__attribute__((always_inline)) inline void q4_pair_dot(__m512i (&s)[W][N], int i, const __m512i* wl,
-                                                       const __m512i* wh, const int8_t* q, int c) {
-  const __m512i xl = bcast8(q + 8 * c), xh = bcast8(q + 32 + 8 * c);
-  for (int w = 0; w < W; ++w) {
-    s[w][i] = _mm512_dpbusd_epi32(s[w][i], wl[w], xl);
-    s[w][i] = _mm512_dpbusd_epi32(s[w][i], wh[w], xh);
-  }
-}
-
-// The pair's scales and min terms (x = dw * q + mw), lanes alternating as the quants.
-template <int W, typename P>
-__attribute__((always_inline)) inline void q4_pair_scales(const P* g, int64_t nb, int64_t p,
-                                                          __m512* dw, __m512* mw) {
-  for (int w = 0; w < W; ++w) {
-    const P& b0 = g[w * nb + 2 * p];
-    const P& b1 = g[w * nb + 2 * p + 1];
-    const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
-    dw[w] = alternate(dw0, dw1);
-    mw[w] = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
-  }
-}
-
-// Chunk c of the pair's 8-bit quants as unsigned bytes (w + 128).
-template <int W>
-__attribute__((always_inline)) inline void q8_0_pair_chunk(const PackQ8_0x8* g, int64_t nb,
-                                                           int64_t p, int c, __m512i* wv) {
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (int w = 0; w < W; ++w) {
-    wv[w] = _mm512_xor_si512(
-        alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c), flip);
-  }
-}
-
-template <int W>
-__attribute__((always_inline)) inline void q8_0_pair_scales(const PackQ8_0x8* g, int64_t nb,
-                                                            int64_t p, __m512* dw) {
-  for (int w = 0; w < W; ++w) {
-    dw[w] = alternate(load_halves(g[w * nb + 2 * p].d), load_halves(g[w * nb + 2 * p + 1].d));
-  }
-}
 
 // The pair kernels: W groups (consecutive in memory, nb blocks each) against R activation rows, so
 // each activation broadcast feeds W weight vectors (the loads, not the dot products, bound them).
@@ -409,6 +245,9 @@ PackedKernels packed_kernels_avx512_vnni(bool pairs) {
     // LLMSERVE_CPU_PAIR_GROUPS=1: one group per call, for side-by-side measurements.
     const char* groups = std::getenv("LLMSERVE_CPU_PAIR_GROUPS");
     k.pair_groups = groups != nullptr && std::strcmp(groups, "1") == 0 ? 1 : 2;
+    // LLMSERVE_CPU_WIDE=0: without the wide q8x2 kernels, for side-by-side measurements.
+    const char* wide = std::getenv("LLMSERVE_CPU_WIDE");
+    if (!(wide != nullptr && std::strcmp(wide, "0") == 0)) add_wide_kernels_avx512_vnni(k);
   }
   return k;
 }

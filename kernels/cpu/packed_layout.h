@@ -38,6 +38,20 @@ inline constexpr unsigned kPrefetchWeights = 1, kSumRowPairs = 2;
 using GroupGemmFn = void (*)(const void* group, const ActQ8* x, int64_t nb, int R, float* y,
                              int64_t y_stride, int valid, unsigned flags);
 
+// The wide layout of a tile of `tile_rows` pair-laid activation rows (ActQ8Pair, see
+// pair_act_blocks) of nb blocks: pair p of tile row r at pairs[p * tile_rows + r], then with nb odd
+// the last block of row r at (ActQ8*)(pairs + np * tile_rows)[r]; nb * tile_rows ActQ8 in all.
+// The rows of one pair are adjacent, so a kernel reaches every token at a fixed offset.
+inline int64_t wide_odd_block_index(int64_t nb, int64_t tile_rows, int64_t r) {
+  return (nb / 2) * 2 * tile_rows + r;  // in ActQ8 units from the tile start
+}
+
+// One group's outputs for the q8x2 tokens of tile rows [first_row, first_row + R) (R even, main
+// and residual rows alternating): y[t * y_stride + j] = W[row j] . x_t for j < valid <= 8.
+using WideGemmFn = void (*)(const void* group, const ActQ8* tile, int64_t tile_rows,
+                            int64_t first_row, int64_t nb, int R, float* y, int64_t y_stride,
+                            int valid, unsigned flags);
+
 struct PackedKernels {
   GroupGemmFn q4_0 = nullptr, q4_1 = nullptr, q8_0 = nullptr;
   int max_rows = 1;
@@ -49,11 +63,18 @@ struct PackedKernels {
   int max_rows_pairs = 1;
   int max_tokens_x2_pairs = 1;
   int pair_groups = 1;
+  // Optional q8x2 kernels for many tokens over a tile of activations in the wide layout (see
+  // WideGemmFn; min_tokens_wide <= R / 2 <= max_tokens_wide): each weight block pair is unpacked
+  // once for all the call's tokens. Same results, bit for bit.
+  WideGemmFn q4_0_wide = nullptr, q4_1_wide = nullptr, q8_0_wide = nullptr;
+  int min_tokens_wide = 0, max_tokens_wide = 0;
 };
 
 PackedKernels packed_kernels_avx2();
 // Compiled for AVX-512 VNNI: call only when the CPU has it. `pairs`: with the 512-bit Q4 pair
 // kernels (else the 256-bit kernels alone, kept for comparisons).
 PackedKernels packed_kernels_avx512_vnni(bool pairs = true);
+// Fills the wide kernels of k (packed_gemm_avx512_wide.cpp; same CPU requirement).
+void add_wide_kernels_avx512_vnni(PackedKernels& k);
 
 }  // namespace llmserve::kernels::cpu

@@ -138,6 +138,17 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
   return p;
 }
 
+namespace {
+// Row `row` of a tile (pair-laid, nb blocks at src) into the tile's wide layout at tile.
+void copy_row_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
+                             int64_t row) {
+  const auto* from = reinterpret_cast<const cpu::ActQ8Pair*>(src);
+  auto* to = reinterpret_cast<cpu::ActQ8Pair*>(tile);
+  for (int64_t p = 0; p < nb / 2; ++p) to[p * tile_rows + row] = from[p];
+  if (nb % 2 != 0) tile[cpu::wide_odd_block_index(nb, tile_rows, row)] = src[nb - 1];
+}
+}  // namespace
+
 void matmul_packed(ThreadPool& pool, const float* x, int64_t M, const PackedWeight& w, float* y,
                    ActPrecision precision) {
   const PackedWeight* ws[] = {&w};
@@ -164,6 +175,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
 
   struct Job {
     cpu::GroupGemmFn fn;
+    cpu::WideGemmFn wide;
     const uint8_t* w;
     size_t gbytes;
     int64_t N, groups, first_task;
@@ -185,6 +197,10 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     j.fn = w.type() == DType::Q4_0   ? (pairs ? ks.q4_0_pairs : ks.q4_0)
            : w.type() == DType::Q4_1 ? (pairs ? ks.q4_1_pairs : ks.q4_1)
                                      : (pairs ? ks.q8_0_pairs : ks.q8_0);
+    j.wide = !pairs || passes != 2     ? nullptr
+             : w.type() == DType::Q4_0 ? ks.q4_0_wide
+             : w.type() == DType::Q4_1 ? ks.q4_1_wide
+                                       : ks.q8_0_wide;
     j.w = static_cast<const uint8_t*>(w.data());
     j.gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
     j.N = w.rows();
@@ -194,15 +210,30 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     tasks += (j.groups + kGroupsPerTask - 1) / kGroupsPerTask * m_tiles;
   }
 
-  thread_local std::vector<ActQ8> scratch;
+  // Tiles of at least min_tokens_wide q8x2 tokens go to the wide kernels, which read a copy of
+  // their activations in the wide layout.
+  const bool wide_kernels = jobs[0].wide != nullptr;
+  auto tile_end = [&](int64_t m0) { return std::min(rows, m0 + tile_m); };
+  auto is_wide = [&](int64_t m0) {
+    return wide_kernels && (tile_end(m0) - m0) / passes >= ks.min_tokens_wide;
+  };
+  thread_local std::vector<ActQ8> scratch, wide_scratch;
   if (scratch.size() < static_cast<size_t>(rows * nb))
     scratch.resize(static_cast<size_t>(rows * nb));
+  if (wide_kernels && wide_scratch.size() < static_cast<size_t>(rows * nb))
+    wide_scratch.resize(static_cast<size_t>(rows * nb));
   ActQ8* xq = scratch.data();
+  ActQ8* xw = wide_scratch.data();
   auto quantize = [&](int64_t b, int64_t e) {
     for (int64_t m = b; m < e; ++m) {
       if (passes == 2) {
         cpu::quantize_row_act_q8x2(x + m * K, K, xq + 2 * m * nb, xq + (2 * m + 1) * nb);
         if (pairs) cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb, pairs_q8_0);
+        const int64_t m0 = 2 * m / tile_m * tile_m;
+        if (is_wide(m0)) {
+          for (int64_t r = 2 * m; r < 2 * m + 2; ++r)
+            copy_row_to_wide_layout(xq + r * nb, nb, xw + m0 * nb, tile_end(m0) - m0, r - m0);
+        }
       } else {
         cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
         if (pairs) cpu::pair_act_blocks(xq + m * nb, 1, nb, pairs_q8_0);
@@ -233,17 +264,24 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
       const int64_t g0 = (lt / m_tiles) * kGroupsPerTask;
       const int64_t g1 = std::min(j.groups, g0 + kGroupsPerTask);
       const int64_t m0 = (lt % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
-      // The tile's units in calls of near-equal size.
+      // The tile's units in calls of near-equal size (each of at least min_tokens_wide when wide).
       const int64_t units = (m1 - m0) / passes;
-      const int64_t calls = (units + max_units - 1) / max_units;
-      for (int64_t g = g0; g < g1; g += groups_per_call) {
-        const int64_t span = std::min<int64_t>(groups_per_call, g1 - g) * kGroupRows;
+      const bool wide = is_wide(m0);
+      const int64_t unit_cap = wide ? ks.max_tokens_wide : max_units;
+      const int64_t group_step = wide ? 1 : groups_per_call;
+      const int64_t calls = (units + unit_cap - 1) / unit_cap;
+      for (int64_t g = g0; g < g1; g += group_step) {
+        const int64_t span = std::min<int64_t>(group_step, g1 - g) * kGroupRows;
         const int valid = static_cast<int>(std::min<int64_t>(span, j.N - g * kGroupRows));
         for (int64_t c = 0, m = m0; c < calls; ++c) {
           const int R = static_cast<int>((units / calls + (c < units % calls)) * passes);
           const unsigned flags = sum_pairs | (m == m0 ? cpu::kPrefetchWeights : 0);
-          j.fn(j.w + g * j.gbytes, xq + m * nb, nb, R, j.y + m / passes * j.N + g * kGroupRows, j.N,
-               valid, flags);
+          float* y = j.y + m / passes * j.N + g * kGroupRows;
+          if (wide) {
+            j.wide(j.w + g * j.gbytes, xw + m0 * nb, m1 - m0, m - m0, nb, R, y, j.N, valid, flags);
+          } else {
+            j.fn(j.w + g * j.gbytes, xq + m * nb, nb, R, y, j.N, valid, flags);
+          }
           m += R;
         }
       }

@@ -136,7 +136,7 @@ TEST_P(PackedTypesPrecisions, BatchInvariantAcrossShapesThreadsAndIsas) {
       matmul_packed(pool1, x.data() + m * K, 1, pw, one.data(), p);
       EXPECT_EQ(0, std::memcmp(one.data(), all.data() + m * N, N * sizeof(float))) << "row " << m;
     }
-    for (int64_t rows : {2, 3, 6, 16}) {
+    for (int64_t rows : {2, 3, 6, 8, 11, 16}) {  // 8 to 16 q8x2 tokens: the wide kernels
       std::vector<float> part(rows * N);
       matmul_packed(pool3, x.data() + 7 * K, rows, pw, part.data(), p);
       EXPECT_EQ(0, std::memcmp(part.data(), all.data() + 7 * N, part.size() * sizeof(float)))
@@ -156,7 +156,7 @@ TEST_P(PackedTypesPrecisions, OddAndEvenBlockCountsMatchAcrossIsas) {
     const int64_t N = 21;
     const auto w = random_weights(rng, type, N, K);
     const PackedWeight pw = pack_weight(type, w.data(), N, K);
-    for (int64_t M : {1, 7, 16}) {
+    for (int64_t M : {1, 7, 12, 16}) {
       const auto x = random_floats(rng, M * K);
       std::vector<float> want(M * N);
       {

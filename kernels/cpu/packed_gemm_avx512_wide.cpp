@@ -1,0 +1,142 @@
+// Wide q8x2 kernels with AVX-512 VNNI: one group (8 rows) against 8-16 tokens per call. Each
+// block pair's weights are unpacked once into registers (4 chunks of low and high nibbles, or 8
+// chunks of Q8_0 bytes) and serve every token of the call, where the pair kernels of
+// packed_gemm_avx512_vnni.cpp redo that work for each 4 tokens. Per token and block pair the two
+// integer sums (main, residual) and the float step are those of q4_pair_tokens_x2 /
+// q8_0_pair_tokens_x2, so results match them, and the 256-bit kernels, bit for bit.
+// Built with the AVX-512 VNNI flags (kernels/CMakeLists.txt); called only on CPUs that have them.
+#include "kernels/cpu/packed_pair_avx512.h"
+
+#include <type_traits>
+
+namespace llmserve::kernels::cpu {
+namespace {
+
+constexpr int kMinWideTokens = 8, kMaxWideTokens = 16;
+
+// The last blocks (nb odd) of the tile's rows from first_row on, one per row.
+const ActQ8* odd_blocks(const ActQ8* tile, int64_t nb, int64_t tile_rows, int64_t first_row) {
+  return tile + wide_odd_block_index(nb, tile_rows, first_row);
+}
+
+template <typename P, int T>
+void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row, int64_t nb,
+                float* y, int64_t ys, int valid, unsigned flags) {
+  const ActQ8Pair* rows = reinterpret_cast<const ActQ8Pair*>(tile) + first_row;
+  __m512 acc[1][T];
+  zero(acc);
+  const int64_t np = nb / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const ActQ8Pair* bp = rows + p * tile_rows;
+    prefetch_pair<1>(g, nb, p, flags);
+    __m512i wl[4], wh[4];
+    for (int c = 0; c < 4; ++c) q4_pair_chunk<1>(g, nb, p, c, wl + c, wh + c);
+    __m512 dw, mw;
+    q4_pair_scales<1>(g, nb, p, &dw, &mw);
+    auto run = [&](auto t0, auto n) {
+      constexpr int T0 = decltype(t0)::value, N = decltype(n)::value;
+      __m512i sm[N], sr[N];
+      for (int t = 0; t < N; ++t) sm[t] = sr[t] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+#pragma GCC unroll 8
+        for (int t = 0; t < N; ++t) {
+          const ActQ8Pair& m = bp[2 * (T0 + t)];
+          const ActQ8Pair& r = bp[2 * (T0 + t) + 1];
+          sm[t] = _mm512_dpbusd_epi32(sm[t], wl[c], bcast8(m.qs + 8 * c));
+          sr[t] = _mm512_dpbusd_epi32(sr[t], wl[c], bcast8(r.qs + 8 * c));
+          sm[t] = _mm512_dpbusd_epi32(sm[t], wh[c], bcast8(m.qs + 32 + 8 * c));
+          sr[t] = _mm512_dpbusd_epi32(sr[t], wh[c], bcast8(r.qs + 32 + 8 * c));
+        }
+      }
+      for (int t = 0; t < N; ++t) {
+        const ActQ8Pair& m = bp[2 * (T0 + t)];
+        const ActQ8Pair& r = bp[2 * (T0 + t) + 1];
+        const __m512 d = bcast_pair(r.d);
+        const __m512 ds = _mm512_add_ps(bcast_pair(m.ds), bcast_pair(r.ds));
+        __m512& a = acc[0][T0 + t];
+        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(combine_x2(sm[t], sr[t])), _mm512_mul_ps(dw, d), a);
+        a = _mm512_fmadd_ps(mw, ds, a);
+      }
+    };
+    run(std::integral_constant<int, 0>{}, std::integral_constant<int, T / 2>{});
+    run(std::integral_constant<int, T / 2>{}, std::integral_constant<int, T - T / 2>{});
+  }
+  finish_groups(acc, nb, y, ys, valid, [&](int, __m256* chain) {
+    q4_block_x2<Avx512Vnni, P, T>(g[nb - 1], odd_blocks(tile, nb, tile_rows, first_row), 1, 0,
+                                  chain);
+  });
+}
+
+template <int T>
+void q8_0_wide_x2(const PackQ8_0x8* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
+                  int64_t nb, float* y, int64_t ys, int valid, unsigned flags) {
+  const ActQ8Pair* rows = reinterpret_cast<const ActQ8Pair*>(tile) + first_row;
+  __m512 acc[1][T];
+  zero(acc);
+  const int64_t np = nb / 2;
+  for (int64_t p = 0; p < np; ++p) {
+    const ActQ8Pair* bp = rows + p * tile_rows;
+    prefetch_pair<1>(g, nb, p, flags);
+    __m512i wv[8];
+    for (int c = 0; c < 8; ++c) q8_0_pair_chunk<1>(g, nb, p, c, wv + c);
+    __m512 dw;
+    q8_0_pair_scales<1>(g, nb, p, &dw);
+    auto run = [&](auto t0, auto n) {
+      constexpr int T0 = decltype(t0)::value, N = decltype(n)::value;
+      __m512i sm[N], sr[N];
+      for (int t = 0; t < N; ++t) {
+        sm[t] = bcast8(reinterpret_cast<const int8_t*>(bp[2 * (T0 + t)].q8_0_correction));
+        sr[t] = bcast8(reinterpret_cast<const int8_t*>(bp[2 * (T0 + t) + 1].q8_0_correction));
+      }
+#pragma GCC unroll 8
+      for (int c = 0; c < 8; ++c) {
+#pragma GCC unroll 8
+        for (int t = 0; t < N; ++t) {
+          sm[t] = _mm512_dpbusd_epi32(sm[t], wv[c], bcast8(bp[2 * (T0 + t)].qs + 8 * c));
+          sr[t] = _mm512_dpbusd_epi32(sr[t], wv[c], bcast8(bp[2 * (T0 + t) + 1].qs + 8 * c));
+        }
+      }
+      for (int t = 0; t < N; ++t) {
+        const __m512 d = bcast_pair(bp[2 * (T0 + t) + 1].d);
+        __m512& a = acc[0][T0 + t];
+        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(combine_x2(sm[t], sr[t])), _mm512_mul_ps(dw, d), a);
+      }
+    };
+    run(std::integral_constant<int, 0>{}, std::integral_constant<int, T / 2>{});
+    run(std::integral_constant<int, T / 2>{}, std::integral_constant<int, T - T / 2>{});
+  }
+  finish_groups(acc, nb, y, ys, valid, [&](int, __m256* chain) {
+    q8_0_block_x2<Avx512Vnni, T>(g[nb - 1], odd_blocks(tile, nb, tile_rows, first_row), 1, 0,
+                                 chain);
+  });
+}
+
+template <typename P>
+void q4_wide_group(const void* gv, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
+                   int64_t nb, int R, float* y, int64_t ys, int valid, unsigned flags) {
+  dispatch_count<kMinWideTokens, kMaxWideTokens>(R / 2, [&](auto t) {
+    q4_wide_x2<P, decltype(t)::value>(static_cast<const P*>(gv), tile, tile_rows, first_row, nb, y,
+                                      ys, valid, flags);
+  });
+}
+
+void q8_0_wide_group(const void* gv, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
+                     int64_t nb, int R, float* y, int64_t ys, int valid, unsigned flags) {
+  dispatch_count<kMinWideTokens, kMaxWideTokens>(R / 2, [&](auto t) {
+    q8_0_wide_x2<decltype(t)::value>(static_cast<const PackQ8_0x8*>(gv), tile, tile_rows, first_row,
+                                     nb, y, ys, valid, flags);
+  });
+}
+
+}  // namespace
+
+void add_wide_kernels_avx512_vnni(PackedKernels& k) {
+  k.q4_0_wide = &q4_wide_group<PackQ4_0x8>;
+  k.q4_1_wide = &q4_wide_group<PackQ4_1x8>;
+  k.q8_0_wide = &q8_0_wide_group;
+  k.min_tokens_wide = kMinWideTokens;
+  k.max_tokens_wide = kMaxWideTokens;
+}
+
+}  // namespace llmserve::kernels::cpu
