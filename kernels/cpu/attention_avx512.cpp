@@ -4,15 +4,20 @@
 // this file alone in kernels/CMakeLists.txt); called only when the CPU has AVX-512F.
 #include "kernels/cpu/avx512_intrinsics.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "kernels/cpu/attention_core.h"
 
 namespace llmserve::kernels::cpu {
 namespace {
 
-constexpr int kTile = 32;
+// Keys per pass: a whole partition (kAttentionPartition), so the accumulators are rescaled and
+// written back once per partition, and the softmax runs over 256 scores at a time.
+constexpr int kTile = 256;
 constexpr int kHeadsPerPass = 3;  // 8 keys x 3 heads of score accumulators: 24 of 32 registers
 
 inline __m512 load16(const float* p) {
@@ -110,13 +115,55 @@ void accumulate(float* acc, int D, const float* corr, const T* const* vrows, int
   }
 }
 
+// e^x for 16 floats: exp_ps (simd_util.h) lane for lane, the same operations, so the same bits.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+
+// Online softmax over n <= kTile scores s (64-byte aligned, room for a multiple of 16): updates
+// the running max *m and sum *l, replaces s[0..n) by e^(s - max) (zero past n) and returns the
+// factor e^(old max - new max) for the accumulated values.
+inline float softmax_span(float* s, int n, float* m, float* l) {
+  const int n16 = (n + 15) / 16 * 16;
+  for (int j = n; j < n16; ++j) s[j] = -std::numeric_limits<float>::infinity();
+  __m512 vmax = _mm512_load_ps(s);
+  for (int j = 16; j < n16; j += 16) vmax = _mm512_max_ps(vmax, _mm512_load_ps(s + j));
+  const float m_new = std::max(*m, _mm512_reduce_max_ps(vmax));
+  const float corr = std::exp(*m - m_new);
+  const __m512 vm = _mm512_set1_ps(m_new);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int j = 0; j < n16; j += 16) {
+    const __mmask16 keep = n - j >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - j)) - 1);
+    const __m512 e = _mm512_maskz_mov_ps(keep, exp16(_mm512_sub_ps(_mm512_load_ps(s + j), vm)));
+    _mm512_store_ps(s + j, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  *l = *l * corr + _mm512_reduce_add_ps(vsum);
+  *m = m_new;
+  return corr;
+}
+
 template <typename T, int Gc>
 void tile_pass(const float* q, int D, const T* const* krows, const T* const* vrows, int n,
                float scale, float* m, float* l, float* acc) {
-  alignas(32) float s[Gc][kTile];
+  alignas(64) float s[Gc][kTile];
   scores<T, Gc>(q, D, krows, n, scale, s);
   float corr[Gc];
-  for (int g = 0; g < Gc; ++g) corr[g] = softmax_tile(s[g], n, m + g, l + g);
+  for (int g = 0; g < Gc; ++g) corr[g] = softmax_span(s[g], n, m + g, l + g);
   accumulate<T, Gc>(acc, D, corr, vrows, n, s);
 }
 
