@@ -1,9 +1,11 @@
 // Wide q8x2 kernels with AVX-512 VNNI: one group (8 rows) against 8-16 tokens per call. Each
 // block pair's weights are unpacked once into registers (4 chunks of low and high nibbles, or 8
 // chunks of Q8_0 bytes) and serve every token of the call, where the pair kernels of
-// packed_gemm_avx512_vnni.cpp redo that work for each 4 tokens. Per token and block pair the two
-// integer sums (main, residual) and the float step are those of q4_pair_tokens_x2 /
-// q8_0_pair_tokens_x2, so results match them, and the 256-bit kernels, bit for bit.
+// packed_gemm_avx512_vnni.cpp redo that work for each 4 tokens. The activations come in the wide
+// layout (packed_layout.h), every token at a fixed offset from one pointer. Per token and block
+// pair the combined integer sum (main * 256 + residual) and the float step are those of
+// q4_pair_tokens_x2 / q8_0_pair_tokens_x2, so results match them, and the 256-bit kernels, bit
+// for bit.
 // Built with the AVX-512 VNNI flags (kernels/CMakeLists.txt); called only on CPUs that have them.
 #include "kernels/cpu/packed_pair_avx512.h"
 
@@ -33,34 +35,32 @@ void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_
     for (int c = 0; c < 4; ++c) q4_pair_chunk<1>(g, nb, p, c, wl + c, wh + c);
     __m512 dw, mw;
     q4_pair_scales<1>(g, nb, p, &dw, &mw);
-    auto run = [&](auto t0, auto n) {
-      constexpr int T0 = decltype(t0)::value, N = decltype(n)::value;
-      __m512i sm[N], sr[N];
-      for (int t = 0; t < N; ++t) sm[t] = sr[t] = _mm512_setzero_si512();
+    // Main rows first, then (s << 8) carries on with the residual rows: s_main * 256 + s_res,
+    // one integer sum and one dot-product chain per token.
+    __m512i s[T];
+    for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int row = 0; row < 2; ++row) {
+      if (row == 1) {
+        for (int t = 0; t < T; ++t) s[t] = _mm512_slli_epi32(s[t], 8);
+      }
 #pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 8
-        for (int t = 0; t < N; ++t) {
-          const ActQ8Pair& m = bp[2 * (T0 + t)];
-          const ActQ8Pair& r = bp[2 * (T0 + t) + 1];
-          sm[t] = _mm512_dpbusd_epi32(sm[t], wl[c], bcast8(m.qs + 8 * c));
-          sr[t] = _mm512_dpbusd_epi32(sr[t], wl[c], bcast8(r.qs + 8 * c));
-          sm[t] = _mm512_dpbusd_epi32(sm[t], wh[c], bcast8(m.qs + 32 + 8 * c));
-          sr[t] = _mm512_dpbusd_epi32(sr[t], wh[c], bcast8(r.qs + 32 + 8 * c));
+#pragma GCC unroll 16
+        for (int t = 0; t < T; ++t) {
+          const int8_t* q = bp[2 * t + row].qs;
+          s[t] = _mm512_dpbusd_epi32(s[t], wl[c], bcast8(q + 8 * c));
+          s[t] = _mm512_dpbusd_epi32(s[t], wh[c], bcast8(q + 32 + 8 * c));
         }
       }
-      for (int t = 0; t < N; ++t) {
-        const ActQ8Pair& m = bp[2 * (T0 + t)];
-        const ActQ8Pair& r = bp[2 * (T0 + t) + 1];
-        const __m512 d = bcast_pair(r.d);
-        const __m512 ds = _mm512_add_ps(bcast_pair(m.ds), bcast_pair(r.ds));
-        __m512& a = acc[0][T0 + t];
-        a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(combine_x2(sm[t], sr[t])), _mm512_mul_ps(dw, d), a);
-        a = _mm512_fmadd_ps(mw, ds, a);
-      }
-    };
-    run(std::integral_constant<int, 0>{}, std::integral_constant<int, T / 2>{});
-    run(std::integral_constant<int, T / 2>{}, std::integral_constant<int, T - T / 2>{});
+    }
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      // The main row's ds holds main.ds + res.ds in the wide layout (copy_token_to_wide_layout).
+      const __m512 d = bcast_pair(bp[2 * t + 1].d), ds = bcast_pair(bp[2 * t].ds);
+      acc[0][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, d), acc[0][t]);
+      acc[0][t] = _mm512_fmadd_ps(mw, ds, acc[0][t]);
+    }
   }
   finish_groups(acc, nb, y, ys, valid, [&](int, __m256* chain) {
     q4_block_x2<Avx512Vnni, P, T>(g[nb - 1], odd_blocks(tile, nb, tile_rows, first_row), 1, 0,

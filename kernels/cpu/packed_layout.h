@@ -41,7 +41,8 @@ using GroupGemmFn = void (*)(const void* group, const ActQ8* x, int64_t nb, int 
 // The wide layout of a tile of `tile_rows` pair-laid activation rows (ActQ8Pair, see
 // pair_act_blocks) of nb blocks: pair p of tile row r at pairs[p * tile_rows + r], then with nb odd
 // the last block of row r at (ActQ8*)(pairs + np * tile_rows)[r]; nb * tile_rows ActQ8 in all.
-// The rows of one pair are adjacent, so a kernel reaches every token at a fixed offset.
+// The rows of one pair are adjacent, so a kernel reaches every token at a fixed offset. For Q4
+// weights the main rows' pair ds hold main.ds + res.ds.
 inline int64_t wide_odd_block_index(int64_t nb, int64_t tile_rows, int64_t r) {
   return (nb / 2) * 2 * tile_rows + r;  // in ActQ8 units from the tile start
 }
