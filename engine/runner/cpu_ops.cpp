@@ -101,6 +101,7 @@ uint64_t CpuOps::kv_cache_bytes() const {
 Status CpuOps::begin_step(const ForwardBatch& batch) {
   if (k_cache_.empty()) return failed_precondition("cpu ops: no KV cache");
   batch_ = batch;
+  kernels::rope_table(batch_.positions.data(), batch_.num_tokens(), rope_.inv_freq, rope_cos_sin_);
   return Status::ok();
 }
 
@@ -150,8 +151,9 @@ void CpuOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* con
 }
 
 void CpuOps::rope(float* x, int heads, int head_dim) {
-  kernels::apply_rope(
-      x, batch_.num_tokens(), heads, head_dim, batch_.positions.data(), rope_.inv_freq,
+  kernels::apply_rope_table(
+      x, batch_.num_tokens(), heads, head_dim, rope_cos_sin_.data(),
+      static_cast<int>(rope_.inv_freq.size()),
       rope_.interleaved ? kernels::RopePairing::kAdjacent : kernels::RopePairing::kHalves);
 }
 

@@ -71,6 +71,7 @@ class CpuOps final : public Ops {
   KvCacheSpec kv_spec_;
   RopeSpec rope_;
   ForwardBatch batch_;
+  std::vector<float> rope_cos_sin_;  // the step's angles (kernels::rope_table), for every layer
   std::vector<int32_t> query_start_rebased_;  // grows to the largest batch once, then reused
 };
 

@@ -29,19 +29,26 @@ std::vector<float> rope_inv_freq(int rot_dim, float theta, const RopeScaling& sc
   return f;
 }
 
-void apply_rope(float* x, int64_t T, int heads, int head_dim, const int32_t* positions,
-                const std::vector<float>& inv_freq, RopePairing pairing) {
-  const int half = static_cast<int>(inv_freq.size());
-  thread_local std::vector<float> cs, sn;
-  cs.resize(half);
-  sn.resize(half);
+void rope_table(const int32_t* positions, int64_t T, const std::vector<float>& inv_freq,
+                std::vector<float>& cos_sin) {
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
+  cos_sin.resize(static_cast<size_t>(T * 2 * half));
   for (int64_t t = 0; t < T; ++t) {
     const float pos = static_cast<float>(positions[t]);
-    for (int i = 0; i < half; ++i) {
+    float* cs = cos_sin.data() + t * 2 * half;
+    for (int64_t i = 0; i < half; ++i) {
       const float a = pos * inv_freq[i];
       cs[i] = std::cos(a);
-      sn[i] = std::sin(a);
+      cs[half + i] = std::sin(a);
     }
+  }
+}
+
+void apply_rope_table(float* x, int64_t T, int heads, int head_dim, const float* cos_sin, int half,
+                      RopePairing pairing) {
+  for (int64_t t = 0; t < T; ++t) {
+    const float* cs = cos_sin + t * 2 * half;
+    const float* sn = cs + half;
     for (int h = 0; h < heads; ++h) {
       float* v = x + (t * heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
@@ -53,6 +60,14 @@ void apply_rope(float* x, int64_t T, int heads, int head_dim, const int32_t* pos
       }
     }
   }
+}
+
+void apply_rope(float* x, int64_t T, int heads, int head_dim, const int32_t* positions,
+                const std::vector<float>& inv_freq, RopePairing pairing) {
+  thread_local std::vector<float> cos_sin;
+  rope_table(positions, T, inv_freq, cos_sin);
+  apply_rope_table(x, T, heads, head_dim, cos_sin.data(), static_cast<int>(inv_freq.size()),
+                   pairing);
 }
 
 }  // namespace llmserve::kernels

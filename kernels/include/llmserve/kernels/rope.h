@@ -28,4 +28,13 @@ std::vector<float> rope_inv_freq(int rot_dim, float theta, const RopeScaling& sc
 void apply_rope(float* x, int64_t T, int heads, int head_dim, const int32_t* positions,
                 const std::vector<float>& inv_freq, RopePairing pairing);
 
+// The angles' cosines and sines for T positions, computed once and applied to many tensors (q and
+// k of every layer): cos_sin[t * 2h + i] = cos, cos_sin[t * 2h + h + i] = sin of
+// positions[t] * inv_freq[i], h = inv_freq.size(). Resizes cos_sin to T * 2h.
+void rope_table(const int32_t* positions, int64_t T, const std::vector<float>& inv_freq,
+                std::vector<float>& cos_sin);
+// apply_rope with the angles of rope_table (same results, bit for bit); half = inv_freq.size().
+void apply_rope_table(float* x, int64_t T, int heads, int head_dim, const float* cos_sin, int half,
+                      RopePairing pairing);
+
 }  // namespace llmserve::kernels
