@@ -56,7 +56,7 @@ void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_
     }
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
-      // The main row's ds holds main.ds + res.ds in the wide layout (copy_token_to_wide_layout).
+      // The main row's ds holds main.ds + res.ds in the wide layout (pair_token_to_wide_layout).
       const __m512 d = bcast_pair(bp[2 * t + 1].d), ds = bcast_pair(bp[2 * t].ds);
       acc[0][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, d), acc[0][t]);
       acc[0][t] = _mm512_fmadd_ps(mw, ds, acc[0][t]);

@@ -139,20 +139,20 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
 }
 
 namespace {
-// The two rows (main, residual) of a q8x2 token, pair-laid at src, into rows row and row + 1 of a
-// tile in the wide layout. sum_ds: the main pairs' ds become main.ds + res.ds (what the Q4 wide
-// kernels add; Q8_0 activations hold corrections there instead).
-void copy_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
-                               int64_t row, bool sum_ds) {
-  const auto* main = reinterpret_cast<const cpu::ActQ8Pair*>(src);
-  const auto* res = reinterpret_cast<const cpu::ActQ8Pair*>(src + nb);
+// The two rows (main, residual) of a q8x2 token, quantized at src (nb blocks each, not yet
+// pair-laid), paired into rows row and row + 1 of a tile in the wide layout. sum_ds: the main
+// pairs' ds become main.ds + res.ds (what the Q4 wide kernels add; Q8_0 activations hold
+// corrections there instead).
+void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
+                               int64_t row, bool q8_0_correction) {
   auto* to = reinterpret_cast<cpu::ActQ8Pair*>(tile);
-  for (int64_t p = 0; p < nb / 2; ++p) {
-    cpu::ActQ8Pair& m = to[p * tile_rows + row];
-    m = main[p];
-    to[p * tile_rows + row + 1] = res[p];
-    if (sum_ds) {
-      for (int i = 0; i < 2; ++i) m.ds[i] = main[p].ds[i] + res[p].ds[i];
+  cpu::pair_act_row_to(src, nb, to + row, tile_rows, q8_0_correction);
+  cpu::pair_act_row_to(src + nb, nb, to + row + 1, tile_rows, q8_0_correction);
+  if (!q8_0_correction) {
+    for (int64_t p = 0; p < nb / 2; ++p) {
+      cpu::ActQ8Pair& m = to[p * tile_rows + row];
+      const cpu::ActQ8Pair& r = to[p * tile_rows + row + 1];
+      for (int i = 0; i < 2; ++i) m.ds[i] += r.ds[i];
     }
   }
   if (nb % 2 != 0) {
@@ -241,11 +241,12 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     for (int64_t m = b; m < e; ++m) {
       if (passes == 2) {
         cpu::quantize_row_act_q8x2(x + m * K, K, xq + 2 * m * nb, xq + (2 * m + 1) * nb);
-        if (pairs) cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb, pairs_q8_0);
         const int64_t m0 = 2 * m / tile_m * tile_m;
         if (is_wide(m0)) {
-          copy_token_to_wide_layout(xq + 2 * m * nb, nb, xw + m0 * nb, tile_end(m0) - m0,
-                                    2 * m - m0, !pairs_q8_0);
+          pair_token_to_wide_layout(xq + 2 * m * nb, nb, xw + m0 * nb, tile_end(m0) - m0,
+                                    2 * m - m0, pairs_q8_0);
+        } else if (pairs) {
+          cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb, pairs_q8_0);
         }
       } else {
         cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);

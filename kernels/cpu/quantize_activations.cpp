@@ -107,32 +107,51 @@ void quantize_row_act_q8kx2(const float* x, int64_t k, BlockQ8_K* main, BlockQ8_
   }
 }
 
+namespace {
+
+ActQ8Pair pair_of(const ActQ8& a, const ActQ8& b, bool q8_0_correction) {
+  ActQ8Pair out;
+  out.d[0] = a.d;
+  out.d[1] = b.d;
+  if (q8_0_correction) {
+    int32_t sa = 0, sb = 0;
+    for (int i = 0; i < kQK; ++i) {
+      sa += a.qs[i];
+      sb += b.qs[i];
+    }
+    out.q8_0_correction[0] = -128 * sa;
+    out.q8_0_correction[1] = -128 * sb;
+  } else {
+    out.ds[0] = a.ds;
+    out.ds[1] = b.ds;
+  }
+  // 4-byte groups alternating: unpack interleaves them within 128-bit lanes, permute orders lanes.
+  static_assert(kQK == 32);
+  const __m256i qa = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.qs));
+  const __m256i qb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+  const __m256i lo = _mm256_unpacklo_epi32(qa, qb), hi = _mm256_unpackhi_epi32(qa, qb);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.qs), _mm256_permute2x128_si256(lo, hi, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out.qs + 32),
+                      _mm256_permute2x128_si256(lo, hi, 0x31));
+  return out;
+}
+
+}  // namespace
+
 void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb, bool q8_0_correction) {
   for (int64_t r = 0; r < rows; ++r) {
     ActQ8* row = x + r * nb;
     for (int64_t p = 0; p + 1 < nb; p += 2) {
-      const ActQ8 a = row[p], b = row[p + 1];
-      ActQ8Pair out;
-      out.d[0] = a.d;
-      out.d[1] = b.d;
-      if (q8_0_correction) {
-        int32_t sa = 0, sb = 0;
-        for (int i = 0; i < kQK; ++i) {
-          sa += a.qs[i];
-          sb += b.qs[i];
-        }
-        out.q8_0_correction[0] = -128 * sa;
-        out.q8_0_correction[1] = -128 * sb;
-      } else {
-        out.ds[0] = a.ds;
-        out.ds[1] = b.ds;
-      }
-      for (int c = 0; c < kQK / 4; ++c) {
-        std::memcpy(out.qs + 8 * c, a.qs + 4 * c, 4);
-        std::memcpy(out.qs + 8 * c + 4, b.qs + 4 * c, 4);
-      }
+      const ActQ8Pair out = pair_of(row[p], row[p + 1], q8_0_correction);
       std::memcpy(static_cast<void*>(row + p), &out, sizeof(out));
     }
+  }
+}
+
+void pair_act_row_to(const ActQ8* row, int64_t nb, ActQ8Pair* dst, int64_t stride,
+                     bool q8_0_correction) {
+  for (int64_t p = 0; p + 1 < nb; p += 2) {
+    dst[p / 2 * stride] = pair_of(row[p], row[p + 1], q8_0_correction);
   }
 }
 

@@ -33,6 +33,10 @@ static_assert(sizeof(ActQ8Pair) == 2 * sizeof(ActQ8));
 // In place, for each of `rows` rows of nb blocks: blocks (2p, 2p + 1) become ActQ8Pair p; with nb
 // odd the last block of each row stays an ActQ8. q8_0_correction: fill those instead of ds.
 void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb, bool q8_0_correction = false);
+// The same pairs from one row of nb blocks, written to dst[p * stride] (the row's last block, nb
+// odd, is not written).
+void pair_act_row_to(const ActQ8* row, int64_t nb, ActQ8Pair* dst, int64_t stride,
+                     bool q8_0_correction = false);
 
 // k % 32 == 0; writes k / 32 blocks.
 void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out);
