@@ -35,23 +35,26 @@ inline void clear_record(float* rec, int G, int D) {
 }
 
 // Pointers to the K and V rows of positions [t0, t0 + n) of one request and kv head: rows of one
-// block are consecutive, so one division per tile, then steps of head_dim.
+// block are consecutive, so one table lookup per block, then steps of head_dim.
 template <typename T>
 inline void tile_rows(const PagedKv& kv, const int32_t* table, int kv_head, int64_t t0, int n,
                       const T** krows, const T** vrows) {
   const T* k_cache = static_cast<const T*>(kv.k_cache);
   const T* v_cache = static_cast<const T*>(kv.v_cache);
-  const int bs = kv.shape.block_size, D = kv.shape.head_dim;
+  const int bs = kv.shape.block_size;
+  const int64_t D = kv.shape.head_dim;
   int64_t blk = t0 / bs;
   int off = static_cast<int>(t0 % bs);
-  int64_t base = kv_cache_offset(kv.shape, int64_t{table[blk]} * bs, kv_head);
-  for (int j = 0; j < n; ++j) {
-    krows[j] = k_cache + base + static_cast<int64_t>(off) * D;
-    vrows[j] = v_cache + base + static_cast<int64_t>(off) * D;
-    if (++off == bs && j + 1 < n) {
-      off = 0;
-      base = kv_cache_offset(kv.shape, int64_t{table[++blk]} * bs, kv_head);
+  for (int j = 0; j < n; off = 0, ++blk) {
+    const int64_t base = kv_cache_offset(kv.shape, int64_t{table[blk]} * bs, kv_head) + off * D;
+    const T* k = k_cache + base;
+    const T* v = v_cache + base;
+    const int count = std::min(n - j, bs - off);
+    for (int i = 0; i < count; ++i) {
+      krows[j + i] = k + i * D;
+      vrows[j + i] = v + i * D;
     }
+    j += count;
   }
 }
 
