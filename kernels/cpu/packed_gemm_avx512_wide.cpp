@@ -21,16 +21,29 @@ const ActQ8* odd_blocks(const ActQ8* tile, int64_t nb, int64_t tile_rows, int64_
   return tile + wide_odd_block_index(nb, tile_rows, first_row);
 }
 
-template <typename P, int T>
-void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row, int64_t nb,
-                float* y, int64_t ys, int valid, unsigned flags) {
+// The frame both wide kernels share: per block pair p, step(p, pairs of the call's rows, acc);
+// then, with nb odd, last(odd blocks of the call's rows, even chains), and the stores.
+template <int T, typename P, typename Step, typename Last>
+__attribute__((always_inline)) inline void over_block_pairs(const P* g, const ActQ8* tile,
+                                                            int64_t tile_rows, int64_t first_row,
+                                                            int64_t nb, float* y, int64_t ys,
+                                                            int valid, unsigned flags, Step&& step,
+                                                            Last&& last) {
   const ActQ8Pair* rows = reinterpret_cast<const ActQ8Pair*>(tile) + first_row;
   __m512 acc[1][T];
   zero(acc);
-  const int64_t np = nb / 2;
-  for (int64_t p = 0; p < np; ++p) {
-    const ActQ8Pair* bp = rows + p * tile_rows;
+  for (int64_t p = 0; p < nb / 2; ++p) {
     prefetch_pair<1>(g, nb, p, flags);
+    step(p, rows + p * tile_rows, acc[0]);
+  }
+  const ActQ8* odd = odd_blocks(tile, nb, tile_rows, first_row);
+  finish_groups(acc, nb, y, ys, valid, [&](int, __m256* chain) { last(odd, chain); });
+}
+
+template <typename P, int T>
+void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row, int64_t nb,
+                float* y, int64_t ys, int valid, unsigned flags) {
+  auto step = [&](int64_t p, const ActQ8Pair* bp, __m512* acc) __attribute__((always_inline)) {
     __m512i wl[4], wh[4];
     for (int c = 0; c < 4; ++c) q4_pair_chunk<1>(g, nb, p, c, wl + c, wh + c);
     __m512 dw, mw;
@@ -58,26 +71,20 @@ void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_
     for (int t = 0; t < T; ++t) {
       // The main row's ds holds main.ds + res.ds in the wide layout (pair_token_to_wide_layout).
       const __m512 d = bcast_pair(bp[2 * t + 1].d), ds = bcast_pair(bp[2 * t].ds);
-      acc[0][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, d), acc[0][t]);
-      acc[0][t] = _mm512_fmadd_ps(mw, ds, acc[0][t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, d), acc[t]);
+      acc[t] = _mm512_fmadd_ps(mw, ds, acc[t]);
     }
-  }
-  finish_groups(acc, nb, y, ys, valid, [&](int, __m256* chain) {
-    q4_block_x2<Avx512Vnni, P, T>(g[nb - 1], odd_blocks(tile, nb, tile_rows, first_row), 1, 0,
-                                  chain);
-  });
+  };
+  over_block_pairs<T>(g, tile, tile_rows, first_row, nb, y, ys, valid, flags, step,
+                      [&](const ActQ8* odd, __m256* chain) {
+                        q4_block_x2<Avx512Vnni, P, T>(g[nb - 1], odd, 1, 0, chain);
+                      });
 }
 
 template <int T>
 void q8_0_wide_x2(const PackQ8_0x8* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
                   int64_t nb, float* y, int64_t ys, int valid, unsigned flags) {
-  const ActQ8Pair* rows = reinterpret_cast<const ActQ8Pair*>(tile) + first_row;
-  __m512 acc[1][T];
-  zero(acc);
-  const int64_t np = nb / 2;
-  for (int64_t p = 0; p < np; ++p) {
-    const ActQ8Pair* bp = rows + p * tile_rows;
-    prefetch_pair<1>(g, nb, p, flags);
+  auto step = [&](int64_t p, const ActQ8Pair* bp, __m512* acc) __attribute__((always_inline)) {
     __m512i wv[8];
     for (int c = 0; c < 8; ++c) q8_0_pair_chunk<1>(g, nb, p, c, wv + c);
     __m512 dw;
@@ -99,17 +106,17 @@ void q8_0_wide_x2(const PackQ8_0x8* g, const ActQ8* tile, int64_t tile_rows, int
       }
       for (int t = 0; t < N; ++t) {
         const __m512 d = bcast_pair(bp[2 * (T0 + t) + 1].d);
-        __m512& a = acc[0][T0 + t];
+        __m512& a = acc[T0 + t];
         a = _mm512_fmadd_ps(_mm512_cvtepi32_ps(combine_x2(sm[t], sr[t])), _mm512_mul_ps(dw, d), a);
       }
     };
     run(std::integral_constant<int, 0>{}, std::integral_constant<int, T / 2>{});
     run(std::integral_constant<int, T / 2>{}, std::integral_constant<int, T - T / 2>{});
-  }
-  finish_groups(acc, nb, y, ys, valid, [&](int, __m256* chain) {
-    q8_0_block_x2<Avx512Vnni, T>(g[nb - 1], odd_blocks(tile, nb, tile_rows, first_row), 1, 0,
-                                 chain);
-  });
+  };
+  over_block_pairs<T>(g, tile, tile_rows, first_row, nb, y, ys, valid, flags, step,
+                      [&](const ActQ8* odd, __m256* chain) {
+                        q8_0_block_x2<Avx512Vnni, T>(g[nb - 1], odd, 1, 0, chain);
+                      });
 }
 
 template <typename P>

@@ -3,6 +3,9 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+#include <initializer_list>
+
 namespace llmserve::kernels::cpu {
 
 inline float hsum(__m256 v) {
@@ -28,26 +31,44 @@ inline __m256i dot_u8_s8(__m256i a, __m256i b) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
 }
 
-// e^x for 8 floats, x clamped to [-87.3, 88.3] (so -inf gives ~1e-38, not 0): x = n ln2 + r with
-// |r| <= ln2/2 (ln2 split in two for exactness), e^r by a degree-6 polynomial, 2^n through the
-// exponent bits. Relative error about 2 ulp.
+// e^x lane by lane for a vector type given its operations V (V::F the float vector; set1, min,
+// max, mul, round_nearest, fmadd, fnmadd, and pow2(n) = 2^n for integral n in [-126, 127] from the
+// exponent bits). x is clamped to [-87.3, 88.3] (so -inf gives ~1e-38, not 0): x = n ln2 + r with
+// |r| <= ln2/2 (ln2 split in two for exactness), e^r by a degree-6 polynomial. Relative error
+// about 2 ulp; every width gives the same bits per lane.
+template <typename V>
+inline typename V::F exp_lanes(typename V::F x) {
+  using F = typename V::F;
+  x = V::min(V::max(x, V::set1(-87.3f)), V::set1(88.3f));
+  const F n = V::round_nearest(V::mul(x, V::set1(1.44269504088896341f)));
+  F r = V::fnmadd(n, V::set1(0.693145751953125f), x);
+  r = V::fnmadd(n, V::set1(1.428606765330187045e-06f), r);
+  F p = V::set1(1.0f / 720);
+  for (const float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = V::fmadd(p, r, V::set1(c));
+  return V::mul(p, V::pow2(n));
+}
+
+struct Avx2Floats {
+  using F = __m256;
+  static F set1(float v) { return _mm256_set1_ps(v); }
+  static F min(F a, F b) { return _mm256_min_ps(a, b); }
+  static F max(F a, F b) { return _mm256_max_ps(a, b); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F round_nearest(F a) {
+    return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
+  static F fmadd(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
+  static F pow2(F n) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+  }
+};
+
+// e^x for 8 floats (exp_lanes).
 inline __m256 exp_ps(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187045e-06f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  // n in [-126, 127] after the clamp: 2^n is a normal float built from its exponent field.
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return exp_lanes<Avx2Floats>(x);
 }
 
 // f32 dot of n floats (any n): 8-wide FMA in order, then a scalar tail.
