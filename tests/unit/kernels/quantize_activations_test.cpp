@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernel_test_util.h"
 #include "kernels/cpu/quantize_activations.h"
@@ -94,6 +95,47 @@ TEST(QuantizeActivations, Q8x2ErrsByHalfAResidualStepUnlessClamped) {
     }
   }
   EXPECT_LE(clamped, k / 64) << clamped << " of " << k;
+}
+
+// pair_act_blocks re-lays blocks (2p, 2p + 1) as one ActQ8Pair: scales side by side, and the
+// quants in alternating 4-byte groups; an odd last block stays as it was. pair_act_row_to writes
+// the same pairs at a stride (the wide layout of the matmuls).
+TEST(QuantizeActivations, PairingAlternatesFourByteGroupsAndKeepsScales) {
+  constexpr int64_t nb = 5, k = nb * kQK;
+  const auto x = activation_rows(k, 11);
+  std::vector<ActQ8> blocks(nb);
+  quantize_row_act_q8(x.data(), k, blocks.data());
+  for (bool correction : {false, true}) {
+    std::vector<ActQ8> paired = blocks;
+    pair_act_blocks(paired.data(), 1, nb, correction);
+    std::vector<ActQ8Pair> strided(3 * (nb / 2));
+    pair_act_row_to(blocks.data(), nb, strided.data(), 3, correction);
+    for (int64_t p = 0; p < nb / 2; ++p) {
+      const ActQ8& a = blocks[2 * p];
+      const ActQ8& b = blocks[2 * p + 1];
+      const auto& pair = *reinterpret_cast<const ActQ8Pair*>(&paired[2 * p]);
+      EXPECT_EQ(pair.d[0], a.d);
+      EXPECT_EQ(pair.d[1], b.d);
+      if (correction) {
+        int32_t sa = 0, sb = 0;
+        for (int i = 0; i < kQK; ++i) {
+          sa += a.qs[i];
+          sb += b.qs[i];
+        }
+        EXPECT_EQ(pair.q8_0_correction[0], -128 * sa);
+        EXPECT_EQ(pair.q8_0_correction[1], -128 * sb);
+      } else {
+        EXPECT_EQ(pair.ds[0], a.ds);
+        EXPECT_EQ(pair.ds[1], b.ds);
+      }
+      for (int i = 0; i < 2 * kQK; ++i) {
+        const ActQ8& from = (i / 4) % 2 == 0 ? a : b;
+        ASSERT_EQ(pair.qs[i], from.qs[4 * (i / 8) + i % 4]) << "pair " << p << " byte " << i;
+      }
+      EXPECT_EQ(0, std::memcmp(&strided[3 * p], &pair, sizeof(ActQ8Pair))) << "pair " << p;
+    }
+    EXPECT_EQ(0, std::memcmp(&paired[nb - 1], &blocks[nb - 1], sizeof(ActQ8)));
+  }
 }
 
 }  // namespace
