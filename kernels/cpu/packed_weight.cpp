@@ -140,9 +140,9 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
 
 namespace {
 // The two rows (main, residual) of a q8x2 token, quantized at src (nb blocks each, not yet
-// pair-laid), paired into rows row and row + 1 of a tile in the wide layout. sum_ds: the main
-// pairs' ds become main.ds + res.ds (what the Q4 wide kernels add; Q8_0 activations hold
-// corrections there instead).
+// pair-laid), paired into rows row and row + 1 of a tile in the wide layout. For Q4 weights
+// (!q8_0_correction) the main pairs' ds become main.ds + res.ds, the sum the Q4 wide kernels add;
+// for Q8_0 those slots hold the corrections instead.
 void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
                                int64_t row, bool q8_0_correction) {
   auto* to = reinterpret_cast<cpu::ActQ8Pair*>(tile);
