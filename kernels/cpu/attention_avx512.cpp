@@ -4,11 +4,8 @@
 // this file alone in kernels/CMakeLists.txt); called only when the CPU has AVX-512F.
 #include "kernels/cpu/avx512_intrinsics.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #include "kernels/cpu/attention_core.h"
 
@@ -115,9 +112,15 @@ void accumulate(float* acc, int D, const float* corr, const T* const* vrows, int
   }
 }
 
+// The AVX-512 twin of Avx2Floats (simd_util.h).
 struct Avx512Floats {
   using F = __m512;
+  static constexpr int kLanes = 16;
+  static F load(const float* p) { return _mm512_load_ps(p); }
+  static void store(float* p, F v) { _mm512_store_ps(p, v); }
   static F set1(float v) { return _mm512_set1_ps(v); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F min(F a, F b) { return _mm512_min_ps(a, b); }
   static F max(F a, F b) { return _mm512_max_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
@@ -130,31 +133,12 @@ struct Avx512Floats {
     return _mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
   }
-};
-
-// Online softmax over n <= kTile scores s (64-byte aligned, room for a multiple of 16): updates
-// the running max *m and sum *l, replaces s[0..n) by e^(s - max) (zero past n) and returns the
-// factor e^(old max - new max) for the accumulated values.
-inline float softmax_span(float* s, int n, float* m, float* l) {
-  const int n16 = (n + 15) / 16 * 16;
-  for (int j = n; j < n16; ++j) s[j] = -std::numeric_limits<float>::infinity();
-  __m512 vmax = _mm512_load_ps(s);
-  for (int j = 16; j < n16; j += 16) vmax = _mm512_max_ps(vmax, _mm512_load_ps(s + j));
-  const float m_new = std::max(*m, _mm512_reduce_max_ps(vmax));
-  const float corr = std::exp(*m - m_new);
-  const __m512 vm = _mm512_set1_ps(m_new);
-  __m512 vsum = _mm512_setzero_ps();
-  for (int j = 0; j < n16; j += 16) {
-    const __mmask16 keep = n - j >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (n - j)) - 1);
-    const __m512 e = _mm512_maskz_mov_ps(
-        keep, exp_lanes<Avx512Floats>(_mm512_sub_ps(_mm512_load_ps(s + j), vm)));
-    _mm512_store_ps(s + j, e);
-    vsum = _mm512_add_ps(vsum, e);
+  static F keep_first(F a, int count) {
+    return _mm512_maskz_mov_ps(static_cast<__mmask16>((1u << count) - 1), a);
   }
-  *l = *l * corr + _mm512_reduce_add_ps(vsum);
-  *m = m_new;
-  return corr;
-}
+  static float reduce_max(F v) { return _mm512_reduce_max_ps(v); }
+  static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
+};
 
 template <typename T, int Gc>
 void tile_pass(const float* q, int D, const T* const* krows, const T* const* vrows, int n,
@@ -162,7 +146,7 @@ void tile_pass(const float* q, int D, const T* const* krows, const T* const* vro
   alignas(64) float s[Gc][kTile];
   scores<T, Gc>(q, D, krows, n, scale, s);
   float corr[Gc];
-  for (int g = 0; g < Gc; ++g) corr[g] = softmax_span(s[g], n, m + g, l + g);
+  for (int g = 0; g < Gc; ++g) corr[g] = softmax_lanes<Avx512Floats>(s[g], n, m + g, l + g);
   accumulate<T, Gc>(acc, D, corr, vrows, n, s);
 }
 

@@ -58,34 +58,34 @@ inline void tile_rows(const PagedKv& kv, const int32_t* table, int kv_head, int6
   }
 }
 
-// Online softmax over one tile of n <= 32 scores s (aligned to 32 bytes, room for a multiple of
-// 8): updates the running max *m and sum *l, replaces s[0..n) by e^(s - max) (zero past n) and
-// returns the factor e^(old max - new max) for the accumulated values.
-inline float softmax_tile(float* s, int n, float* m, float* l) {
-  const int n8 = (n + 7) / 8 * 8;
-  for (int j = n; j < n8; ++j) s[j] = -std::numeric_limits<float>::infinity();
-  __m256 vmax = _mm256_load_ps(s);
-  for (int j = 8; j < n8; j += 8) vmax = _mm256_max_ps(vmax, _mm256_load_ps(s + j));
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_movehdup_ps(h));
-  const float m_new = std::max(*m, _mm_cvtss_f32(h));
+// Online softmax over n scores s (aligned to the vector width V, room for a whole number of
+// vectors): updates the running max *m and sum *l, replaces s[0..n) by e^(s - max) (zero past n)
+// and returns the factor e^(old max - new max) for the accumulated values.
+template <typename V>
+inline float softmax_lanes(float* s, int n, float* m, float* l) {
+  constexpr int W = V::kLanes;
+  const int nw = (n + W - 1) / W * W;
+  for (int j = n; j < nw; ++j) s[j] = -std::numeric_limits<float>::infinity();
+  auto vmax = V::load(s);
+  for (int j = W; j < nw; j += W) vmax = V::max(vmax, V::load(s + j));
+  const float m_new = std::max(*m, V::reduce_max(vmax));
   const float corr = std::exp(*m - m_new);
-  const __m256 vm = _mm256_set1_ps(m_new);
-  __m256 vsum = _mm256_setzero_ps();
-  for (int j = 0; j < n8; j += 8) {
-    __m256 e = exp_ps(_mm256_sub_ps(_mm256_load_ps(s + j), vm));
-    if (j + 8 > n) {
-      const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-      const __m256 keep = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), idx));
-      e = _mm256_and_ps(e, keep);
-    }
-    _mm256_store_ps(s + j, e);
-    vsum = _mm256_add_ps(vsum, e);
+  const auto vm = V::set1(m_new);
+  auto vsum = V::set1(0.0f);
+  for (int j = 0; j < nw; j += W) {
+    auto e = exp_lanes<V>(V::sub(V::load(s + j), vm));
+    if (j + W > n) e = V::keep_first(e, n - j);
+    V::store(s + j, e);
+    vsum = V::add(vsum, e);
   }
-  *l = *l * corr + hsum(vsum);
+  *l = *l * corr + V::reduce_add(vsum);
   *m = m_new;
   return corr;
+}
+
+// softmax_lanes over one tile of n <= 32 scores, 8 lanes at a time.
+inline float softmax_tile(float* s, int n, float* m, float* l) {
+  return softmax_lanes<Avx2Floats>(s, n, m, l);
 }
 
 // Merges P consecutive records (in order) into out[G][head_dim].

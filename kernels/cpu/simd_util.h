@@ -31,11 +31,10 @@ inline __m256i dot_u8_s8(__m256i a, __m256i b) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1));
 }
 
-// e^x lane by lane for a vector type given its operations V (V::F the float vector; set1, min,
-// max, mul, round_nearest, fmadd, fnmadd, and pow2(n) = 2^n for integral n in [-126, 127] from the
-// exponent bits). x is clamped to [-87.3, 88.3] (so -inf gives ~1e-38, not 0): x = n ln2 + r with
-// |r| <= ln2/2 (ln2 split in two for exactness), e^r by a degree-6 polynomial. Relative error
-// about 2 ulp; every width gives the same bits per lane.
+// e^x lane by lane for a vector type given its operations V (Avx2Floats shows them; pow2(n) =
+// 2^n for integral n in [-126, 127] from the exponent bits). x is clamped to [-87.3, 88.3] (so -inf
+// gives ~1e-38, not 0): x = n ln2 + r with |r| <= ln2/2 (ln2 split in two for exactness), e^r by a
+// degree-6 polynomial. Relative error about 2 ulp; every width gives the same bits per lane.
 template <typename V>
 inline typename V::F exp_lanes(typename V::F x) {
   using F = typename V::F;
@@ -49,9 +48,15 @@ inline typename V::F exp_lanes(typename V::F x) {
   return V::mul(p, V::pow2(n));
 }
 
+// Float-vector operations for the width-generic helpers (exp_lanes, softmax_lanes).
 struct Avx2Floats {
   using F = __m256;
+  static constexpr int kLanes = 8;
+  static F load(const float* p) { return _mm256_load_ps(p); }
+  static void store(float* p, F v) { _mm256_store_ps(p, v); }
   static F set1(float v) { return _mm256_set1_ps(v); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F min(F a, F b) { return _mm256_min_ps(a, b); }
   static F max(F a, F b) { return _mm256_max_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
@@ -64,6 +69,18 @@ struct Avx2Floats {
     return _mm256_castsi256_ps(
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
   }
+  // Lanes [0, count) of a, the rest zero.
+  static F keep_first(F a, int count) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_and_ps(a, _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(count), idx)));
+  }
+  static float reduce_max(F v) {
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_movehdup_ps(h));
+    return _mm_cvtss_f32(h);
+  }
+  static float reduce_add(F v) { return hsum(v); }
 };
 
 // e^x for 8 floats (exp_lanes).
