@@ -199,27 +199,25 @@ bool StepLoop::step() {
   }
   Result<ForwardBatch> batch = builder_.build(entries_);
   const auto t1 = Clock::now();
-  Result<std::span<const float>> logits =
-      batch.is_ok() ? runner_->execute(*batch) : Result<std::span<const float>>(batch.status());
+  // Sample rows in entry order, which is the order of the batch's sample rows.
+  sample_rows_.clear();
+  for (const ScheduledRequest& s : out.scheduled) {
+    if (!s.sample) continue;
+    const SampleRef& ref = by_seq_.at(s.request_id);
+    sample_rows_.push_back(SampleRow{nullptr, &ref.req->params, &ref.slot->sampling});
+  }
+  Result<std::vector<SampleResult>> sampled =
+      batch.is_ok() ? runner_->execute_and_sample(*batch, sample_rows_, sampler_)
+                    : Result<std::vector<SampleResult>>(batch.status());
   const auto t2 = Clock::now();
-  if (!logits.is_ok()) {
-    fail_step(out, logits.status());
+  if (!sampled.is_ok()) {
+    fail_step(out, sampled.status());
     collect_garbage();
     return true;
   }
-
+  results_ = std::move(sampled).value();
   sampled_.clear();
-  results_.clear();
-  for (size_t i = 0; i < out.scheduled.size(); ++i) {
-    const ScheduledRequest& s = out.scheduled[i];
-    if (!s.sample) continue;
-    const SampleRef& ref = by_seq_.at(s.request_id);
-    const auto row = static_cast<size_t>(builder_.sample_index(i));
-    const auto v = static_cast<size_t>(vocab_size_);
-    results_.push_back(
-        sampler_.sample(logits->subspan(row * v, v), ref.req->params, ref.slot->sampling));
-    sampled_.push_back(results_.back().token_id);
-  }
+  for (const SampleResult& r : results_) sampled_.push_back(r.token_id);
   const auto t3 = Clock::now();
   const std::vector<FinishedRequest>& finished = scheduler_->update(out, sampled_);
   auto scheduler_finish = [&finished](uint64_t seq) {

@@ -30,8 +30,8 @@ namespace llmserve {
 struct StepTimings {
   uint64_t steps = 0;
   double schedule_s = 0;  // Scheduler::schedule + update + batch building
-  double model_s = 0;     // ModelRunner::execute
-  double sample_s = 0;    // Sampler
+  double model_s = 0;     // ModelRunner::execute_and_sample (forward and sampling)
+  double sample_s = 0;    // gathering the sampled tokens
   double output_s = 0;    // detokenize, stop check, stream pushes, metrics
   uint64_t tokens = 0;    // tokens run (prefill + decode)
   uint64_t decode_tokens = 0;
@@ -104,6 +104,7 @@ class StepLoop {
   std::vector<BatchEntry> entries_;
   std::vector<int32_t> sampled_;
   std::vector<SampleResult> results_;
+  std::vector<SampleRow> sample_rows_;
 
   // Counters (engine thread writes; fill_stats reads on the same thread).
   uint64_t steps_ = 0;

@@ -42,6 +42,16 @@ scripts/fetch-model.sh
 
 export LLMSERVE_TEST_MODEL="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 ctest --test-dir build --output-on-failure -j 2
+# ctest runs each GoogleTest binary as one test: say how many CUDA tests skipped (no GPU here).
+if [ -x build/tests/unit/cuda/unit_cuda ]; then
+  cuda_log=$(build/tests/unit/cuda/unit_cuda --gtest_brief=1 2>&1 || true)
+  cuda_passed=$(grep -oE '^\[  PASSED  \] [0-9]+' <<<"$cuda_log" | grep -oE '[0-9]+$' || echo 0)
+  cuda_skipped=$(grep -oE '^\[  SKIPPED \] [0-9]+' <<<"$cuda_log" | grep -oE '[0-9]+$' || echo 0)
+  echo "test.sh: unit_cuda: ${cuda_passed:-0} passed, ${cuda_skipped:-0} skipped" \
+    "($(nvidia-smi -L 2>/dev/null | head -1 || echo 'no GPU visible'); skipped tests run in scripts/gpu-check.sh)"
+else
+  echo "test.sh: unit_cuda not built (no CUDA toolkit): every CUDA test skipped"
+fi
 
 [ "$UNIT_ONLY" = 1 ] && exit 0
 

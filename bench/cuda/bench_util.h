@@ -31,6 +31,11 @@ inline float time_ms(cudaStream_t s, int warmup, int iters, const std::function<
 // Device-to-device copy bandwidth in GB/s (bytes read + written), the roofline for the tables.
 double copy_bandwidth_gbs();
 void run_kernel_benchmarks(double bw_gbs);
+// Attention benchmarks (decode_attention_bench.cpp, prefill_attention_bench.cpp). Besides the
+// Markdown rows, each prints one machine-readable line per shape for the report script:
+//   BENCH {"kernel": "decode_attention", "batch": B, "ctx": L, "ms": t, "gbs": g, ...}
+void run_decode_attention_benchmarks(double bw_gbs);
+void run_prefill_attention_benchmarks();
 int run_model_benchmarks(const char* preset, double bw_gbs);
 
 }  // namespace llmserve::bench

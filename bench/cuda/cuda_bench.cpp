@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
   const double bw = bench::copy_bandwidth_gbs();
   std::printf("Device-to-device copy: %.0f GB/s (read + write)\n\n", bw);
   bench::run_kernel_benchmarks(bw);
+  bench::run_decode_attention_benchmarks(bw);
+  bench::run_prefill_attention_benchmarks();
   if (std::strcmp(preset, "none") == 0) return 0;
   return bench::run_model_benchmarks(preset, bw);
 }

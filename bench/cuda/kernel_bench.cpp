@@ -1,5 +1,4 @@
-// Kernel times: element-wise ops, decode attention bandwidth at 4k context, prefill attention
-// and cuBLAS BF16 GEMM TFLOP/s.
+// Kernel times: element-wise ops and cuBLAS BF16 GEMM TFLOP/s (attention: *_attention_bench.cpp).
 #include <cuda_runtime_api.h>
 
 #include <array>
@@ -8,7 +7,6 @@
 
 #include "bench/cuda/bench_util.h"
 #include "engine/runner/cuda/cublas_loader.h"
-#include "llmserve/kernels/cuda/attention.h"
 #include "llmserve/kernels/cuda/elementwise.h"
 #include "llmserve/kernels/cuda/norm.h"
 #include "llmserve/kernels/cuda/rope.h"
@@ -60,60 +58,27 @@ void run_kernel_benchmarks(double bw) {
   auto* pos = static_cast<int32_t*>(dalloc(T * 4));
   auto* inv = static_cast<float*>(dalloc(64 * 4));
   cudaError_t e = cudaSuccess;
-  float ms = time_ms(s, 2, 20, [&] { e = kc::add_rms_norm(r, x, w, T, Hd, 1e-5f, y, s); });
-  std::snprintf(fig, sizeof fig, "%.0f GB/s", 4.0 * T * Hd * 4 / (ms * 1e6));
-  report("add_rms_norm 4096x4096", e, ms, fig);
-  ms = time_ms(s, 2, 20, [&] { e = kc::silu_mul(x, y, T * F, x, s); });
-  std::snprintf(fig, sizeof fig, "%.0f GB/s", 3.0 * T * F * 4 / (ms * 1e6));
-  report("silu_mul 4096x14336", e, ms, fig);
-  ms = time_ms(s, 2, 20, [&] { e = kc::apply_rope(x, T, 32, 128, pos, inv, 64, true, s); });
+  auto* y16 = reinterpret_cast<uint16_t*>(y);
+  float ms =
+      time_ms(s, 2, 20, [&] { e = kc::add_rms_norm(r, x, w, T, Hd, 1e-5f, y16, 2 * Hd, s); });
+  std::snprintf(fig, sizeof fig, "%.0f GB/s", 3.5 * T * Hd * 4 / (ms * 1e6));
+  report("add_rms_norm 4096x4096 (bf16 out)", e, ms, fig);
+  kc::SiluMulArgs sm;  // the fused gate/up output [T, 2F] -> bf16 [T, F]
+  sm.gate = x;
+  sm.gate_stride = F;
+  sm.up = x + F / 2;
+  sm.up_stride = F;
+  sm.out = y16;
+  sm.out_stride = F;
+  sm.rows = T;
+  sm.cols = F / 2;
+  ms = time_ms(s, 2, 20, [&] { e = kc::silu_mul(sm, s); });
+  std::snprintf(fig, sizeof fig, "%.0f GB/s", 2.5 * T * F * 4 / 2 / (ms * 1e6));
+  report("silu_mul 4096x7168 (fused input, bf16 out)", e, ms, fig);
+  ms = time_ms(s, 2, 20,
+               [&] { e = kc::apply_rope(x, 32 * 128, T, 32, 128, pos, inv, 64, true, s); });
   std::snprintf(fig, sizeof fig, "%.0f GB/s", 2.0 * T * 32 * 128 * 4 / (ms * 1e6));
   report("rope 4096 tok x 32 heads x 128", e, ms, fig);
-  ms =
-      time_ms(s, 2, 20, [&] { e = kc::f32_to_bf16(x, T * Hd, reinterpret_cast<uint16_t*>(y), s); });
-  std::snprintf(fig, sizeof fig, "%.0f GB/s", 6.0 * T * Hd / (ms * 1e6));
-  report("f32_to_bf16 4096x4096", e, ms, fig);
-
-  // Attention: 8B shapes (32 heads, 8 kv heads, head_dim 128), block size 16, 4k context.
-  const int H = 32, KVH = 8, D = 128, bs = 16, ctx = 4096;
-  for (int B : {1, 64}) {
-    const int nblk = ctx / bs;
-    const size_t cache = static_cast<size_t>(B) * nblk * KVH * bs * D;
-    auto* kc_ = static_cast<uint16_t*>(dalloc(cache * 2));
-    auto* vc_ = static_cast<uint16_t*>(dalloc(cache * 2));
-    std::vector<int32_t> bt(static_cast<size_t>(B) * nblk), seq(B, ctx);
-    for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<int32_t>(i);
-    auto* dbt = static_cast<int32_t*>(dalloc(bt.size() * 4));
-    auto* dseq = static_cast<int32_t*>(dalloc(B * 4));
-    cudaMemcpy(dbt, bt.data(), bt.size() * 4, cudaMemcpyHostToDevice);
-    cudaMemcpy(dseq, seq.data(), B * 4, cudaMemcpyHostToDevice);
-    auto* q = static_cast<float*>(dalloc(static_cast<size_t>(B) * H * D * 4));
-    auto* o = static_cast<float*>(dalloc(static_cast<size_t>(B) * H * D * 4));
-    auto* ws = static_cast<float*>(dalloc(kc::decode_attention_workspace_floats(B, H, D, ctx) * 4));
-    const kc::PagedKvDevice kv{kc_, vc_, dbt, nblk, KVH, bs, D};
-    ms = time_ms(s, 3, 20,
-                 [&] { e = kc::decode_attention(kv, q, dseq, B, ctx, H, 0.088f, ws, o, s); });
-    const double gbs = 2.0 * cache * 2 / (ms * 1e6);
-    std::snprintf(fig, sizeof fig, "%.0f GB/s = %.0f%% of copy bandwidth", gbs, 100.0 * gbs / bw);
-    char what[96];
-    std::snprintf(what, sizeof what, "decode_attention B=%d ctx=4096", B);
-    report(what, e, ms, fig);
-    if (B == 1) {  // prefill of one 4k prompt over the same pages
-      auto* qp = static_cast<float*>(dalloc(static_cast<size_t>(ctx) * H * D * 4));
-      auto* op = static_cast<float*>(dalloc(static_cast<size_t>(ctx) * H * D * 4));
-      std::vector<int32_t> qs = {0, ctx};
-      auto* dqs = static_cast<int32_t*>(dalloc(8));
-      cudaMemcpy(dqs, qs.data(), 8, cudaMemcpyHostToDevice);
-      ms = time_ms(s, 2, 10,
-                   [&] { e = kc::prefill_attention(kv, qp, dqs, dseq, 1, ctx, H, 0.088f, op, s); });
-      const double flops = 4.0 * H * D * (static_cast<double>(ctx) * ctx / 2);
-      std::snprintf(fig, sizeof fig, "%.1f TFLOP/s (causal)", flops / (ms * 1e9));
-      report("prefill_attention 4096 tokens", e, ms, fig);
-      cudaFree(qp), cudaFree(op), cudaFree(dqs);
-    }
-    cudaFree(kc_), cudaFree(vc_), cudaFree(dbt), cudaFree(dseq), cudaFree(q), cudaFree(o),
-        cudaFree(ws);
-  }
 
   // cuBLAS BF16 GEMMs with f32 output, the shapes CudaOps issues (y[M,N] = x[M,K] W[N,K]^T).
   auto api = load_cublas();

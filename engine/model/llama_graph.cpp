@@ -1,6 +1,7 @@
 #include "engine/model/llama_graph.h"
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "llmserve/kernels/rope.h"
@@ -61,20 +62,32 @@ Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t ma
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     Layer& L = layers_[static_cast<size_t>(l)];
     auto w = [&](const char* suffix) { return weight(model, ops_, block_tensor_name(l, suffix)); };
+    auto fused = [&](std::initializer_list<const char*> suffixes,
+                     std::initializer_list<Weight*> out) -> Status {
+      std::vector<const TensorView*> ts;
+      for (const char* suffix : suffixes) {
+        const std::string name = block_tensor_name(l, suffix);
+        const TensorView* t = model.tensor(name);
+        if (t == nullptr) return not_found("model has no tensor " + name);
+        ts.push_back(t);
+      }
+      LLMSERVE_ASSIGN_OR_RETURN(std::vector<Weight> ws, ops_.prepare_fused(ts));
+      if (ws.size() != out.size()) return internal_error("prepare_fused returned a wrong count");
+      size_t i = 0;
+      for (Weight* o : out) *o = ws[i++];
+      return Status::ok();
+    };
     LLMSERVE_ASSIGN_OR_RETURN(L.attn_norm, w("attn_norm.weight"));
-    LLMSERVE_ASSIGN_OR_RETURN(L.wq, w("attn_q.weight"));
-    LLMSERVE_ASSIGN_OR_RETURN(L.wk, w("attn_k.weight"));
-    LLMSERVE_ASSIGN_OR_RETURN(L.wv, w("attn_v.weight"));
+    LLMSERVE_RETURN_IF_ERROR(
+        fused({"attn_q.weight", "attn_k.weight", "attn_v.weight"}, {&L.wq, &L.wk, &L.wv}));
     LLMSERVE_ASSIGN_OR_RETURN(L.wo, w("attn_output.weight"));
     LLMSERVE_ASSIGN_OR_RETURN(L.ffn_norm, w("ffn_norm.weight"));
-    LLMSERVE_ASSIGN_OR_RETURN(L.w_gate, w("ffn_gate.weight"));
-    LLMSERVE_ASSIGN_OR_RETURN(L.w_up, w("ffn_up.weight"));
+    LLMSERVE_RETURN_IF_ERROR(fused({"ffn_gate.weight", "ffn_up.weight"}, {&L.w_gate, &L.w_up}));
     LLMSERVE_ASSIGN_OR_RETURN(L.w_down, w("ffn_down.weight"));
     if (model.tensor(block_tensor_name(l, "attn_q.bias")) != nullptr) {
       L.has_bias = true;
-      LLMSERVE_ASSIGN_OR_RETURN(L.bq, w("attn_q.bias"));
-      LLMSERVE_ASSIGN_OR_RETURN(L.bk, w("attn_k.bias"));
-      LLMSERVE_ASSIGN_OR_RETURN(L.bv, w("attn_v.bias"));
+      LLMSERVE_RETURN_IF_ERROR(
+          fused({"attn_q.bias", "attn_k.bias", "attn_v.bias"}, {&L.bq, &L.bk, &L.bv}));
     }
   }
 
@@ -106,6 +119,12 @@ Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t ma
 }
 
 Result<std::span<const float>> LlamaGraph::forward(const ForwardBatch& batch) {
+  LLMSERVE_ASSIGN_OR_RETURN(const float* logits, forward_logits(batch));
+  if (logits == nullptr) return std::span<const float>();
+  return ops_.to_host(logits, batch.num_samples() * cfg_.vocab_size);
+}
+
+Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
   const KvCacheSpec& kv = ops_.kv_cache_spec();
   LLMSERVE_RETURN_IF_ERROR(batch.validate(cfg_.vocab_size, kv.num_blocks, kv.block_size));
   const int64_t T = batch.num_tokens(), B = batch.num_requests(), S = batch.num_samples();
@@ -130,15 +149,13 @@ Result<std::span<const float>> LlamaGraph::forward(const ForwardBatch& batch) {
     } else {
       ops_.add_rms_norm(resid_, o_, L.attn_norm, T, eps, h_);
     }
-    if (L.has_bias) {
-      ops_.matmul(h_, T, L.wq, &L.bq, q_);
-      ops_.matmul(h_, T, L.wk, &L.bk, k_);
-      ops_.matmul(h_, T, L.wv, &L.bv, v_);
-    } else {
-      const Weight* qkv[] = {&L.wq, &L.wk, &L.wv};
-      float* qkv_out[] = {q_, k_, v_};
-      ops_.matmul_multi(h_, T, qkv, qkv_out);
-    }
+    const Weight* qkv[] = {&L.wq, &L.wk, &L.wv};
+    const Weight* qkv_bias[] = {&L.bq, &L.bk, &L.bv};
+    float* qkv_out[] = {q_, k_, v_};
+    ops_.matmul_multi(h_, T, qkv,
+                      L.has_bias ? std::span<const Weight* const>(qkv_bias)
+                                 : std::span<const Weight* const>(),
+                      qkv_out);
     ops_.rope(q_, nh, hd);
     ops_.rope(k_, nkv, hd);
     ops_.write_kv(l, k_, v_);
@@ -148,16 +165,20 @@ Result<std::span<const float>> LlamaGraph::forward(const ForwardBatch& batch) {
     ops_.add_rms_norm(resid_, o_, L.ffn_norm, T, eps, h_);
     const Weight* gate_up[] = {&L.w_gate, &L.w_up};
     float* gate_up_out[] = {gate_, up_};
-    ops_.matmul_multi(h_, T, gate_up, gate_up_out);
-    ops_.silu_mul(gate_, up_, T * cfg_.ffn_size, gate_);
+    ops_.matmul_multi(h_, T, gate_up, {}, gate_up_out);
+    ops_.silu_mul(gate_, up_, T, cfg_.ffn_size, gate_);
     ops_.matmul(gate_, T, L.w_down, nullptr, o_);
   }
-  if (S == 0) return std::span<const float>();
+  if (S == 0) {
+    ops_.finish_step();
+    return static_cast<const float*>(nullptr);
+  }
   ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_resid_);
   ops_.gather_sample_rows(o_, cfg_.hidden_size, s_x_);
   ops_.add_rms_norm(s_resid_, s_x_, output_norm_, S, eps, s_x_);
   ops_.matmul(s_x_, S, lm_head_, nullptr, logits_);
-  return ops_.to_host(logits_, S * cfg_.vocab_size);
+  ops_.finish_step();
+  return static_cast<const float*>(logits_);
 }
 
 }  // namespace llmserve

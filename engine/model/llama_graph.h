@@ -29,6 +29,9 @@ class LlamaGraph {
   // view valid until the next forward. Errors: a batch that fails validation or exceeds the
   // scratch sizes.
   Result<std::span<const float>> forward(const ForwardBatch& batch);
+  // The same, leaving the logits in backend memory (the step finished with Ops::finish_step):
+  // for a backend that samples where the logits are.
+  Result<const float*> forward_logits(const ForwardBatch& batch);
 
   const ModelConfig& config() const { return cfg_; }
   int64_t max_tokens() const { return max_tokens_; }

@@ -3,7 +3,12 @@
 // the CPU, device for CUDA) obtained from alloc_activation / kv_cache; the graph only passes the
 // pointers along and never reads them. Index data (token ids, positions, slots, block tables,
 // sample rows) comes from the ForwardBatch given to begin_step, which a device backend uploads.
-// Row-major shapes: [rows, cols]; activations are f32.
+// Row-major shapes: [rows, cols]; activations are f32, except GEMM inputs (below).
+//
+// GEMM inputs: the outputs y of rms_norm / add_rms_norm, out of silu_mul and out of both
+// attention ops are read by matmul / matmul_multi only, so a backend may store them in its own
+// GEMM-input format inside the same buffer (the CUDA backend writes bf16 rows that keep the f32
+// row pitch: row r starts where f32 row r would). Only matmul and matmul_multi read them.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +54,17 @@ class Ops {
   // Makes `t` usable by matmul / embedding / norms: a zero-copy view on the CPU, an upload
   // (possibly converted) on a device.
   virtual Result<Weight> prepare_weight(const TensorView& t) = 0;
+  // Weights that one matmul_multi will take together (q / k / v, gate / up, their biases): a
+  // backend may store them as one matrix so that matmul_multi runs one GEMM. Same shapes and
+  // results as prepare_weight each.
+  virtual Result<std::vector<Weight>> prepare_fused(std::span<const TensorView* const> ts) {
+    std::vector<Weight> out;
+    for (const TensorView* t : ts) {
+      LLMSERVE_ASSIGN_OR_RETURN(Weight w, prepare_weight(*t));
+      out.push_back(w);
+    }
+    return out;
+  }
   // Activation scratch of n floats, owned by the backend, valid for its lifetime.
   virtual Result<float*> alloc_activation(int64_t n) = 0;
   // Allocates the paged K and V caches, per layer [num_blocks, num_kv_heads, block_size, head_dim].
@@ -70,11 +86,16 @@ class Ops {
                             float eps, float* y) = 0;
   // y[M, w.rows] = x[M, w.cols] . w^T (+ bias[w.rows] when bias is non-null).
   virtual void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) = 0;
-  // ys[i][M, ws[i]->rows] = x[M, K] . ws[i]^T for weights of the same K, no bias (q / k / v,
-  // gate / up): a backend may share the work of x between them. Same results as matmul each.
+  // ys[i][M, ws[i]->rows] = x[M, K] . ws[i]^T (+ biases[i] when biases is not empty) for
+  // weights of the same K (q / k / v, gate / up): a backend may share the work of x between them
+  // (one GEMM over weights from one prepare_fused). Same results as matmul each. The outputs may
+  // then be views into one fused buffer that only this backend's ops resolve: read them through
+  // rope, write_kv, the attention ops and silu_mul only.
   virtual void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
-                            std::span<float* const> ys) {
-    for (size_t i = 0; i < ws.size() && i < ys.size(); ++i) matmul(x, M, *ws[i], nullptr, ys[i]);
+                            std::span<const Weight* const> biases, std::span<float* const> ys) {
+    for (size_t i = 0; i < ws.size() && i < ys.size(); ++i) {
+      matmul(x, M, *ws[i], i < biases.size() ? biases[i] : nullptr, ys[i]);
+    }
   }
   // Rotates x[T, heads, head_dim] in place at the batch positions (set_rope's spec).
   virtual void rope(float* x, int heads, int head_dim) = 0;
@@ -86,11 +107,14 @@ class Ops {
                                  int64_t req_begin, int64_t req_end, float* out) = 0;
   virtual void decode_attention(int64_t layer, const float* q, int num_heads, float scale,
                                 int64_t req_begin, int64_t req_end, float* out) = 0;
-  // out[n] = silu(gate) * up; out may alias gate or up.
-  virtual void silu_mul(const float* gate, const float* up, int64_t n, float* out) = 0;
+  // out[rows, cols] = silu(gate) * up; out may alias gate or up.
+  virtual void silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                        float* out) = 0;
   // out[S, dim] = x rows sample_rows.
   virtual void gather_sample_rows(const float* x, int64_t dim, float* out) = 0;
-  // A host view of n floats of backend memory x (valid until the next step).
+  // Ends the step's enqueued work (a device backend launches what it captured); idempotent.
+  virtual void finish_step() {}
+  // A host view of n floats of backend memory x (valid until the next step); finishes the step.
   virtual std::span<const float> to_host(const float* x, int64_t n) = 0;
 };
 

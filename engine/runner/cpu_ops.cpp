@@ -134,17 +134,17 @@ void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bi
 }
 
 void CpuOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
-                          std::span<float* const> ys) {
+                          std::span<const Weight* const> biases, std::span<float* const> ys) {
   constexpr size_t kMax = 8;
   const kernels::PackedWeight* packed[kMax];
-  bool fused = ws.size() == ys.size() && !ws.empty() && ws.size() <= kMax;
+  bool fused = ws.size() == ys.size() && !ws.empty() && ws.size() <= kMax && biases.empty();
   for (size_t i = 0; fused && i < ws.size(); ++i) {
     const auto it = packed_.find(ws[i]->data);
     fused = it != packed_.end() && ws[i]->cols == ws[0]->cols;
     if (fused) packed[i] = &it->second;
   }
   if (!fused) {
-    Ops::matmul_multi(x, M, ws, ys);
+    Ops::matmul_multi(x, M, ws, biases, ys);
     return;
   }
   kernels::matmul_packed_multi(pool_, x, M, std::span(packed, ws.size()), ys, precision_);
@@ -197,7 +197,9 @@ void CpuOps::decode_attention(int64_t layer, const float* q, int num_heads, floa
                             scale, out + row * stride);
 }
 
-void CpuOps::silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+void CpuOps::silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                      float* out) {
+  const int64_t n = rows * cols;
   constexpr int64_t kChunk = 8192;
   if (n <= kChunk) {  // one or a few decode rows: a pool round trip costs more than the work
     kernels::silu_mul(gate, up, out, n);

@@ -38,14 +38,15 @@ class CpuOps final : public Ops {
                     float* y) override;
   void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) override;
   void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
-                    std::span<float* const> ys) override;
+                    std::span<const Weight* const> biases, std::span<float* const> ys) override;
   void rope(float* x, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
   void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
                          int64_t req_begin, int64_t req_end, float* out) override;
   void decode_attention(int64_t layer, const float* q, int num_heads, float scale,
                         int64_t req_begin, int64_t req_end, float* out) override;
-  void silu_mul(const float* gate, const float* up, int64_t n, float* out) override;
+  void silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                float* out) override;
   void gather_sample_rows(const float* x, int64_t dim, float* out) override;
   std::span<const float> to_host(const float* x, int64_t n) override {
     return {x, static_cast<size_t>(n)};

@@ -1,5 +1,6 @@
 #include "engine/runner/model_runner.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,6 +10,7 @@
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
 #include "engine/runner/cuda/cuda_device.h"
 #include "engine/runner/cuda/cuda_ops.h"
+#include "engine/runner/cuda/device_sampler.h"
 #endif
 
 namespace llmserve {
@@ -46,10 +48,39 @@ Status profile_forward(LlamaGraph& graph, const ModelRunnerOptions& o, int64_t b
   return graph.forward(fb).status();
 }
 
+// Captures the decode graph of every bucket with a decode step of that many one-token
+// sequences (all in block 0; the cache holds no request yet), so no request pays for a capture.
+Status capture_decode_graphs(LlamaGraph& graph, CudaOps& cuda) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int bucket : cuda.graph_buckets()) {
+    const auto n = static_cast<size_t>(bucket);
+    std::vector<int32_t> tokens(n, 0), positions(n, 0), slots(n, 0), samples(n);
+    std::vector<int32_t> query_start(n + 1), seq_lens(n, 1), block_table(n, 0);
+    std::vector<uint8_t> prefill(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      query_start[i + 1] = static_cast<int32_t>(i + 1);
+      samples[i] = static_cast<int32_t>(i);
+    }
+    ForwardBatch fb{tokens, positions, query_start, seq_lens, block_table,
+                    1,      slots,     samples,     prefill,  static_cast<int64_t>(n)};
+    cuda.capture_next_step();
+    LLMSERVE_RETURN_IF_ERROR(graph.forward(fb).status());
+    LLMSERVE_RETURN_IF_ERROR(cuda.status());
+  }
+  const double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  spdlog::info("CUDA graphs: {} decode buckets (1..{}) captured in {:.2f} s",
+               cuda.num_decode_graphs(),
+               cuda.graph_buckets().empty() ? 0 : cuda.graph_buckets().back(), s);
+  return Status::ok();
+}
+
 Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::unique_ptr<Ops>* ops,
-                   std::unique_ptr<LlamaGraph>* graph) {
+                   std::unique_ptr<LlamaGraph>* graph,
+                   std::unique_ptr<OnDeviceSampler>* sampler) {
   const ModelConfig& cfg = model.config();
   CudaOpsOptions co;
+  co.num_heads = static_cast<int>(cfg.num_heads);
   co.max_tokens = o.max_tokens_per_step;
   co.max_samples = o.max_samples_per_step;
   co.max_num_seqs = o.max_num_seqs;
@@ -63,6 +94,9 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
   LLMSERVE_ASSIGN_OR_RETURN(
       *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, o.max_samples_per_step));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      *sampler, DeviceSampler::create(static_cast<int32_t>(cfg.vocab_size),
+                                      static_cast<int>(o.max_samples_per_step), cuda->stream()));
   LLMSERVE_RETURN_IF_ERROR(profile_forward(**graph, o, blocks));
   LLMSERVE_RETURN_IF_ERROR(cuda->status());
   LLMSERVE_ASSIGN_OR_RETURN(KvMemoryPlan plan, cuda->plan_kv_cache(o.gpu_memory_utilization));
@@ -70,6 +104,7 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   cuda->release_kv_cache();
   spec.num_blocks = plan.num_blocks;
   LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
+  if (o.cuda_graphs) LLMSERVE_RETURN_IF_ERROR(capture_decode_graphs(**graph, *cuda));
   *ops = std::move(cuda);
   return Status::ok();
 }
@@ -93,13 +128,14 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   if (options.use_cuda) {
     if (options.kv_cache_dtype != kernels::KvDtype::kF16) {
       return unimplemented(
-          "model runner: engine.kv_cache_dtype f32 is CPU-only; the CUDA backend stores f16");
+          "model runner: engine.kv_cache_dtype f32 is CPU-only; the CUDA backend stores bf16");
     }
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
     std::unique_ptr<ModelRunner> r(new ModelRunner());
     r->options_ = options;
     r->model_ = std::move(model);
-    LLMSERVE_RETURN_IF_ERROR(create_cuda(options, *r->model_, &r->ops_, &r->graph_));
+    LLMSERVE_RETURN_IF_ERROR(
+        create_cuda(options, *r->model_, &r->ops_, &r->graph_, &r->device_sampler_));
     return r;
 #else
     return unimplemented("model runner: this binary was built without the CUDA backend");
@@ -133,8 +169,41 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   return r;
 }
 
+ModelRunner::ModelRunner() = default;
+ModelRunner::~ModelRunner() = default;
+
 Result<std::span<const float>> ModelRunner::execute(const ForwardBatch& batch) {
   return graph_->forward(batch);
+}
+
+Result<std::vector<SampleResult>> ModelRunner::execute_and_sample(const ForwardBatch& batch,
+                                                                  std::span<const SampleRow> rows,
+                                                                  Sampler& sampler) {
+  if (static_cast<int64_t>(rows.size()) != batch.num_samples()) {
+    return invalid_argument("model runner: " + std::to_string(rows.size()) +
+                            " sample rows for a batch sampling " +
+                            std::to_string(batch.num_samples()));
+  }
+  if (device_sampler_ != nullptr) {
+    LLMSERVE_ASSIGN_OR_RETURN(const float* logits, graph_->forward_logits(batch));
+    if (rows.empty()) return std::vector<SampleResult>();
+    return device_sampler_->sample(logits, rows, sampler.eos_ids());
+  }
+  LLMSERVE_ASSIGN_OR_RETURN(std::span<const float> logits, graph_->forward(batch));
+  const auto v = static_cast<size_t>(config().vocab_size);
+  std::vector<SampleResult> out;
+  out.reserve(rows.size());
+  for (size_t s = 0; s < rows.size(); ++s) {
+    out.push_back(sampler.sample(logits.subspan(s * v, v), *rows[s].params, *rows[s].state));
+  }
+  return out;
+}
+
+size_t ModelRunner::num_decode_graphs() const {
+#ifdef LLMSERVE_HAVE_CUDA_BACKEND
+  if (const auto* cuda = dynamic_cast<const CudaOps*>(ops_.get())) return cuda->num_decode_graphs();
+#endif
+  return 0;
 }
 
 }  // namespace llmserve

@@ -12,6 +12,8 @@
 #include "engine/model/llama_graph.h"
 #include "engine/model/model_weights.h"
 #include "engine/runner/cpu_ops.h"
+#include "engine/runner/on_device_sampler.h"
+#include "engine/runner/sampler.h"
 
 namespace llmserve {
 
@@ -20,7 +22,7 @@ struct ModelRunnerOptions {
   int num_threads = 2;     // CPU threads, the caller included
   kernels::ActPrecision matmul_precision = kernels::ActPrecision::kQ8x2;  // CPU integer matmuls
   uint64_t kv_cache_bytes = 256ull << 20;  // K + V over all layers; sets num_blocks
-  kernels::KvDtype kv_cache_dtype = kernels::KvDtype::kF16;  // CPU; the CUDA backend stores f16
+  kernels::KvDtype kv_cache_dtype = kernels::KvDtype::kF16;  // CPU; the CUDA backend stores bf16
   int block_size = 16;                                       // tokens per KV block
   int64_t max_tokens_per_step = 2048;                        // new tokens in one ForwardBatch
   int64_t max_samples_per_step = 256;                        // sampled rows in one ForwardBatch
@@ -30,8 +32,9 @@ struct ModelRunnerOptions {
   double gpu_memory_utilization = 0.9;
   int max_num_seqs = 256;        // requests per step (CUDA-graph buckets)
   int64_t max_model_len = 4096;  // tokens per sequence (CUDA block-table width)
-  bool cuda_graphs = true;       // capture pure-decode steps
+  bool cuda_graphs = true;       // capture pure-decode steps (every bucket, at start-up)
 };
+
 
 // True when this binary has the CUDA backend and the driver reports a device.
 bool cuda_backend_available();
@@ -40,7 +43,7 @@ class ModelRunner {
  public:
   // Loads the model (zero-copy memory map), sizes the KV cache as
   // num_blocks = kv_cache_bytes / (block_size x kv_bytes_per_token(kv_cache_dtype)), and prepares
-  // the graph. Errors: kv_cache_dtype f32 with use_cuda (the CUDA kernels read f16 pages).
+  // the graph. Errors: kv_cache_dtype f32 with use_cuda (the CUDA kernels read bf16 pages).
   static Result<std::unique_ptr<ModelRunner>> create(const ModelRunnerOptions& options);
   // The same over an already loaded model (options.model_path ignored).
   static Result<std::unique_ptr<ModelRunner>> create(std::unique_ptr<LoadedModel> model,
@@ -48,6 +51,15 @@ class ModelRunner {
 
   // Logits [S, vocab_size] for batch.sample_rows, valid until the next execute().
   Result<std::span<const float>> execute(const ForwardBatch& batch);
+  // Runs the step and samples row s of its logits with rows[s] (params and state; rows[s].logits
+  // is ignored) as `sampler` would: on the device that holds the logits (the CUDA backend
+  // samples on the GPU and copies back only ids and logprobs) or with `sampler` on the CPU.
+  // Appends each chosen token to its state. rows.size() must equal batch.num_samples().
+  Result<std::vector<SampleResult>> execute_and_sample(const ForwardBatch& batch,
+                                                       std::span<const SampleRow> rows,
+                                                       Sampler& sampler);
+  // Decode-graph buckets captured at start-up (CUDA with cuda_graphs; 0 otherwise).
+  size_t num_decode_graphs() const;
 
   const ModelConfig& config() const { return model_->config(); }
   const LoadedModel& model() const { return *model_; }
@@ -61,13 +73,16 @@ class ModelRunner {
     return options_.use_cuda ? 2 : kernels::kv_dtype_bytes(options_.kv_cache_dtype);
   }
 
+  ~ModelRunner();
+
  private:
-  ModelRunner() = default;
+  ModelRunner();
 
   ModelRunnerOptions options_;
   std::unique_ptr<LoadedModel> model_;
   std::unique_ptr<Ops> ops_;
   std::unique_ptr<LlamaGraph> graph_;
+  std::unique_ptr<OnDeviceSampler> device_sampler_;  // CUDA: sampling on the GPU
 };
 
 }  // namespace llmserve

@@ -28,6 +28,7 @@ class RequestRng {
     return static_cast<double>(z >> 11) * 0x1.0p-53;
   }
 
+  uint64_t key() const { return key_; }  // the mixed seed next_uniform() draws with
   uint64_t counter() const { return counter_; }
   void set_counter(uint64_t c) { counter_ = c; }
 

@@ -88,14 +88,17 @@ int32_t Sampler::argmax(std::span<const float> logits) const {
 int32_t Sampler::draw(const SamplingParams& params, double u) {
   if (weights_.size() < work_.size()) weights_.resize(work_.size());
   cand_.clear();
+  bool by_id = false;  // cand_ in ascending id order
   if (params.top_k > 0 && params.top_k <= kHeapTopK) {
     top_n_by_heap(work_, static_cast<size_t>(params.top_k), cand_);
   } else {
     for (int32_t i = 0; i < static_cast<int32_t>(work_.size()); ++i) {
       if (work_[i] > kNegInf) cand_.push_back(i);
     }
+    by_id = true;
     if (params.top_k > 0 && static_cast<size_t>(params.top_k) < cand_.size()) {
       select_top_k(params.top_k);
+      by_id = false;
     }
   }
   if (cand_.empty()) return -1;
@@ -105,16 +108,19 @@ int32_t Sampler::draw(const SamplingParams& params, double u) {
   // Weights relative to the top token (whose weight is 1), temperature applied.
   const float inv_t = 1.0f / params.temperature;
   for (int32_t id : cand_) weights_[id] = std::exp((work_[id] - max_logit) * inv_t);
-  if (params.top_p < 1.0f) select_top_p(params.top_p);
+  if (params.top_p < 1.0f) {
+    select_top_p(params.top_p);
+    by_id = false;
+  }
   // min_p keeps p >= min_p * p_max, i.e. weight >= min_p.
-  double total = 0;
   size_t kept = 0;
   for (int32_t id : cand_) {
-    if (weights_[id] < params.min_p) continue;
-    cand_[kept++] = id;
-    total += weights_[id];
+    if (!(weights_[id] < params.min_p)) cand_[kept++] = id;
   }
   cand_.resize(kept);
+  if (!by_id) sort_candidates_by_id();
+  double total = 0;
+  for (int32_t id : cand_) total += weights_[id];
   const double target = u * total;
   double cum = 0;
   for (int32_t id : cand_) {
@@ -122,6 +128,26 @@ int32_t Sampler::draw(const SamplingParams& params, double u) {
     if (cum > target) return id;
   }
   return cand_.back();
+}
+
+void Sampler::sort_candidates_by_id() {
+  // A large set is rebuilt from marks in one pass over the row, a small one sorted.
+  const size_t n = work_.size();
+  if (cand_.size() * 32 <= n) {
+    std::sort(cand_.begin(), cand_.end());
+    return;
+  }
+  if (marks_.size() < n) marks_.resize(n, 0);
+  for (int32_t id : cand_) marks_[id] = 1;
+  const size_t kept = cand_.size();
+  cand_.resize(n);
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i) {  // branch-free: writes every id, advances past marked ones
+    cand_[k] = static_cast<int32_t>(i);
+    k += marks_[i];
+    marks_[i] = 0;
+  }
+  cand_.resize(kept);
 }
 
 void Sampler::select_top_k(int32_t k) {

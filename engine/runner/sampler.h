@@ -2,7 +2,11 @@
 // min_tokens masking, repetition / presence / frequency penalties (logits_processor.h), then
 // temperature (< 1e-5 = greedy argmax, ties to the lowest id), top_k, top_p (on the top-k
 // renormalised distribution), min_p, and an inverse-CDF draw with the sample's own RNG (one
-// draw per token, greedy included). Each row's result depends only on that row, its params and
+// draw per token, greedy included). Ranking (top_k, top_p) is by logit descending, then id
+// ascending. The draw walks the kept set in ascending token id: with weights
+// w = exp((logit - max) / T) (f32) and total = their sum (f64), the token is the first kept id
+// whose cumulative weight exceeds u * total (the last kept id if rounding leaves none), so the
+// device sampler can reproduce it. Each row's result depends only on that row, its params and
 // its state, never on the batch. Logprobs are the raw model log-softmax (vLLM's default), not
 // the processed distribution. Not thread-safe: one Sampler per thread (buffers are reused).
 #pragma once
@@ -50,12 +54,14 @@ class Sampler {
   int32_t draw(const SamplingParams& params, double u);
   void select_top_k(int32_t k);
   void select_top_p(float top_p);
+  void sort_candidates_by_id();
   TokenLogprob logprobs(std::span<const float> raw, int32_t token, int32_t n);
 
   int32_t vocab_size_;
   std::vector<int32_t> eos_ids_;
   std::vector<float> work_;     // processed logits
   std::vector<int32_t> cand_;   // candidate ids
+  std::vector<uint8_t> marks_;  // [vocab] scratch for sort_candidates_by_id, all zero between uses
   std::vector<float> weights_;  // [vocab]: exp((logit - max) / T), set for candidates
   std::vector<int32_t> ids_;    // scratch for logprob top-N
 };

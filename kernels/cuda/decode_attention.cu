@@ -1,146 +1,442 @@
-// Paged decode attention: split-K partial kernel (one block per request x kv-head group x split,
-// one warp per key, GQA heads of the group sharing each K/V load), then a log-sum-exp merge.
+// Paged decode attention from a host plan (decode_plan.h). Partial kernel: one CTA per (work
+// item, kv head), two warps per tile of 8 query heads of the group (more tiles, more warp pairs;
+// groups past 64 heads take several passes). The first two warps stream the item's K/V rows
+// through a 3-stage cp.async pipeline of XOR-swizzled shared-memory tiles (16-byte copies,
+// zero-filled past the item's end), the two warps of a head tile take half of each tile's keys.
+// Tensor cores with the key axis as M (m16n8k16, bf16 in, f32 out): S^T = K Q^T over 16 keys x
+// 8 heads, online softmax in f32 on the accumulators, P^T back to an operand with movmatrix,
+// O^T += V^T P^T. Items that are a whole request write bf16 out, the others (o, max, sum) to
+// their workspace slot; the merge kernel combines a request's splits with log-sum-exp.
 #include "cuda_common.cuh"
 #include "llmserve/kernels/cuda/attention.h"
+#include "llmserve/kernels/cuda/decode_attention.h"
+#include "llmserve/kernels/cuda/decode_plan.h"
 
 namespace llmserve::kernels::cuda {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kMaxGroup = 8;
+constexpr int kStages = 3;
+constexpr int kTileBytes = 8192;                      // bytes of K (and of V) per stage
+constexpr int kSmemBytes = kStages * 2 * kTileBytes;  // 48 KiB: no opt-in needed
+constexpr int kHeadTile = 8;                          // query heads per warp (the mma N)
+constexpr int kMaxHeadTiles = 8;                      // 64 heads, 16 warps per pass
+constexpr int kLoaders = 64;                          // the first two warps issue the copies
+constexpr int kMergeThreads = 128;
 constexpr float kLog2e = 1.4426950408889634f;
 
-struct DecodeArgs {
+template <int D>
+struct Geometry {
+  static constexpr int kChunks = D / 8;                   // 16-byte chunks in a row
+  static constexpr int kTileKeys = kTileBytes / (2 * D);  // 32 or 64
+  static constexpr int kTileChunks = kTileKeys * kChunks;
+  static constexpr int kWarpKeys = kTileKeys / 2;  // keys per warp per tile
+  static constexpr int kLoadRows = kTileChunks / kLoaders;
+  static constexpr int kLoadRowStride = kLoaders / kChunks;
+  static constexpr int kAccRegs = D / 16 * 4;           // O^T accumulators per thread
+  static constexpr int kScratch = (kAccRegs + 4) * 32;  // floats per head tile after the loop
+  static_assert(kWarpKeys % 16 == 0, "whole 16-key mma steps");
+  static_assert(kHeadTile * (D + 4) <= kScratch, "staged output fits the scratch");
+  static_assert(kMaxHeadTiles * kScratch * 4 <= kSmemBytes, "scratch fits the tiles");
+};
+
+struct PartialArgs {
   const uint16_t* k_cache;
   const uint16_t* v_cache;
   const int32_t* block_tables;
   int64_t bt_stride;
-  const int32_t* seq_lens;
+  int num_kv_heads, block_size;
   const float* q;
-  int num_heads, num_kv_heads, block_size, group, heads_per_block, max_splits;
+  int64_t q_stride;
+  uint16_t* out;
+  int64_t out_stride;
+  const int32_t* plan;
+  float* ws_o;   // [capacity, num_heads, D] normalised partial outputs
+  float* ws_ml;  // [capacity, num_heads, 2] (max in log2 units, sum)
+  int num_heads, group, head_tiles, passes;
   float scale_log2;
-  float* ws_o;   // [B, H, max_splits, D] normalised partial outputs
-  float* ws_ml;  // [B, H, max_splits, 2] (max, sum) in the log2 domain
 };
 
-template <int D>
-__device__ __forceinline__ void load_row(const uint16_t* p, float* f) {
-  if constexpr (D / 32 == 2) {
-    const uint32_t w = *reinterpret_cast<const uint32_t*>(p);
-    f[0] = detail::bf16_bits_to_f32(static_cast<uint16_t>(w & 0xffffu));
-    f[1] = detail::bf16_bits_to_f32(static_cast<uint16_t>(w >> 16));
-  } else {
-    const uint2 w = *reinterpret_cast<const uint2*>(p);
-    f[0] = detail::bf16_bits_to_f32(static_cast<uint16_t>(w.x & 0xffffu));
-    f[1] = detail::bf16_bits_to_f32(static_cast<uint16_t>(w.x >> 16));
-    f[2] = detail::bf16_bits_to_f32(static_cast<uint16_t>(w.y & 0xffffu));
-    f[3] = detail::bf16_bits_to_f32(static_cast<uint16_t>(w.y >> 16));
-  }
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
 }
 
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t addr, uint32_t (&r)[4]) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// c += a b for a 16x16 (row) bf16 A, 16x8 (col) bf16 B, f32 C.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The transpose of an 8x8 b16 matrix held in mma fragment layout, in the same layout.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t r;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+  return r;
+}
+
+// Round to nearest even; lo lands in the low half (the lower address).
+__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Shared-memory byte offset of 16-byte chunk c of row `row` in a tile: chunks XOR-swizzled by
+// row % 8, so the 8 rows an ldmatrix phase reads hit 8 different bank groups.
 template <int D>
-__global__ void __launch_bounds__(kWarps * 32) decode_partial_kernel(DecodeArgs a) {
-  constexpr int E = D / 32;  // elements per lane
-  __shared__ float s_o[kWarps][kMaxGroup][D];
-  __shared__ float s_m[kWarps][kMaxGroup], s_l[kWarps][kMaxGroup];
+__device__ __forceinline__ uint32_t chunk_offset(int row, int c) {
+  return static_cast<uint32_t>((row * Geometry<D>::kChunks + (c ^ (row & 7))) * 16);
+}
 
-  const int b = blockIdx.z, split = blockIdx.x;
-  const int len = a.seq_lens[b];
-  const int start = split * kDecodePartition;
-  if (start >= len) return;
-  const int end = min(len, start + kDecodePartition);
-  const int gc = a.heads_per_block, h0 = blockIdx.y * gc, kvh = h0 / a.group;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+// Scale of the old state and of the new one when folding (m2, l2) into (m, l).
+__device__ __forceinline__ void fold_factors(float& m, float& l, float m2, float l2, float& fa,
+                                             float& fb) {
+  const float mx = fmaxf(m, m2);
+  const float ms = mx == -INFINITY ? 0.0f : mx;
+  fa = fast_exp2(m - ms);
+  fb = fast_exp2(m2 - ms);
+  l = l * fa + l2 * fb;
+  m = mx;
+}
 
-  float q[kMaxGroup][E], acc[kMaxGroup][E], m[kMaxGroup], l[kMaxGroup];
+// 112 registers: no spills on sm_80 / sm_90, and 2 * kMaxHeadTiles warps fit an SM.
+template <int D>
+__global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
+  using Geo = Geometry<D>;
+  constexpr int CH = Geo::kChunks, TK = Geo::kTileKeys, TC = Geo::kTileChunks;
+  constexpr int LR = Geo::kLoadRows, LRS = Geo::kLoadRowStride, NACC = Geo::kAccRegs;
+  extern __shared__ uint4 smem[];  // [kStages][K, V][TC] swizzled 16-byte chunks
+
+  const int per_item = a.num_kv_heads * a.passes;
+  const int item = static_cast<int>(blockIdx.x) / per_item;
+  if (item >= a.plan[0]) return;
+  const int rest = static_cast<int>(blockIdx.x) - item * per_item;
+  const int kvh = rest / a.passes, pass = rest - kvh * a.passes;
+  const int32_t* it = a.plan + kDecodePlanHeaderInts + item * kDecodePlanItemInts;
+  const int b = it[0], kv_begin = it[1], kv_end = it[2], slot = it[3];
+
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int ht = warp >> 1, kw = warp & 1;
+  const int g = lane >> 2, tig = lane & 3;  // mma fragment row group and thread in group
+  const int g0 = (pass * a.head_tiles + ht) * kHeadTile;  // first group head of the tile
+
+  // Q^T as the B operand, per 16 dims: rows (dims) 2tig, 2tig+1 and +8, column (head) g.
+  uint32_t qf[D / 16][2];
+  {
+    const bool valid = g0 + g < a.group;
+    const float* qrow = a.q + b * a.q_stride +
+                        (static_cast<int64_t>(kvh) * a.group + (valid ? g0 + g : 0)) * D + 2 * tig;
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      acc[g][e] = 0.0f;
-      q[g][e] = g < gc ? a.q[(static_cast<int64_t>(b) * a.num_heads + h0 + g) * D + lane * E + e] *
-                             a.scale_log2
-                       : 0.0f;
+    for (int d = 0; d < D / 16; ++d) {
+      float2 x = make_float2(0.0f, 0.0f), y = x;
+      if (valid) {
+        x = *reinterpret_cast<const float2*>(qrow + d * 16);
+        y = *reinterpret_cast<const float2*>(qrow + d * 16 + 8);
+      }
+      qf[d][0] = pack_bf16x2(x.x * a.scale_log2, x.y * a.scale_log2);
+      qf[d][1] = pack_bf16x2(y.x * a.scale_log2, y.y * a.scale_log2);
     }
   }
 
+  // O^T accumulators: [d][0..1] dim 16d + g, heads 2tig, 2tig+1; [d][2..3] dim 16d + g + 8.
+  float o[D / 16][4];
+#pragma unroll
+  for (int d = 0; d < D / 16; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
+  float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // heads 2tig, 2tig + 1
+
+  // Loader thread tid < kLoaders copies chunk tid % CH of rows tid / CH + r * LRS of each tile.
   const int32_t* bt = a.block_tables + b * a.bt_stride;
-  for (int t = start + warp; t < end; t += kWarps) {
-    const int64_t blk = bt[t / a.block_size];
-    const int64_t base =
-        ((blk * a.num_kv_heads + kvh) * a.block_size + t % a.block_size) * D + lane * E;
-    float kf[E], vf[E];
-    load_row<D>(a.k_cache + base, kf);
-    load_row<D>(a.v_cache + base, vf);
+  const int num_tiles = (kv_end - kv_begin + TK - 1) / TK;
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const bool loader = tid < kLoaders;
+  const int lrow = tid / CH, lc = tid % CH;
+  // Rows (of D elements) in the cache of the next tile's keys, -1 past the item's end; a layer's
+  // cache holds fewer than 2^31 rows. (f_page, f_off): page index and offset of this thread's
+  // first row of the next tile to fetch, walked without divisions.
+  int32_t src[LR];
+  const int bs = a.block_size;
+  int f_page = (kv_begin + lrow) / bs, f_off = kv_begin + lrow - f_page * bs;
+  const int row_pages = LRS / bs, row_off = LRS - row_pages * bs;
+  const int tile_pages = TK / bs, tile_off = TK - tile_pages * bs;
+  auto fetch = [&](int tile) {
+    int page = f_page, off = f_off, t = kv_begin + tile * TK + lrow;
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g < gc) {
-        float s = 0.0f;
+    for (int r = 0; r < LR; ++r) {
+      src[r] = t < kv_end ? (bt[page] * a.num_kv_heads + kvh) * bs + off : -1;
+      t += LRS;
+      page += row_pages;
+      off += row_off;
+      if (off >= bs) {
+        off -= bs;
+        ++page;
+      }
+    }
+    f_page += tile_pages;
+    f_off += tile_off;
+    if (f_off >= bs) {
+      f_off -= bs;
+      ++f_page;
+    }
+  };
+  auto issue = [&](int stage) {
 #pragma unroll
-        for (int e = 0; e < E; ++e) s += q[g][e] * kf[e];
-        s = detail::warp_sum(s);
-        const float m_new = fmaxf(m[g], s);
-        const float alpha = exp2f(m[g] - m_new), p = exp2f(s - m_new);
-        l[g] = l[g] * alpha + p;
+    for (int r = 0; r < LR; ++r) {
+      const uint32_t dst = smem_base + stage * 2 * TC * 16 + chunk_offset<D>(lrow + r * LRS, lc);
+      const bool ok = src[r] >= 0;
+      const int64_t e = ok ? static_cast<int64_t>(src[r]) * D + lc * 8 : 0;
+      const int bytes = ok ? 16 : 0;
+      cp_async16(dst, a.k_cache + e, bytes);
+      cp_async16(dst + TC * 16, a.v_cache + e, bytes);
+    }
+  };
+
 #pragma unroll
-        for (int e = 0; e < E; ++e) acc[g][e] = acc[g][e] * alpha + p * vf[e];
-        m[g] = m_new;
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (loader && s < num_tiles) {
+      fetch(s);
+      issue(s);
+    }
+    cp_async_commit();
+  }
+
+  // ldmatrix lane roles: matrix mi = lane / 8, row lane % 8 of it.
+  const int mi = lane >> 3, mr = lane & 7;
+  const int k_row = (mi & 1) * 8 + mr, k_chunk = mi >> 1;  // K as A: keys +8 | dims +8
+  const int v_row = (mi >> 1) * 8 + mr, v_chunk = mi & 1;  // V^T as A (trans): dims +8 | keys +8
+  for (int tile = 0; tile < num_tiles; ++tile) {
+    const int next = tile + kStages - 1;
+    if (loader && next < num_tiles) fetch(next);
+    cp_async_wait<kStages - 2>();  // this thread's copies of `tile` have landed
+    __syncthreads();               // everyone's have, and stage (tile - 1) % kStages is free
+    if (loader && next < num_tiles) issue(next % kStages);
+    cp_async_commit();
+
+    const uint32_t sk = smem_base + (tile % kStages) * 2 * TC * 16;
+    const uint32_t sv = sk + TC * 16;
+    const int valid = kv_end - (kv_begin + tile * TK);  // rows >= valid are past the item
+#pragma unroll
+    for (int step = 0; step < Geo::kWarpKeys / 16; ++step) {
+      const int kb = kw * Geo::kWarpKeys + step * 16;  // first key row of this step
+      if (kb >= valid) break;                          // warp-uniform
+      float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // keys kb + g, kb + g + 8 x heads 2tig, 2tig + 1
+#pragma unroll
+      for (int d = 0; d < D / 16; ++d) {
+        uint32_t ka[4];
+        ldmatrix_x4(sk + chunk_offset<D>(kb + k_row, 2 * d + k_chunk), ka);
+        mma_bf16(s, ka, qf[d][0], qf[d][1]);
+      }
+      if (kb + g >= valid) s[0] = s[1] = -INFINITY;
+      if (kb + g + 8 >= valid) s[2] = s[3] = -INFINITY;
+      float x0 = fmaxf(s[0], s[2]), x1 = fmaxf(s[1], s[3]);
+#pragma unroll
+      for (int off = 4; off < 32; off <<= 1) {
+        x0 = fmaxf(x0, __shfl_xor_sync(0xffffffffu, x0, off));
+        x1 = fmaxf(x1, __shfl_xor_sync(0xffffffffu, x1, off));
+      }
+      x0 = fmaxf(x0, m0);
+      x1 = fmaxf(x1, m1);
+      const float ms0 = x0 == -INFINITY ? 0.0f : x0, ms1 = x1 == -INFINITY ? 0.0f : x1;
+      const float al0 = fast_exp2(m0 - ms0), al1 = fast_exp2(m1 - ms1);
+      m0 = x0;
+      m1 = x1;
+      const float p0 = fast_exp2(s[0] - ms0), p1 = fast_exp2(s[1] - ms1);
+      const float p2 = fast_exp2(s[2] - ms0), p3 = fast_exp2(s[3] - ms1);
+      l0 = l0 * al0 + (p0 + p2);  // this lane's keys only; summed over g at the end
+      l1 = l1 * al1 + (p1 + p3);
+#pragma unroll
+      for (int d = 0; d < D / 16; ++d) {
+        o[d][0] *= al0;
+        o[d][1] *= al1;
+        o[d][2] *= al0;
+        o[d][3] *= al1;
+      }
+      // P^T (keys x heads) fragments -> P^T as the B operand: rows (keys) 2tig.., column g.
+      const uint32_t pb0 = movmatrix_trans(pack_bf16x2(p0, p1));
+      const uint32_t pb1 = movmatrix_trans(pack_bf16x2(p2, p3));
+#pragma unroll
+      for (int d = 0; d < D / 16; ++d) {
+        uint32_t va[4];
+        ldmatrix_x4_trans(sv + chunk_offset<D>(kb + v_row, 2 * d + v_chunk), va);
+        mma_bf16(o[d], va, pb0, pb1);
       }
     }
   }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
 #pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-    if (g < gc) {
+  for (int off = 4; off < 32; off <<= 1) {
+    l0 += __shfl_xor_sync(0xffffffffu, l0, off);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, off);
+  }
+
+  // The odd warp of each head tile hands its state to the even one through shared memory
+  // (the tiles are no longer read); both hold it in the same fragment layout.
+  float* scratch = reinterpret_cast<float*>(smem) + ht * Geo::kScratch;
+  __syncthreads();
+  if (kw == 1) {
 #pragma unroll
-      for (int e = 0; e < E; ++e) s_o[warp][g][lane * E + e] = acc[g][e];
-      if (lane == 0) {
-        s_m[warp][g] = m[g];
-        s_l[warp][g] = l[g];
-      }
+    for (int d = 0; d < D / 16; ++d) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) scratch[(d * 4 + i) * 32 + lane] = o[d][i];
     }
+    scratch[(NACC + 0) * 32 + lane] = m0;
+    scratch[(NACC + 1) * 32 + lane] = m1;
+    scratch[(NACC + 2) * 32 + lane] = l0;
+    scratch[(NACC + 3) * 32 + lane] = l1;
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < gc * D; idx += kWarps * 32) {
-    const int g = idx / D, e = idx % D;
-    float mx = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, s_m[w][g]);
-    float sum = 0.0f, o = 0.0f;
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = exp2f(s_m[w][g] - mx);
-      sum += s_l[w][g] * f;
-      o += s_o[w][g][e] * f;
+  if (kw == 1) return;
+  float fa0, fb0, fa1, fb1;
+  fold_factors(m0, l0, scratch[(NACC + 0) * 32 + lane], scratch[(NACC + 2) * 32 + lane], fa0, fb0);
+  fold_factors(m1, l1, scratch[(NACC + 1) * 32 + lane], scratch[(NACC + 3) * 32 + lane], fa1, fb1);
+#pragma unroll
+  for (int d = 0; d < D / 16; ++d) {
+    o[d][0] = o[d][0] * fa0 + scratch[(d * 4 + 0) * 32 + lane] * fb0;
+    o[d][1] = o[d][1] * fa1 + scratch[(d * 4 + 1) * 32 + lane] * fb1;
+    o[d][2] = o[d][2] * fa0 + scratch[(d * 4 + 2) * 32 + lane] * fb0;
+    o[d][3] = o[d][3] * fa1 + scratch[(d * 4 + 3) * 32 + lane] * fb1;
+  }
+  __syncwarp();
+
+  // Normalised rows to [head][D + 4] in the same scratch, then 16-byte stores per (head, chunk).
+  const float inv0 = l0 > 0.0f ? 1.0f / l0 : 0.0f, inv1 = l1 > 0.0f ? 1.0f / l1 : 0.0f;
+  constexpr int RS = D + 4;
+#pragma unroll
+  for (int d = 0; d < D / 16; ++d) {
+    scratch[(2 * tig) * RS + d * 16 + g] = o[d][0] * inv0;
+    scratch[(2 * tig + 1) * RS + d * 16 + g] = o[d][1] * inv1;
+    scratch[(2 * tig) * RS + d * 16 + g + 8] = o[d][2] * inv0;
+    scratch[(2 * tig + 1) * RS + d * 16 + g + 8] = o[d][3] * inv1;
+  }
+  __syncwarp();
+#pragma unroll
+  for (int i = 0; i < kHeadTile * CH / 32; ++i) {
+    const int idx = i * 32 + lane, n = idx / CH, c = idx % CH;
+    if (g0 + n >= a.group) continue;
+    const int head = kvh * a.group + g0 + n;
+    const float4 x = *reinterpret_cast<const float4*>(scratch + n * RS + c * 8);
+    const float4 y = *reinterpret_cast<const float4*>(scratch + n * RS + c * 8 + 4);
+    if (slot < 0) {
+      *reinterpret_cast<uint4*>(a.out + b * a.out_stride + head * D + c * 8) =
+          make_uint4(pack_bf16x2(x.x, x.y), pack_bf16x2(x.z, x.w), pack_bf16x2(y.x, y.y),
+                     pack_bf16x2(y.z, y.w));
+    } else {
+      float* dst = a.ws_o + (static_cast<int64_t>(slot) * a.num_heads + head) * D + c * 8;
+      *reinterpret_cast<float4*>(dst) = x;
+      *reinterpret_cast<float4*>(dst + 4) = y;
     }
-    const int64_t bh = static_cast<int64_t>(b) * a.num_heads + h0 + g;
-    a.ws_o[(bh * a.max_splits + split) * D + e] = o / sum;
-    if (e == 0) {
-      a.ws_ml[(bh * a.max_splits + split) * 2] = mx;
-      a.ws_ml[(bh * a.max_splits + split) * 2 + 1] = sum;
+  }
+  if (slot >= 0 && g == 0) {  // lanes 0..3 hold (m, l) of heads 2tig, 2tig + 1
+    const int64_t row = static_cast<int64_t>(slot) * a.num_heads + kvh * a.group + g0 + 2 * tig;
+    if (g0 + 2 * tig < a.group) {
+      *reinterpret_cast<float2*>(a.ws_ml + row * 2) = make_float2(m0, l0);
+    }
+    if (g0 + 2 * tig + 1 < a.group) {
+      *reinterpret_cast<float2*>(a.ws_ml + (row + 1) * 2) = make_float2(m1, l1);
     }
   }
 }
 
-// One block of head_dim threads per (head, request).
-__global__ void decode_merge_kernel(const float* ws_o, const float* ws_ml, const int32_t* seq_lens,
-                                    int num_heads, int head_dim, int max_splits, float* out) {
-  const int h = blockIdx.x, b = blockIdx.y, e = threadIdx.x;
-  const int64_t bh = static_cast<int64_t>(b) * num_heads + h;
-  const int n = (seq_lens[b] + kDecodePartition - 1) / kDecodePartition;
+struct MergeArgs {
+  const int32_t* plan;
+  int64_t merge_offset;  // decode_plan_merge_offset(capacity)
+  const float* ws_o;
+  const float* ws_ml;
+  uint16_t* out;
+  int64_t out_stride;
+  int num_heads;
+};
+
+// D / 4 threads per (request, head), 4 elements each; grid (head blocks, requests).
+template <int D>
+__global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(MergeArgs a) {
+  constexpr int TPH = D / 4, HPB = kMergeThreads / TPH;
+  const int b = static_cast<int>(blockIdx.y);
+  const int h = static_cast<int>(blockIdx.x) * HPB + static_cast<int>(threadIdx.x) / TPH;
+  const int t = static_cast<int>(threadIdx.x) % TPH;
+  if (h >= a.num_heads) return;
+  int first = 0, n = 0;
+  if (b < a.plan[1]) {
+    first = a.plan[a.merge_offset + b * kDecodePlanMergeInts];
+    n = a.plan[a.merge_offset + b * kDecodePlanMergeInts + 1];
+  }
+  if (n == 1) return;  // the request's only item wrote its row
+  uint2* dst = reinterpret_cast<uint2*>(a.out + b * a.out_stride + h * D + t * 4);
+  if (n <= 0) {
+    *dst = make_uint2(0u, 0u);
+    return;
+  }
+  const int64_t row0 = static_cast<int64_t>(first) * a.num_heads + h;
   float mx = -INFINITY;
-  for (int s = 0; s < n; ++s) mx = fmaxf(mx, ws_ml[(bh * max_splits + s) * 2]);
-  float num = 0.0f, den = 0.0f;
+  for (int s = 0; s < n; ++s) mx = fmaxf(mx, a.ws_ml[(row0 + int64_t{s} * a.num_heads) * 2]);
+  float den = 0.0f, o0 = 0.0f, o1 = 0.0f, o2 = 0.0f, o3 = 0.0f;
+#pragma unroll 4
   for (int s = 0; s < n; ++s) {
-    const int64_t i = bh * max_splits + s;
-    const float w = ws_ml[i * 2 + 1] * exp2f(ws_ml[i * 2] - mx);
-    num += w * ws_o[i * head_dim + e];
+    const int64_t row = row0 + int64_t{s} * a.num_heads;
+    const float2 ml = *reinterpret_cast<const float2*>(a.ws_ml + row * 2);
+    const float4 o = *reinterpret_cast<const float4*>(a.ws_o + row * D + t * 4);
+    const float w = ml.y * exp2f(ml.x - mx);
     den += w;
+    o0 = fmaf(w, o.x, o0);
+    o1 = fmaf(w, o.y, o1);
+    o2 = fmaf(w, o.z, o2);
+    o3 = fmaf(w, o.w, o3);
   }
-  out[bh * head_dim + e] = n > 0 ? num / den : 0.0f;
+  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
+  *dst = make_uint2(pack_bf16x2(o0 * inv, o1 * inv), pack_bf16x2(o2 * inv, o3 * inv));
 }
 
-int splits_for(int max_seq_len) {
-  return max_seq_len <= 0 ? 1 : (max_seq_len + kDecodePartition - 1) / kDecodePartition;
+// Head tiles per pass and passes for a group: passes * head_tiles * 8 >= group.
+struct CtaShape {
+  int head_tiles, passes;
+  int threads() const { return head_tiles * 2 * 32; }
+};
+
+CtaShape cta_shape(int group) {
+  constexpr int per_pass_max = kMaxHeadTiles * kHeadTile;
+  const int passes = (group + per_pass_max - 1) / per_pass_max;
+  const int per_pass = (group + passes - 1) / passes;
+  return {(per_pass + kHeadTile - 1) / kHeadTile, passes};
+}
+
+void* partial_kernel(int head_dim) {
+  return head_dim == 64 ? reinterpret_cast<void*>(&decode_partial_kernel<64>)
+                        : reinterpret_cast<void*>(&decode_partial_kernel<128>);
+}
+
+bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
 }  // namespace
@@ -149,48 +445,73 @@ bool attention_supports_head_dim(int head_dim) {
   return head_dim == 64 || head_dim == 128;
 }
 
-int64_t decode_attention_workspace_floats(int B, int num_heads, int head_dim, int max_seq_len) {
-  return static_cast<int64_t>(B) * num_heads * splits_for(max_seq_len) * (head_dim + 2);
-}
-
-cudaError_t decode_attention(const PagedKvDevice& kv, const float* q, const int32_t* seq_lens,
-                             int B, int max_seq_len, int num_heads, float scale, float* workspace,
-                             float* out, cudaStream_t stream) {
-  if (B <= 0) return cudaSuccess;
-  if (!attention_supports_head_dim(kv.head_dim) || kv.num_kv_heads <= 0 ||
-      num_heads % kv.num_kv_heads != 0) {
+cudaError_t decode_attention(const DecodeAttentionParams& p, cudaStream_t stream) {
+  const PagedKvDevice& kv = p.kv;
+  if (p.num_requests < 0 || p.num_requests > 65535) return cudaErrorInvalidValue;
+  if (p.num_requests == 0) return cudaSuccess;
+  if (!attention_supports_head_dim(kv.head_dim) || kv.num_kv_heads <= 0 || p.num_heads <= 0 ||
+      p.num_heads % kv.num_kv_heads != 0 || kv.block_size <= 0 || p.plan_capacity <= 0 ||
+      kv.k_cache == nullptr || kv.v_cache == nullptr || kv.block_tables == nullptr ||
+      p.plan == nullptr || p.workspace == nullptr || !aligned16(p.q) || !aligned16(p.out) ||
+      !aligned16(p.workspace) || p.q_row_stride % 4 != 0 || p.out_row_stride % 8 != 0) {
     return cudaErrorInvalidValue;
   }
-  const int splits = splits_for(max_seq_len), group = num_heads / kv.num_kv_heads;
-  int gc = group < kMaxGroup ? group : kMaxGroup;
-  while (group % gc != 0) --gc;
-  DecodeArgs a{kv.k_cache,
-               kv.v_cache,
-               kv.block_tables,
-               kv.block_table_stride,
-               seq_lens,
-               q,
-               num_heads,
-               kv.num_kv_heads,
-               kv.block_size,
-               group,
-               gc,
-               splits,
-               scale * kLog2e,
-               workspace,
-               workspace + static_cast<int64_t>(B) * num_heads * splits * kv.head_dim};
-  const dim3 grid(static_cast<unsigned>(splits), static_cast<unsigned>(num_heads / gc),
-                  static_cast<unsigned>(B));
-  if (kv.head_dim == 64) {
-    decode_partial_kernel<64><<<grid, kWarps * 32, 0, stream>>>(a);
-  } else {
-    decode_partial_kernel<128><<<grid, kWarps * 32, 0, stream>>>(a);
+  const int D = kv.head_dim, group = p.num_heads / kv.num_kv_heads;
+  const CtaShape shape = cta_shape(group);
+  const int64_t ctas = int64_t{p.plan_capacity} * kv.num_kv_heads * shape.passes;
+  if (ctas > 0x7fffffff) return cudaErrorInvalidValue;
+
+  PartialArgs a{};
+  a.k_cache = kv.k_cache;
+  a.v_cache = kv.v_cache;
+  a.block_tables = kv.block_tables;
+  a.bt_stride = kv.block_table_stride;
+  a.num_kv_heads = kv.num_kv_heads;
+  a.block_size = kv.block_size;
+  a.q = p.q;
+  a.q_stride = p.q_row_stride;
+  a.out = p.out;
+  a.out_stride = p.out_row_stride;
+  a.plan = p.plan;
+  a.ws_o = p.workspace;
+  a.ws_ml = p.workspace + int64_t{p.plan_capacity} * p.num_heads * D;
+  a.num_heads = p.num_heads;
+  a.group = group;
+  a.head_tiles = shape.head_tiles;
+  a.passes = shape.passes;
+  a.scale_log2 = p.scale * kLog2e;
+  void* args[] = {&a};
+  if (cudaError_t e =
+          cudaLaunchKernel(partial_kernel(D), dim3(static_cast<unsigned>(ctas)),
+                           dim3(static_cast<unsigned>(shape.threads())), args, kSmemBytes, stream);
+      e != cudaSuccess) {
+    return e;
   }
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  decode_merge_kernel<<<dim3(static_cast<unsigned>(num_heads), static_cast<unsigned>(B)),
-                        static_cast<unsigned>(kv.head_dim), 0, stream>>>(
-      a.ws_o, a.ws_ml, seq_lens, num_heads, kv.head_dim, splits, out);
+
+  const MergeArgs mg{p.plan,     decode_plan_merge_offset(p.plan_capacity),
+                     a.ws_o,     a.ws_ml,
+                     p.out,      p.out_row_stride,
+                     p.num_heads};
+  const int hpb = kMergeThreads / (D / 4);
+  const dim3 grid(static_cast<unsigned>((p.num_heads + hpb - 1) / hpb),
+                  static_cast<unsigned>(p.num_requests));
+  if (D == 64) {
+    decode_merge_kernel<64><<<grid, kMergeThreads, 0, stream>>>(mg);
+  } else {
+    decode_merge_kernel<128><<<grid, kMergeThreads, 0, stream>>>(mg);
+  }
   return cudaGetLastError();
+}
+
+cudaError_t decode_attention_ctas_per_sm(int head_dim, int num_heads, int num_kv_heads,
+                                         int* ctas_per_sm) {
+  if (!attention_supports_head_dim(head_dim) || num_kv_heads <= 0 || num_heads <= 0 ||
+      num_heads % num_kv_heads != 0 || ctas_per_sm == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  const CtaShape shape = cta_shape(num_heads / num_kv_heads);
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, partial_kernel(head_dim),
+                                                       shape.threads(), kSmemBytes);
 }
 
 }  // namespace llmserve::kernels::cuda

@@ -14,11 +14,22 @@ __global__ void embedding_kernel(const uint16_t* table, int64_t dim, const int32
     out[t * dim + i] = bf16_bits_to_f32(row[i]);
 }
 
-__global__ void silu_mul_kernel(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + expf(-g)) * up[i];
+// One block per row, in passes of blockDim elements: every thread reads its inputs before any
+// writes (out may overlay an input row: pass p writes bytes that hold f32 elements of passes <= p).
+__global__ void silu_mul_kernel(SiluMulArgs a) {
+  const int64_t r = blockIdx.x;
+  const float* g = a.gate + r * a.gate_stride;
+  const float* u = a.up + r * a.up_stride;
+  __nv_bfloat16* out = reinterpret_cast<__nv_bfloat16*>(a.out) + r * a.out_stride;
+  for (int64_t c0 = 0; c0 < a.cols; c0 += blockDim.x) {
+    const int64_t c = c0 + threadIdx.x;
+    float v = 0.0f;
+    if (c < a.cols) {
+      const float x = g[c];
+      v = x / (1.0f + expf(-x)) * u[c];
+    }
+    __syncthreads();
+    if (c < a.cols) out[c] = __float2bfloat16_rn(v);
   }
 }
 
@@ -52,10 +63,12 @@ cudaError_t embedding_bf16(const uint16_t* table, int64_t dim, const int32_t* id
   return cudaGetLastError();
 }
 
-cudaError_t silu_mul(const float* gate, const float* up, int64_t n, float* out,
-                     cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  silu_mul_kernel<<<detail::grid_for(n, 256), 256, 0, stream>>>(gate, up, n, out);
+cudaError_t silu_mul(const SiluMulArgs& args, cudaStream_t stream) {
+  if (args.rows <= 0 || args.cols <= 0) return cudaSuccess;
+  if (args.gate_stride < args.cols || args.up_stride < args.cols || args.out_stride < args.cols) {
+    return cudaErrorInvalidValue;
+  }
+  silu_mul_kernel<<<static_cast<unsigned>(args.rows), 512, 0, stream>>>(args);
   return cudaGetLastError();
 }
 

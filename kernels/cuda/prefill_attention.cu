@@ -1,199 +1,397 @@
-// Varlen causal prefill attention over the paged cache, FlashAttention-2 style: a block owns 64
-// query rows of one head; it walks 64-key tiles of K/V (gathered from pages into shared memory),
-// computes S = QK^T and O += PV with bf16 WMMA (f32 accumulate), and keeps the online-softmax
-// state (row max, row sum) per row. Each of the 4 warps owns 16 query rows.
-#include <mma.h>
+// Varlen causal prefill attention over the paged cache, FlashAttention-2 style. A CTA owns 128
+// query rows of one head, 4 warps of 32 rows each. It walks 64-key tiles of K/V gathered from the
+// pages with cp.async into double-buffered, XOR-swizzled shared memory (tile t + 1 lands while
+// tile t is consumed). S = QK^T and O += PV run on mma.sync m16n8k16 bf16 with f32 accumulation,
+// operands read with ldmatrix; S, P and O never leave registers (the S accumulators are the P
+// A-fragments once rounded to bf16). Online softmax in the log2 domain, rows reduced across each
+// quad of lanes; the causal mask only on diagonal tiles, tiles past a warp's last row skipped.
+#include <cmath>
 
 #include "cuda_common.cuh"
-#include "llmserve/kernels/cuda/attention.h"
+#include "llmserve/kernels/cuda/prefill_attention.h"
 
 namespace llmserve::kernels::cuda {
 namespace {
 
-namespace wmma = nvcuda::wmma;
-
-constexpr int kBM = 64, kBN = 64, kWarps = 4, kThreads = kWarps * 32;
+constexpr int kBM = 128, kBN = 64, kWarps = 4, kThreads = kWarps * 32;
+constexpr int kWarpRows = kBM / kWarps;  // 32 query rows per warp
+constexpr int kMT = kWarpRows / 16;      // 16-row m-tiles per warp
+constexpr int kNT = kBN / 8;             // 8-key n-tiles of S
+constexpr int kMaxGridY = 65535, kMaxGridZ = 65535;
 constexpr float kLog2e = 1.4426950408889634f;
 
-struct PrefillArgs {
-  const uint16_t* k_cache;
-  const uint16_t* v_cache;
-  const int32_t* block_tables;
-  int64_t bt_stride;
-  const int32_t* query_start;
-  const int32_t* seq_lens;
-  const float* q;
-  float* out;
-  int num_heads, num_kv_heads, block_size;
-  float scale_log2;
-};
-
-// Shared-memory layout (row strides padded; every region a multiple of 32 bytes).
+// Bytes: Q tile [kBM, D] bf16, then K stages 0/1 and V stages 0/1 of [kBN, D] bf16 each.
 template <int D>
-struct Layout {
-  static constexpr int kLdQ = D + 8, kLdS = kBN + 4, kLdP = kBN + 8, kLdO = D + 4;
+struct Smem {
+  static constexpr int kRowBytes = D * 2;
+  static constexpr int kTile = kBN * kRowBytes;
   static constexpr int kQ = 0;
-  static constexpr int kK = kQ + kBM * kLdQ * 2;
-  static constexpr int kV = kK + kBN * kLdQ * 2;
-  static constexpr int kS = kV + kBN * kLdQ * 2;
-  static constexpr int kP = kS + kBM * kLdS * 4;
-  static constexpr int kO = kP + kBM * kLdP * 2;
-  static constexpr int kM = kO + kBM * kLdO * 4;
-  static constexpr int kL = kM + kBM * 4;
-  static constexpr int kBytes = kL + kBM * 4;
+  static constexpr int kK = kQ + kBM * kRowBytes;
+  static constexpr int kV = kK + 2 * kTile;
+  static constexpr int kUsed = kV + 2 * kTile;
+  static constexpr int kAlign = 256;  // the base is aligned at run time: see ldmatrix addressing
+  static constexpr int kBytes = kUsed + kAlign;
 };
 
+// Byte offset of 16-byte chunk c of row r in a [rows, D] bf16 tile. The chunk index is XORed
+// with r % 8, so the 8 rows one ldmatrix phase reads (same logical chunk, consecutive rows) and
+// the 8 chunks of a row that 8 threads write fall in 8 different bank groups.
 template <int D>
-__global__ void __launch_bounds__(kThreads) prefill_kernel(PrefillArgs a) {
-  using L = Layout<D>;
-  extern __shared__ __align__(128) unsigned char smem[];
-  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem + L::kQ);
-  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem + L::kK);
-  auto* sV = reinterpret_cast<__nv_bfloat16*>(smem + L::kV);
-  auto* sS = reinterpret_cast<float*>(smem + L::kS);
-  auto* sP = reinterpret_cast<__nv_bfloat16*>(smem + L::kP);
-  auto* sO = reinterpret_cast<float*>(smem + L::kO);
-  auto* sM = reinterpret_cast<float*>(smem + L::kM);
-  auto* sL = reinterpret_cast<float*>(smem + L::kL);
+__device__ __forceinline__ uint32_t swizzle(int r, int c) {
+  return static_cast<uint32_t>(r * Smem<D>::kRowBytes + ((c ^ (r & 7)) << 4));
+}
 
-  const int b = blockIdx.z, h = blockIdx.y, qt = blockIdx.x;
-  const int q0 = a.query_start[b], q_len = a.query_start[b + 1] - q0;
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// c[16x8] += a[16x16] b[16x8]; fragments as in the PTX ISA (m16n8k16, .bf16, f32 accumulators).
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// bf16x2 of (lo, hi), round to nearest even; lo in the low half (the lower column).
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads, 2)
+    prefill_attention_kernel(const PrefillAttentionParams p, const float scale_log2) {
+  using L = Smem<D>;
+  constexpr int kChunks = D / 8;  // 16-byte chunks per row
+  constexpr int kDT = D / 8;      // 8-wide n-tiles of O
+  // The k-steps of S = QK^T stay a loop at head_dim 128, which keeps ptxas from hoisting the
+  // operands of later steps: at 255 registers (O 128, S 64) that pipelining would spill.
+  constexpr int kKsUnroll = D == 64 ? D / 16 : 1;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t s_raw = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t s_base = (s_raw + L::kAlign - 1) & ~static_cast<uint32_t>(L::kAlign - 1);
+  unsigned char* const s_ptr = smem + (s_base - s_raw);
+
+  const int b = static_cast<int>(blockIdx.z), h = static_cast<int>(blockIdx.x);
+  const int qt = static_cast<int>(gridDim.y - 1 - blockIdx.y);  // longest tiles first
+  const int q0 = p.query_start[b];
+  const int q_len = p.query_start[b + 1] - q0;
   if (qt * kBM >= q_len) return;
   const int rows = min(kBM, q_len - qt * kBM);
-  const int first_pos = a.seq_lens[b] - q_len + qt * kBM;  // position of tile row 0
+  const int first_pos = p.seq_lens[b] - q_len + qt * kBM;  // position of tile row 0
   const int kv_end = first_pos + rows;                     // keys [0, kv_end)
-  const int kvh = h / (a.num_heads / a.num_kv_heads);
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int64_t row0 = static_cast<int64_t>(q0) + qt * kBM;
-
-  for (int i = tid; i < kBM * D; i += kThreads) {
-    const int r = i / D, d = i % D;
-    const float v = r < rows ? a.q[((row0 + r) * a.num_heads + h) * D + d] : 0.0f;
-    sQ[r * L::kLdQ + d] = __float2bfloat16_rn(v);
-    sO[r * L::kLdO + d] = 0.0f;
-  }
-  if (tid < kBM) {
-    sM[tid] = -INFINITY;
-    sL[tid] = 0.0f;
-  }
-  const int32_t* bt = a.block_tables + b * a.bt_stride;
   const int n_tiles = (kv_end + kBN - 1) / kBN;
-  for (int kt = 0; kt < n_tiles; ++kt) {
-    __syncthreads();                // previous tile fully consumed (and Q / O initialised)
-    constexpr int kChunks = D / 8;  // 16-byte chunks per row
-    for (int i = tid; i < kBN * kChunks; i += kThreads) {
-      const int r = i / kChunks, c = (i % kChunks) * 8, j = kt * kBN + r;
-      uint4 kv4 = make_uint4(0, 0, 0, 0), vv4 = make_uint4(0, 0, 0, 0);
-      if (j < kv_end) {
-        const int64_t blk = bt[j / a.block_size];
-        const int64_t src =
-            ((blk * a.num_kv_heads + kvh) * a.block_size + j % a.block_size) * D + c;
-        kv4 = *reinterpret_cast<const uint4*>(a.k_cache + src);
-        vv4 = *reinterpret_cast<const uint4*>(a.v_cache + src);
-      }
-      *reinterpret_cast<uint4*>(sK + r * L::kLdQ + c) = kv4;
-      *reinterpret_cast<uint4*>(sV + r * L::kLdQ + c) = vv4;
-    }
-    __syncthreads();
+  const int kvh = h / (p.num_heads / p.kv.num_kv_heads);
+  const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  const int64_t row0 = static_cast<int64_t>(q0) + qt * kBM;
+  const int32_t* bt = p.kv.block_tables + static_cast<int64_t>(b) * p.kv.block_table_stride;
 
-    // S[16 rows of this warp, 64 keys] = Q K^T.
-    for (int nb = 0; nb < kBN / 16; ++nb) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> s;
-      wmma::fill_fragment(s, 0.0f);
-      for (int kk = 0; kk < D / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> qa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::col_major> kb;
-        wmma::load_matrix_sync(qa, sQ + warp * 16 * L::kLdQ + kk * 16, L::kLdQ);
-        wmma::load_matrix_sync(kb, sK + nb * 16 * L::kLdQ + kk * 16, L::kLdQ);
-        wmma::mma_sync(s, qa, kb, s);
-      }
-      wmma::store_matrix_sync(sS + warp * 16 * L::kLdS + nb * 16, s, L::kLdS, wmma::mem_row_major);
+  // Q rows -> bf16 in shared memory; rows past the request are zeros.
+  for (int i = tid; i < kBM * kChunks; i += kThreads) {
+    const int r = i / kChunks, c = i % kChunks;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r < rows) {
+      const float4* src =
+          reinterpret_cast<const float4*>(p.q + (row0 + r) * p.q_row_stride + h * D + c * 8);
+      const float4 x = __ldg(src), y = __ldg(src + 1);
+      v = make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y),
+                     pack_bf16(y.z, y.w));
     }
-    __syncwarp();
+    *reinterpret_cast<uint4*>(s_ptr + L::kQ + swizzle<D>(r, c)) = v;
+  }
 
-    // Online softmax of the warp's rows; lanes own columns lane and lane + 32.
-    for (int rr = 0; rr < 16; ++rr) {
-      const int r = warp * 16 + rr;
-      const float m_old = sM[r], l_old = sL[r];
-      const int pos = first_pos + r;
-      float s[2];
-      for (int c2 = 0; c2 < 2; ++c2) {
-        const int c = lane + 32 * c2, j = kt * kBN + c;
-        const bool ok = r < rows && j <= pos && j < kv_end;
-        s[c2] = ok ? sS[r * L::kLdS + c] * a.scale_log2 : -INFINITY;
-      }
-      const float m_new = fmaxf(m_old, detail::warp_max(fmaxf(s[0], s[1])));
-      float p[2], alpha = 1.0f;
-      if (m_new == -INFINITY) {
-        p[0] = p[1] = 0.0f;
-      } else {
-        p[0] = exp2f(s[0] - m_new);
-        p[1] = exp2f(s[1] - m_new);
-        alpha = exp2f(m_old - m_new);
-      }
-      const float sum = detail::warp_sum(p[0] + p[1]);
-      sP[r * L::kLdP + lane] = __float2bfloat16_rn(p[0]);
-      sP[r * L::kLdP + lane + 32] = __float2bfloat16_rn(p[1]);
-      for (int d = lane; d < D; d += 32) sO[r * L::kLdO + d] *= alpha;
-      if (lane == 0) {
-        sM[r] = m_new;
-        sL[r] = l_old * alpha + sum;
+  // Keys [t * kBN, t * kBN + kBN) into stage t % 2; keys past kv_end are zero-filled (their
+  // scores are masked, and V must hold no NaN: 0 * NaN would reach O). Thread: chunk column c of
+  // rows r0 + kRowsPerPass * pass; kRowsPerPass <= block_size, so a step crosses at most one
+  // page edge, and r % 8 == r0 % 8 (one swizzle for all passes).
+  constexpr int kRowsPerPass = kThreads / kChunks;
+  const int bs = p.kv.block_size;
+  const int c_load = tid % kChunks, r0_load = tid / kChunks;
+  const int page_elems = p.kv.num_kv_heads * bs * D;
+  const int head_elems = kvh * bs * D + c_load * 8;
+  const uint32_t so0 = swizzle<D>(r0_load, c_load);
+  const auto load_tile = [&](int t) {
+    const uint32_t sk = s_base + L::kK + (t & 1) * L::kTile + so0;
+    const uint32_t sv = s_base + L::kV + (t & 1) * L::kTile + so0;
+    int j = t * kBN + r0_load;
+    int pi = j / bs;
+    int off = j - pi * bs;
+#pragma unroll
+    for (int pass = 0; pass < kBN / kRowsPerPass; ++pass) {
+      const bool valid = j < kv_end;
+      // Past kv_end nothing is read; page 0 of the row (kv_end >= 1) keeps the address valid.
+      const int64_t e =
+          valid ? static_cast<int64_t>(__ldg(bt + pi)) * page_elems + head_elems + off * D : 0;
+      const uint32_t so = pass * kRowsPerPass * L::kRowBytes;
+      cp_async16(sk + so, p.kv.k_cache + e, valid);
+      cp_async16(sv + so, p.kv.v_cache + e, valid);
+      j += kRowsPerPass;
+      off += kRowsPerPass;
+      if (off >= bs) {
+        off -= bs;
+        ++pi;
       }
     }
-    __syncwarp();
+    cp_async_commit();
+  };
 
-    // O[16 rows, D] += P V.
-    for (int nd = 0; nd < D / 16; ++nd) {
-      wmma::fragment<wmma::accumulator, 16, 16, 16, float> o;
-      float* o_ptr = sO + warp * 16 * L::kLdO + nd * 16;
-      wmma::load_matrix_sync(o, o_ptr, L::kLdO, wmma::mem_row_major);
-      for (int kk = 0; kk < kBN / 16; ++kk) {
-        wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> pa;
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> vb;
-        wmma::load_matrix_sync(pa, sP + warp * 16 * L::kLdP + kk * 16, L::kLdP);
-        wmma::load_matrix_sync(vb, sV + kk * 16 * L::kLdQ + nd * 16, L::kLdQ);
-        wmma::mma_sync(o, pa, vb, o);
-      }
-      wmma::store_matrix_sync(o_ptr, o, L::kLdO, wmma::mem_row_major);
+  const int warp_row0 = warp * kWarpRows;
+  const bool warp_active = warp_row0 < rows;
+  const int warp_first_pos = first_pos + warp_row0;
+  const int g = lane >> 2, tq = lane & 3;
+  // ldmatrix lane addressing. Q (A operand, x4) and V (B operand, x4.trans): row lane % 16,
+  // chunk column lane / 16. K (B operand, x4): row lane % 8 + 8 (lane / 16), chunk column
+  // (lane / 8) % 2. Each row is a multiple of 8 plus lane % 8, so its swizzled chunk 2 s + bit
+  // is (2 s) ^ sw with sw = bit ^ (lane % 8): with the tile 256-byte aligned and rows a multiple
+  // of 128 bytes long, the address of k-step s is (row address + 16 sw) ^ (32 s), and 16-row
+  // steps (multiples of 2 KB) add on top.
+  const int a_row = lane & 15, a_sw = (lane >> 4) ^ (lane & 7);
+  const int k_row = (lane & 7) + ((lane >> 4) << 3), k_sw = ((lane >> 3) & 1) ^ (lane & 7);
+  const uint32_t q_addr = s_base + L::kQ + (warp_row0 + a_row) * L::kRowBytes + (a_sw << 4);
+
+  float o[kMT][kDT][4];
+  float m[kMT][2], l[kMT][2];  // running max (raw score units) and partial sum per row half
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[mt][dt][e] = 0.0f;
+    }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      m[mt][hf] = -INFINITY;
+      l[mt][hf] = 0.0f;
     }
   }
-  __syncwarp();
-  for (int rr = 0; rr < 16; ++rr) {
-    const int r = warp * 16 + rr;
-    if (r >= rows) break;
-    const float inv = 1.0f / sL[r];
-    for (int d = lane; d < D; d += 32) {
-      a.out[((row0 + r) * a.num_heads + h) * D + d] = sO[r * L::kLdO + d] * inv;
+
+  load_tile(0);
+  for (int t = 0; t < n_tiles; ++t) {
+    cp_async_wait_all();
+    __syncthreads();  // tile t (and Q) visible to all; all warps are done with tile t - 1
+    if (t + 1 < n_tiles) load_tile(t + 1);
+    // Warp-uniform: every key of the tile lies past the warp's last row.
+    if (!warp_active || t * kBN > min(warp_first_pos + kWarpRows - 1, kv_end - 1)) continue;
+    const uint32_t k_addr =
+        s_base + L::kK + (t & 1) * L::kTile + k_row * L::kRowBytes + (k_sw << 4);
+    const uint32_t v_addr =
+        s_base + L::kV + (t & 1) * L::kTile + a_row * L::kRowBytes + (a_sw << 4);
+
+    float s[kMT][kNT][4];
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.0f;
+      }
+    }
+#pragma unroll kKsUnroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      uint32_t qa[kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        ldsm_x4(qa[mt], (q_addr ^ (ks << 5)) + mt * 16 * L::kRowBytes);
+      }
+#pragma unroll
+      for (int np = 0; np < kNT / 2; ++np) {
+        uint32_t kb[4];  // b-fragments of key n-tiles 2 np (kb[0..1]) and 2 np + 1 (kb[2..3])
+        ldsm_x4(kb, (k_addr ^ (ks << 5)) + np * 16 * L::kRowBytes);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          mma_bf16(s[mt][2 * np], qa[mt], kb[0], kb[1]);
+          mma_bf16(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+        }
+      }
+    }
+
+    if (t * kBN + kBN - 1 > warp_first_pos) {  // diagonal tile: mask keys past each row
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int pos = warp_first_pos + mt * 16 + g + ((e >> 1) << 3);
+            const int key = t * kBN + nt * 8 + tq * 2 + (e & 1);
+            if (key > pos) s[mt][nt][e] = -INFINITY;
+          }
+        }
+      }
+    }
+
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        float mx = m[mt][hf];
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          mx = fmaxf(mx, fmaxf(s[mt][nt][2 * hf], s[mt][nt][2 * hf + 1]));
+        }
+        mx = quad_max(mx);
+        const float base = mx == -INFINITY ? 0.0f : mx * scale_log2;
+        const float alpha = fast_exp2(m[mt][hf] * scale_log2 - base);
+        m[mt][hf] = mx;
+        float sum = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int e = 2 * hf; e < 2 * hf + 2; ++e) {
+            s[mt][nt][e] = fast_exp2(fmaf(s[mt][nt][e], scale_log2, -base));
+            sum += s[mt][nt][e];
+          }
+        }
+        l[mt][hf] = l[mt][hf] * alpha + sum;
+#pragma unroll
+        for (int dt = 0; dt < kDT; ++dt) {
+          o[mt][dt][2 * hf] *= alpha;
+          o[mt][dt][2 * hf + 1] *= alpha;
+        }
+      }
+    }
+
+#pragma unroll
+    for (int kc = 0; kc < kBN / 16; ++kc) {
+      uint32_t pa[kMT][4];  // A-fragment of keys [16 kc, 16 kc + 16) from S n-tiles 2 kc, 2 kc + 1
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        pa[mt][0] = pack_bf16(s[mt][2 * kc][0], s[mt][2 * kc][1]);
+        pa[mt][1] = pack_bf16(s[mt][2 * kc][2], s[mt][2 * kc][3]);
+        pa[mt][2] = pack_bf16(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
+        pa[mt][3] = pack_bf16(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        uint32_t vb[4];  // b-fragments of dim n-tiles 2 dp (vb[0..1]) and 2 dp + 1 (vb[2..3])
+        ldsm_x4_trans(vb, (v_addr ^ (dp << 5)) + kc * 16 * L::kRowBytes);
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
+          mma_bf16(o[mt][2 * dp + 1], pa[mt], vb[2], vb[3]);
+        }
+      }
+    }
+  }
+
+  if (!warp_active) return;
+  float inv[kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) inv[mt][hf] = 1.0f / quad_sum(l[mt][hf]);
+  }
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = warp_row0 + mt * 16 + g + 8 * hf;
+      if (r >= rows) continue;
+      uint16_t* dst = p.out + (row0 + r) * p.out_row_stride + h * D + tq * 2;
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        *reinterpret_cast<uint32_t*>(dst + dt * 8) =
+            pack_bf16(o[mt][dt][2 * hf] * inv[mt][hf], o[mt][dt][2 * hf + 1] * inv[mt][hf]);
+      }
     }
   }
 }
 
 template <int D>
-cudaError_t launch(const PrefillArgs& a, int B, int max_q_len, cudaStream_t stream) {
-  static const cudaError_t attr = cudaFuncSetAttribute(
-      prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Layout<D>::kBytes);
-  if (attr != cudaSuccess) return attr;
-  const dim3 grid(static_cast<unsigned>((max_q_len + kBM - 1) / kBM),
-                  static_cast<unsigned>(a.num_heads), static_cast<unsigned>(B));
-  prefill_kernel<D><<<grid, kThreads, Layout<D>::kBytes, stream>>>(a);
+cudaError_t launch(const PrefillAttentionParams& p, cudaStream_t stream) {
+  // Set on every launch: the attribute belongs to the current device's context, and setting it
+  // is cheap and allowed during stream capture.
+  const auto kernel = prefill_attention_kernel<D>;
+  if (const cudaError_t e = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<D>::kBytes);
+      e != cudaSuccess) {
+    return e;
+  }
+  if (const cudaError_t e = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+      e != cudaSuccess) {
+    return e;
+  }
+  const dim3 grid(static_cast<unsigned>(p.num_heads),
+                  static_cast<unsigned>((p.max_q_len + kBM - 1) / kBM),
+                  static_cast<unsigned>(p.num_seqs));
+  kernel<<<grid, kThreads, Smem<D>::kBytes, stream>>>(p, p.scale * kLog2e);
   return cudaGetLastError();
+}
+
+bool aligned(const void* ptr, uintptr_t bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % bytes == 0;
 }
 
 }  // namespace
 
-cudaError_t prefill_attention(const PagedKvDevice& kv, const float* q, const int32_t* query_start,
-                              const int32_t* seq_lens, int B, int max_q_len, int num_heads,
-                              float scale, float* out, cudaStream_t stream) {
-  if (B <= 0 || max_q_len <= 0) return cudaSuccess;
-  if (!attention_supports_head_dim(kv.head_dim) || kv.num_kv_heads <= 0 ||
-      num_heads % kv.num_kv_heads != 0) {
-    return cudaErrorInvalidValue;
-  }
-  const PrefillArgs a{
-      kv.k_cache, kv.v_cache, kv.block_tables, kv.block_table_stride, query_start,   seq_lens, q,
-      out,        num_heads,  kv.num_kv_heads, kv.block_size,         scale * kLog2e};
-  return kv.head_dim == 64 ? launch<64>(a, B, max_q_len, stream)
-                           : launch<128>(a, B, max_q_len, stream);
+int prefill_attention_smem_bytes(int head_dim) {
+  return head_dim == 64 ? Smem<64>::kBytes : head_dim == 128 ? Smem<128>::kBytes : 0;
+}
+
+cudaError_t prefill_attention_check(const PrefillAttentionParams& p) {
+  const PagedKvDevice& kv = p.kv;
+  const int64_t row = static_cast<int64_t>(p.num_heads) * kv.head_dim;
+  const bool ok =
+      (kv.head_dim == 64 || kv.head_dim == 128) && kv.num_kv_heads > 0 && p.num_heads > 0 &&
+      p.num_heads % kv.num_kv_heads == 0 && kv.block_size > 0 && kv.block_size % 16 == 0 &&
+      static_cast<int64_t>(kv.num_kv_heads) * kv.block_size * kv.head_dim <= INT32_MAX &&
+      kv.block_table_stride >= 0 && kv.k_cache != nullptr && kv.v_cache != nullptr &&
+      kv.block_tables != nullptr && aligned(kv.k_cache, 16) && aligned(kv.v_cache, 16) &&
+      p.q != nullptr && aligned(p.q, 16) && p.q_row_stride % 4 == 0 && p.q_row_stride >= row &&
+      p.query_start != nullptr && p.seq_lens != nullptr && p.num_seqs >= 0 &&
+      p.num_seqs <= kMaxGridZ && p.max_q_len >= 0 &&
+      (static_cast<int64_t>(p.max_q_len) + kBM - 1) / kBM <= kMaxGridY && p.scale > 0.0f &&
+      std::isfinite(p.scale) && p.out != nullptr && aligned(p.out, 4) &&
+      p.out_row_stride % 2 == 0 && p.out_row_stride >= row;
+  return ok ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t prefill_attention(const PrefillAttentionParams& p, cudaStream_t stream) {
+  if (p.num_seqs == 0 || p.max_q_len == 0) return cudaSuccess;
+  if (const cudaError_t e = prefill_attention_check(p); e != cudaSuccess) return e;
+  return p.kv.head_dim == 64 ? launch<64>(p, stream) : launch<128>(p, stream);
 }
 
 }  // namespace llmserve::kernels::cuda

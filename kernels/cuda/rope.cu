@@ -5,7 +5,8 @@ namespace llmserve::kernels::cuda {
 namespace {
 
 // One block per token; threads walk (head, pair) indices.
-__global__ void rope_kernel(float* x, int heads, int head_dim, const int32_t* positions,
+__global__ void rope_kernel(float* x, int64_t row_stride, int heads, int head_dim,
+                            const int32_t* positions,
                             const float* inv_freq, int half, bool interleaved) {
   const int64_t t = blockIdx.x;
   const float pos = static_cast<float>(positions[t]);
@@ -13,7 +14,7 @@ __global__ void rope_kernel(float* x, int heads, int head_dim, const int32_t* po
     const int h = j / half, i = j % half;
     float s, c;
     sincosf(pos * inv_freq[i], &s, &c);
-    float* v = x + (t * heads + h) * head_dim;
+    float* v = x + t * row_stride + static_cast<int64_t>(h) * head_dim;
     const int a = interleaved ? 2 * i : i;
     const int b = interleaved ? 2 * i + 1 : i + half;
     const float x0 = v[a], x1 = v[b];
@@ -24,12 +25,15 @@ __global__ void rope_kernel(float* x, int heads, int head_dim, const int32_t* po
 
 }  // namespace
 
-cudaError_t apply_rope(float* x, int64_t T, int heads, int head_dim, const int32_t* positions,
-                       const float* inv_freq, int half, bool interleaved, cudaStream_t stream) {
+cudaError_t apply_rope(float* x, int64_t row_stride, int64_t T, int heads, int head_dim,
+                       const int32_t* positions, const float* inv_freq, int half, bool interleaved,
+                       cudaStream_t stream) {
   if (T <= 0 || half <= 0) return cudaSuccess;
-  if (2 * half > head_dim) return cudaErrorInvalidValue;
-  rope_kernel<<<static_cast<unsigned>(T), 128, 0, stream>>>(x, heads, head_dim, positions, inv_freq,
-                                                            half, interleaved);
+  if (2 * half > head_dim || row_stride < static_cast<int64_t>(heads) * head_dim) {
+    return cudaErrorInvalidValue;
+  }
+  rope_kernel<<<static_cast<unsigned>(T), 128, 0, stream>>>(x, row_stride, heads, head_dim,
+                                                            positions, inv_freq, half, interleaved);
   return cudaGetLastError();
 }
 

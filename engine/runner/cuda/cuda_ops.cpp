@@ -1,3 +1,4 @@
+// CudaOps set-up: device, cuBLAS, weights, activations, KV cache (the step is cuda_ops_step.cpp).
 #include "engine/runner/cuda/cuda_ops.h"
 
 #include <algorithm>
@@ -5,11 +6,10 @@
 #include <string>
 
 #include "engine/runner/cuda/cuda_device.h"
+#include "engine/runner/graph_buckets.h"
 #include "llmserve/kernels/cuda/attention.h"
-#include "llmserve/kernels/cuda/elementwise.h"
-#include "llmserve/kernels/cuda/norm.h"
-#include "llmserve/kernels/cuda/paged_kv.h"
-#include "llmserve/kernels/cuda/rope.h"
+#include "llmserve/kernels/cuda/decode_attention.h"
+#include "llmserve/kernels/cuda/decode_plan.h"
 #include "llmserve/kernels/dequantize.h"
 
 namespace llmserve {
@@ -21,23 +21,40 @@ namespace {
 
 constexpr size_t kCublasWorkspace = 32u << 20;
 
-Status dequantize_to(const TensorView& t, int64_t r, float* row) {
+bool is_vector(const TensorView& t) { return t.shape.size() <= 1; }
+
+Status check_convertible(const TensorView& t) {
+  if (t.type != DType::F32 && t.type != DType::BF16 &&
+      (!kernels::dtype_can_dequantize(t.type) ||
+       t.cols() % kernels::dtype_info(t.type).block_elems != 0)) {
+    return unimplemented("cuda ops: cannot convert " + t.name + " of type " +
+                         std::string(kernels::dtype_name(t.type)));
+  }
+  if (t.shape.size() > 2) return invalid_argument("cuda ops: " + t.name + " is not a matrix");
+  return Status::ok();
+}
+
+void dequantize_row(const TensorView& t, int64_t r, float* row) {
   const size_t rb = kernels::row_bytes(t.type, t.cols());
   kernels::dequantize_row(t.type, t.data + static_cast<size_t>(r) * rb, row, t.cols());
-  return Status::ok();
 }
 
 }  // namespace
 
 Result<std::unique_ptr<CudaOps>> CudaOps::create(const CudaOpsOptions& options) {
   if (options.max_tokens <= 0 || options.max_samples <= 0 || options.max_num_seqs <= 0 ||
-      options.max_model_len <= 0) {
-    return invalid_argument("cuda ops: step limits must be positive");
+      options.max_model_len <= 0 || options.num_heads <= 0) {
+    return invalid_argument("cuda ops: step limits and num_heads must be positive");
   }
-  if (cuda_device_count() <= options.device) {
-    return unavailable("cuda ops: no CUDA device " + std::to_string(options.device));
+  const int devices = cuda_device_count();
+  if (devices <= options.device) {
+    return unavailable("cuda ops: no CUDA device " + std::to_string(options.device) + " (" +
+                       std::to_string(devices) +
+                       " visible: is a GPU and its driver present, and CUDA_VISIBLE_DEVICES "
+                       "right?)");
   }
   std::unique_ptr<CudaOps> ops(new CudaOps(options));
+  ops->use_graphs_ = options.cuda_graphs;
   LLMSERVE_RETURN_IF_ERROR(ops->init());
   return ops;
 }
@@ -45,6 +62,9 @@ Result<std::unique_ptr<CudaOps>> CudaOps::create(const CudaOpsOptions& options) 
 Status CudaOps::init() {
   LLMSERVE_ASSIGN_OR_RETURN(cublas_, load_cublas());
   LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaSetDevice(options_.device), "cudaSetDevice"));
+  LLMSERVE_RETURN_IF_ERROR(cuda_status(
+      cudaDeviceGetAttribute(&num_sms_, cudaDevAttrMultiProcessorCount, options_.device),
+      "cudaDeviceGetAttribute"));
   LLMSERVE_RETURN_IF_ERROR(
       cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
   LLMSERVE_RETURN_IF_ERROR(cuda_status(
@@ -57,26 +77,48 @@ Status CudaOps::init() {
       cublas_->set_math_mode(handle_, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
     return internal_error("cuda ops: cannot configure cuBLAS");
   }
-  buckets_ = decode_graph_buckets(options_.max_num_seqs);
+  LLMSERVE_ASSIGN_OR_RETURN(bias_gemm_, BiasGemm::create(ws, kCublasWorkspace));
+  buckets_ = decode_graph_buckets(options_.max_num_seqs, options_.max_tokens, options_.max_samples);
+  return cuda_status(cudaStreamSynchronize(stream_), "set-up");
+}
 
-  // Index data: tokens, positions, slots [Tc]; query_start [Bc + 1]; seq_lens [Bc];
-  // sample rows [Sc]; block tables [Bc, stride].
-  const int64_t Tc = std::max<int64_t>(options_.max_tokens, options_.max_num_seqs);
-  const int64_t Bc = options_.max_num_seqs;
-  const int64_t Sc = std::max<int64_t>(options_.max_samples, options_.max_num_seqs);
-  idx_elems_ = 3 * Tc + (Bc + 1) + Bc + Sc + Bc * bt_stride();
+Status CudaOps::make_step_index(const KvCacheSpec& spec) {
+  kc::DecodePlanConfig cfg;
+  cfg.block_size = spec.block_size;
+  cfg.num_kv_heads = spec.num_kv_heads;
+  cfg.num_sms = num_sms_;
   LLMSERVE_RETURN_IF_ERROR(cuda_status(
-      cudaMallocHost(reinterpret_cast<void**>(&staging_), static_cast<size_t>(idx_elems_) * 4),
-      "cudaMallocHost"));
-  LLMSERVE_ASSIGN_OR_RETURN(void* idx, device_alloc(static_cast<size_t>(idx_elems_) * 4));
-  dev_idx_ = static_cast<int32_t*>(idx);
-  d_tokens_ = dev_idx_;
-  d_positions_ = d_tokens_ + Tc;
-  d_slots_ = d_positions_ + Tc;
-  d_query_start_ = d_slots_ + Tc;
-  d_seq_lens_ = d_query_start_ + Bc + 1;
-  d_samples_ = d_seq_lens_ + Bc;
-  d_block_tables_ = d_samples_ + Sc;
+      kc::decode_attention_ctas_per_sm(spec.head_dim, options_.num_heads, spec.num_kv_heads,
+                                       &cfg.ctas_per_sm),
+      "decode attention occupancy"));
+  const int capacity = kc::decode_plan_capacity(options_.max_num_seqs, cfg);
+  StepIndexLimits limits;
+  limits.max_tokens = std::max<int64_t>(options_.max_tokens, options_.max_num_seqs);
+  limits.max_requests = options_.max_num_seqs;
+  limits.max_samples = std::max<int64_t>(options_.max_samples, options_.max_num_seqs);
+  limits.block_table_stride = (options_.max_model_len + spec.block_size - 1) / spec.block_size + 1;
+  limits.plan_ints = kc::decode_plan_ints(capacity, options_.max_num_seqs);
+  const StepIndexLayout layout = StepIndexLayout::make(limits);
+  if (staging_ != nullptr && layout.total == layout_.total && capacity == plan_capacity_) {
+    plan_config_ = cfg;
+    layout_ = layout;
+    return Status::ok();
+  }
+  if (staging_ != nullptr) check(cudaFreeHost(staging_), "cudaFreeHost");
+  staging_ = nullptr;
+  if (dev_idx_ != nullptr) check(cudaFree(dev_idx_), "cudaFree");
+  dev_idx_ = nullptr;
+  const size_t bytes = static_cast<size_t>(layout.total) * 4;
+  LLMSERVE_RETURN_IF_ERROR(
+      cuda_status(cudaMallocHost(reinterpret_cast<void**>(&staging_), bytes), "cudaMallocHost"));
+  std::memset(staging_, 0, bytes);
+  LLMSERVE_RETURN_IF_ERROR(
+      cuda_status(cudaMalloc(reinterpret_cast<void**>(&dev_idx_), bytes), "cudaMalloc"));
+  LLMSERVE_RETURN_IF_ERROR(
+      cuda_status(cudaMemsetAsync(dev_idx_, 0, bytes, stream_), "cudaMemsetAsync"));
+  plan_config_ = cfg;
+  plan_capacity_ = capacity;
+  layout_ = layout;
   return Status::ok();
 }
 
@@ -85,14 +127,11 @@ CudaOps::~CudaOps() {
   release_kv_cache();
   for (void* p : allocations_) cudaFree(p);
   if (staging_ != nullptr) cudaFreeHost(staging_);
+  if (dev_idx_ != nullptr) cudaFree(dev_idx_);
   if (host_out_ != nullptr) cudaFreeHost(host_out_);
   if (handle_ != nullptr) cublas_->destroy(handle_);
   if (upload_done_ != nullptr) cudaEventDestroy(upload_done_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
-}
-
-int64_t CudaOps::bt_stride() const {
-  return (options_.max_model_len + 15) / 16 + 1;  // enough for block_size >= 16
 }
 
 Result<void*> CudaOps::device_alloc(size_t bytes) {
@@ -102,79 +141,113 @@ Result<void*> CudaOps::device_alloc(size_t bytes) {
     return resource_exhausted("cuda ops: cannot allocate " + std::to_string(bytes) +
                               " bytes: " + cudaGetErrorString(e));
   }
-  cudaMemset(p, 0, bytes);
   allocations_.push_back(p);
+  LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(p, 0, bytes, stream_), "cudaMemsetAsync"));
   return p;
+}
+
+Status CudaOps::upload(void* dst, const void* src, size_t bytes) {
+  // From pageable memory the call returns once `src` is staged, so `src` may be reused at once.
+  return cuda_status(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_), "upload");
 }
 
 void CudaOps::check(int cuda_error, const char* what) {
   if (cuda_error != cudaSuccess && error_.is_ok()) error_ = cuda_status(cuda_error, what);
 }
 
-Result<Weight> CudaOps::prepare_weight(const TensorView& t) {
+void CudaOps::record(const Status& st) {
+  if (!st.is_ok() && error_.is_ok()) error_ = st;
+}
+
+// Writes t as bf16 rows (or an f32 vector) at dst.
+Result<void*> CudaOps::upload_matrix(const TensorView& t, void* dst) {
   const int64_t rows_n = t.rows(), cols = t.cols();
-  if (t.type != DType::F32 && t.type != DType::BF16 &&
-      (!kernels::dtype_can_dequantize(t.type) ||
-       cols % kernels::dtype_info(t.type).block_elems != 0)) {
-    return unimplemented("cuda ops: cannot convert " + t.name + " of type " +
-                         std::string(kernels::dtype_name(t.type)));
-  }
   std::vector<float> row(static_cast<size_t>(cols));
-  if (t.shape.size() <= 1) {  // vectors (norm weights, biases) as f32
-    LLMSERVE_RETURN_IF_ERROR(dequantize_to(t, 0, row.data()));
-    LLMSERVE_ASSIGN_OR_RETURN(void* d, device_alloc(row.size() * 4));
-    LLMSERVE_RETURN_IF_ERROR(
-        cuda_status(cudaMemcpy(d, row.data(), row.size() * 4, cudaMemcpyHostToDevice), "upload"));
-    return Weight{DType::F32, d, 1, cols};
+  if (is_vector(t)) {
+    dequantize_row(t, 0, row.data());
+    LLMSERVE_RETURN_IF_ERROR(upload(dst, row.data(), row.size() * 4));
+    return dst;
   }
-  if (t.shape.size() != 2) return invalid_argument("cuda ops: " + t.name + " is not a matrix");
-  const size_t bytes = static_cast<size_t>(rows_n * cols) * 2;
-  LLMSERVE_ASSIGN_OR_RETURN(void* d, device_alloc(bytes));
   if (t.type == DType::BF16) {
-    LLMSERVE_RETURN_IF_ERROR(
-        cuda_status(cudaMemcpy(d, t.data, bytes, cudaMemcpyHostToDevice), "upload"));
-  } else {
-    constexpr int64_t kChunkRows = 256;
-    std::vector<uint16_t> chunk(static_cast<size_t>(kChunkRows * cols));
-    for (int64_t r0 = 0; r0 < rows_n; r0 += kChunkRows) {
-      const int64_t n = std::min(kChunkRows, rows_n - r0);
-      for (int64_t r = 0; r < n; ++r) {
-        LLMSERVE_RETURN_IF_ERROR(dequantize_to(t, r0 + r, row.data()));
-        for (int64_t c = 0; c < cols; ++c) {
-          chunk[static_cast<size_t>(r * cols + c)] =
-              kernels::fp32_to_bf16(row[static_cast<size_t>(c)]);
-        }
+    LLMSERVE_RETURN_IF_ERROR(upload(dst, t.data, static_cast<size_t>(rows_n * cols) * 2));
+    return dst;
+  }
+  constexpr int64_t kChunkRows = 256;
+  std::vector<uint16_t> chunk(static_cast<size_t>(std::min(kChunkRows, rows_n) * cols));
+  for (int64_t r0 = 0; r0 < rows_n; r0 += kChunkRows) {
+    const int64_t n = std::min(kChunkRows, rows_n - r0);
+    for (int64_t r = 0; r < n; ++r) {
+      dequantize_row(t, r0 + r, row.data());
+      for (int64_t c = 0; c < cols; ++c) {
+        chunk[static_cast<size_t>(r * cols + c)] = kernels::fp32_to_bf16(row[static_cast<size_t>(c)]);
       }
-      LLMSERVE_RETURN_IF_ERROR(
-          cuda_status(cudaMemcpy(static_cast<uint16_t*>(d) + r0 * cols, chunk.data(),
-                                 static_cast<size_t>(n * cols) * 2, cudaMemcpyHostToDevice),
-                      "upload"));
+    }
+    LLMSERVE_RETURN_IF_ERROR(upload(static_cast<uint16_t*>(dst) + r0 * cols, chunk.data(),
+                                    static_cast<size_t>(n * cols) * 2));
+  }
+  return dst;
+}
+
+Result<Weight> CudaOps::prepare_weight(const TensorView& t) {
+  const TensorView* one[] = {&t};
+  LLMSERVE_ASSIGN_OR_RETURN(std::vector<Weight> w, prepare_fused(one));
+  fused_first_.pop_back();  // a single weight is no fused group
+  return w[0];
+}
+
+Result<std::vector<Weight>> CudaOps::prepare_fused(std::span<const TensorView* const> ts) {
+  if (ts.empty()) return invalid_argument("cuda ops: no tensors to prepare");
+  const bool vectors = is_vector(*ts[0]);
+  size_t bytes = 0;
+  int64_t fused_rows = 0;
+  for (const TensorView* t : ts) {
+    LLMSERVE_RETURN_IF_ERROR(check_convertible(*t));
+    if (is_vector(*t) != vectors || (!vectors && t->cols() != ts[0]->cols())) {
+      return invalid_argument("cuda ops: cannot fuse " + t->name + " with " + ts[0]->name);
+    }
+    bytes += vectors ? static_cast<size_t>(t->cols()) * 4
+                     : static_cast<size_t>(t->rows() * t->cols()) * 2;
+    fused_rows += vectors ? t->cols() : t->rows();
+  }
+  LLMSERVE_ASSIGN_OR_RETURN(void* base, device_alloc(bytes));
+  std::vector<Weight> out;
+  auto* at = static_cast<uint8_t*>(base);
+  for (const TensorView* t : ts) {
+    LLMSERVE_RETURN_IF_ERROR(upload_matrix(*t, at).status());
+    if (vectors) {
+      out.push_back(Weight{DType::F32, at, 1, t->cols()});
+      at += static_cast<size_t>(t->cols()) * 4;
+    } else {
+      out.push_back(Weight{DType::BF16, at, t->rows(), t->cols()});
+      at += static_cast<size_t>(t->rows() * t->cols()) * 2;
     }
   }
-  const int64_t need =
-      std::max(options_.max_tokens, options_.max_samples) * std::max<int64_t>(cols, 1);
-  if (need > x_bf16_elems_) {  // GEMM input scratch grows at set-up only
-    LLMSERVE_ASSIGN_OR_RETURN(
-        void* xb, device_alloc(static_cast<size_t>(std::max(
-                                   need, std::max<int64_t>(options_.max_num_seqs, 1) * cols)) *
-                               2));
-    x_bf16_ = static_cast<uint16_t*>(xb);
-    x_bf16_elems_ = need;
+  fused_first_.push_back(base);
+  if (!vectors && ts.size() > 1) {
+    const int64_t need =
+        std::max<int64_t>(options_.max_tokens, options_.max_num_seqs) * fused_rows;
+    if (need > fused_out_floats_) {  // the fused GEMM output grows at set-up only
+      LLMSERVE_ASSIGN_OR_RETURN(void* f, device_alloc(static_cast<size_t>(need) * 4));
+      fused_out_ = static_cast<float*>(f);
+      fused_out_floats_ = need;
+    }
   }
-  return Weight{DType::BF16, d, rows_n, cols};
+  LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream_), "weight upload"));
+  return out;
 }
 
 Result<float*> CudaOps::alloc_activation(int64_t n) {
   if (n <= 0) return invalid_argument("cuda ops: buffer size must be positive");
   LLMSERVE_ASSIGN_OR_RETURN(void* p, device_alloc(static_cast<size_t>(n) * 4));
   if (n > host_out_floats_) {
-    if (host_out_ != nullptr) cudaFreeHost(host_out_);
+    if (host_out_ != nullptr) check(cudaFreeHost(host_out_), "cudaFreeHost");
     host_out_ = nullptr;
     LLMSERVE_RETURN_IF_ERROR(cuda_status(
         cudaMallocHost(reinterpret_cast<void**>(&host_out_), static_cast<size_t>(n) * 4),
         "cudaMallocHost"));
     host_out_floats_ = n;
   }
+  LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream_), "activation set-up"));
   return static_cast<float*>(p);
 }
 
@@ -184,8 +257,15 @@ Status CudaOps::alloc_kv_cache(const KvCacheSpec& spec) {
     return invalid_argument("cuda ops: KV cache sizes must be positive");
   }
   if (!k_cache_.empty()) return failed_precondition("cuda ops: KV cache already allocated");
-  if (!kc::attention_supports_head_dim(spec.head_dim) || spec.block_size < 16) {
-    return unimplemented("cuda ops: attention needs head_dim 64 or 128 and block_size >= 16");
+  if (options_.num_heads % spec.num_kv_heads != 0) {
+    return invalid_argument("cuda ops: " + std::to_string(options_.num_heads) +
+                            " query heads are not a multiple of " +
+                            std::to_string(spec.num_kv_heads) + " KV heads");
+  }
+  if (!kc::attention_supports_head_dim(spec.head_dim) || spec.block_size % 16 != 0) {
+    return unimplemented("cuda ops: attention needs head_dim 64 or 128 and a block_size that is "
+                         "a multiple of 16 (got head_dim " + std::to_string(spec.head_dim) +
+                         ", block_size " + std::to_string(spec.block_size) + ")");
   }
   const size_t per_layer = static_cast<size_t>(spec.num_blocks) * spec.num_kv_heads *
                            spec.block_size * spec.head_dim * 2;
@@ -198,26 +278,28 @@ Status CudaOps::alloc_kv_cache(const KvCacheSpec& spec) {
         return resource_exhausted("cuda ops: cannot allocate the KV cache: " +
                                   std::string(cudaGetErrorString(e)));
       }
-      cudaMemset(p, 0, per_layer);
       kv_allocations_.push_back(p);
       cache->push_back(static_cast<uint16_t*>(p));
+      LLMSERVE_RETURN_IF_ERROR(
+          cuda_status(cudaMemsetAsync(p, 0, per_layer, stream_), "KV cache clear"));
     }
   }
   kv_spec_ = spec;
-  const int64_t ws = kc::decode_attention_workspace_floats(
-      options_.max_num_seqs, spec.num_kv_heads * 8, spec.head_dim,
-      static_cast<int>(options_.max_model_len));
+  LLMSERVE_RETURN_IF_ERROR(make_step_index(spec));
+  const int64_t ws =
+      kc::decode_workspace_floats(static_cast<int>(plan_capacity_), options_.num_heads,
+                                  spec.head_dim);
   if (ws > attn_ws_floats_) {
     LLMSERVE_ASSIGN_OR_RETURN(void* w, device_alloc(static_cast<size_t>(ws) * 4));
     attn_ws_ = static_cast<float*>(w);
     attn_ws_floats_ = ws;
   }
-  return Status::ok();
+  return cuda_status(cudaStreamSynchronize(stream_), "KV cache set-up");
 }
 
 void CudaOps::release_kv_cache() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
-  for (void* p : kv_allocations_) cudaFree(p);
+  for (void* p : kv_allocations_) check(cudaFree(p), "cudaFree of the KV cache");
   kv_allocations_.clear();
   k_cache_.clear();
   v_cache_.clear();
@@ -247,232 +329,12 @@ void CudaOps::set_rope(RopeSpec spec) {
   if (rope_.inv_freq.empty()) return;
   auto r = device_alloc(rope_.inv_freq.size() * 4);
   if (!r.is_ok()) {
-    if (error_.is_ok()) error_ = r.status();
+    record(r.status());
     return;
   }
   inv_freq_ = static_cast<float*>(r.value());
-  check(cudaMemcpy(inv_freq_, rope_.inv_freq.data(), rope_.inv_freq.size() * 4,
-                   cudaMemcpyHostToDevice),
-        "upload rope frequencies");
-}
-
-int64_t CudaOps::rows(int64_t n) const {
-  if (mode_ == Mode::kEager || real_rows_ == 0) return n;
-  return n / real_rows_ * bucket_;
-}
-
-Status CudaOps::begin_step(const ForwardBatch& batch) {
-  LLMSERVE_RETURN_IF_ERROR(error_);
-  if (k_cache_.empty()) return failed_precondition("cuda ops: no KV cache");
-  const int64_t T = batch.num_tokens(), B = batch.num_requests(), S = batch.num_samples();
-  const int64_t Tc = std::max<int64_t>(options_.max_tokens, options_.max_num_seqs);
-  const int64_t Sc = std::max<int64_t>(options_.max_samples, options_.max_num_seqs);
-  const int64_t stride = bt_stride();
-  if (T > Tc || B > options_.max_num_seqs || S > Sc || batch.max_blocks_per_seq > stride) {
-    return invalid_argument("cuda ops: batch of " + std::to_string(T) + " tokens / " +
-                            std::to_string(B) + " requests / " + std::to_string(S) + " samples / " +
-                            std::to_string(batch.max_blocks_per_seq) +
-                            " blocks per sequence exceeds the limits given at creation");
-  }
-  batch_ = batch;
-  mode_ = Mode::kEager;
-  bucket_ = 0;
-  real_rows_ = T;
-  int64_t padded = B;
-  if (options_.cuda_graphs && B > 0 && batch.num_decodes == B && T == B && S == B) {
-    bucket_ = decode_graph_bucket(buckets_, static_cast<int>(B));
-    if (bucket_ > 0) {
-      padded = bucket_;
-      mode_ = graphs_.has(bucket_) ? Mode::kReplay : Mode::kCapture;
-    }
-  }
-  // The previous upload must have left the staging area before it is rewritten.
-  LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaEventSynchronize(upload_done_), "upload wait"));
-  int32_t* tok = staging_;
-  int32_t* pos = tok + Tc;
-  int32_t* slot = pos + Tc;
-  int32_t* qs = slot + Tc;
-  int32_t* sl = qs + options_.max_num_seqs + 1;
-  int32_t* samp = sl + options_.max_num_seqs;
-  int32_t* bt = samp + Sc;
-  const int64_t Tp = mode_ == Mode::kEager ? T : padded;
-  for (int64_t i = 0; i < Tp; ++i) {
-    const bool real = i < T;
-    tok[i] = real ? batch.token_ids[static_cast<size_t>(i)] : 0;
-    pos[i] = real ? batch.positions[static_cast<size_t>(i)] : 0;
-    slot[i] = real ? batch.slot_mapping[static_cast<size_t>(i)] : -1;
-  }
-  max_seq_len_ = 0;
-  max_q_len_ = 0;
-  for (int64_t b = 0; b <= padded; ++b) {
-    qs[b] = b <= B ? batch.query_start[static_cast<size_t>(b)] : static_cast<int32_t>(T + (b - B));
-  }
-  for (int64_t b = 0; b < padded; ++b) {
-    const bool real = b < B;
-    sl[b] = real ? batch.seq_lens[static_cast<size_t>(b)] : 0;
-    max_seq_len_ = std::max(max_seq_len_, sl[b]);
-    if (real) max_q_len_ = std::max(max_q_len_, qs[b + 1] - qs[b]);
-    int32_t* row = bt + b * stride;
-    for (int64_t j = 0; j < stride; ++j) {
-      row[j] = real && j < batch.max_blocks_per_seq
-                   ? batch.block_tables[static_cast<size_t>(b * batch.max_blocks_per_seq + j)]
-                   : 0;
-    }
-  }
-  const int64_t Sp = mode_ == Mode::kEager ? S : padded;
-  for (int64_t s = 0; s < Sp; ++s) {
-    samp[s] = s < S ? batch.sample_rows[static_cast<size_t>(s)] : static_cast<int32_t>(s);
-  }
-  // One copy of everything up to the last block-table row in use.
-  const int64_t used = (bt - staging_) + padded * stride;
-  LLMSERVE_RETURN_IF_ERROR(
-      cuda_status(cudaMemcpyAsync(dev_idx_, staging_, static_cast<size_t>(used) * 4,
-                                  cudaMemcpyHostToDevice, stream_),
-                  "index upload"));
-  LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaEventRecord(upload_done_, stream_), "upload event"));
-  if (mode_ == Mode::kCapture) LLMSERVE_RETURN_IF_ERROR(graphs_.begin_capture(stream_));
-  return Status::ok();
-}
-
-void CudaOps::embedding(const Weight& table, float* out) {
-  if (skip()) return;
-  check(kc::embedding_bf16(static_cast<const uint16_t*>(table.data), table.cols, d_tokens_,
-                           rows(batch_.num_tokens()), out, stream_),
-        "embedding");
-}
-
-void CudaOps::rms_norm(const float* x, const Weight& w, int64_t n, float eps, float* y) {
-  if (skip()) return;
-  check(kc::rms_norm(x, static_cast<const float*>(w.data), rows(n), w.cols, eps, y, stream_),
-        "rms_norm");
-}
-
-void CudaOps::add_rms_norm(float* residual, const float* x, const Weight& w, int64_t n, float eps,
-                           float* y) {
-  if (skip()) return;
-  check(kc::add_rms_norm(residual, x, static_cast<const float*>(w.data), rows(n), w.cols, eps, y,
-                         stream_),
-        "add_rms_norm");
-}
-
-void CudaOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) {
-  if (skip()) return;
-  const int64_t m = rows(M);
-  if (m <= 0) return;
-  if (w.type != DType::BF16 || m * w.cols > x_bf16_elems_) {
-    check(cudaErrorInvalidValue, "matmul: weight not prepared by CudaOps or too many rows");
-    return;
-  }
-  check(kc::f32_to_bf16(x, m * w.cols, x_bf16_, stream_), "matmul input to bf16");
-  // Row-major y[m, N] = x[m, K] . W[N, K]^T is column-major y^T = W^T^T . x^T.
-  const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t st = cublas_->gemm_ex(
-      handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), static_cast<int>(m),
-      static_cast<int>(w.cols), &alpha, w.data, CUDA_R_16BF, static_cast<int>(w.cols), x_bf16_,
-      CUDA_R_16BF, static_cast<int>(w.cols), &beta, y, CUDA_R_32F, static_cast<int>(w.rows),
-      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  if (st != CUBLAS_STATUS_SUCCESS && error_.is_ok()) {
-    error_ = internal_error("cuda ops: cublasGemmEx failed with status " + std::to_string(st));
-  }
-  if (bias != nullptr) {
-    check(kc::add_bias(y, static_cast<const float*>(bias->data), m, w.rows, stream_), "bias");
-  }
-}
-
-void CudaOps::rope(float* x, int heads, int head_dim) {
-  if (skip()) return;
-  check(kc::apply_rope(x, rows(batch_.num_tokens()), heads, head_dim, d_positions_, inv_freq_,
-                       static_cast<int>(rope_.inv_freq.size()), rope_.interleaved, stream_),
-        "rope");
-}
-
-void CudaOps::write_kv(int64_t layer, const float* k, const float* v) {
-  if (skip()) return;
-  const auto l = static_cast<size_t>(layer);
-  check(kc::write_kv(k, v, d_slots_, rows(batch_.num_tokens()), kv_spec_.num_kv_heads,
-                     kv_spec_.block_size, kv_spec_.head_dim, k_cache_[l], v_cache_[l], stream_),
-        "write_kv");
-}
-
-void CudaOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
-                                int64_t req_begin, int64_t req_end, float* out) {
-  if (skip()) return;
-  const auto l = static_cast<size_t>(layer);
-  const kc::PagedKvDevice kv{
-      k_cache_[l],      v_cache_[l],           d_block_tables_ + req_begin * bt_stride(),
-      bt_stride(),      kv_spec_.num_kv_heads, kv_spec_.block_size,
-      kv_spec_.head_dim};
-  check(kc::prefill_attention(kv, q, d_query_start_ + req_begin, d_seq_lens_ + req_begin,
-                              static_cast<int>(req_end - req_begin), max_q_len_, num_heads, scale,
-                              out, stream_),
-        "prefill_attention");
-}
-
-void CudaOps::decode_attention(int64_t layer, const float* q, int num_heads, float scale,
-                               int64_t req_begin, int64_t req_end, float* out) {
-  if (skip()) return;
-  const auto l = static_cast<size_t>(layer);
-  const int64_t B = mode_ == Mode::kEager ? req_end - req_begin : bucket_;
-  const int max_len =
-      mode_ == Mode::kEager ? max_seq_len_ : static_cast<int>(options_.max_model_len);
-  const int64_t need = kc::decode_attention_workspace_floats(static_cast<int>(B), num_heads,
-                                                             kv_spec_.head_dim, max_len);
-  if (need > attn_ws_floats_) {
-    if (mode_ != Mode::kEager) {
-      check(cudaErrorMemoryAllocation, "decode attention workspace too small for graph capture");
-      return;
-    }
-    auto w = device_alloc(static_cast<size_t>(need) * 4);
-    if (!w.is_ok()) {
-      if (error_.is_ok()) error_ = w.status();
-      return;
-    }
-    attn_ws_ = static_cast<float*>(w.value());
-    attn_ws_floats_ = need;
-  }
-  const int64_t row = batch_.query_start[static_cast<size_t>(req_begin)];
-  const int64_t stride = static_cast<int64_t>(num_heads) * kv_spec_.head_dim;
-  const kc::PagedKvDevice kv{
-      k_cache_[l],      v_cache_[l],           d_block_tables_ + req_begin * bt_stride(),
-      bt_stride(),      kv_spec_.num_kv_heads, kv_spec_.block_size,
-      kv_spec_.head_dim};
-  check(kc::decode_attention(kv, q + row * stride, d_seq_lens_ + req_begin, static_cast<int>(B),
-                             max_len, num_heads, scale, attn_ws_, out + row * stride, stream_),
-        "decode_attention");
-}
-
-void CudaOps::silu_mul(const float* gate, const float* up, int64_t n, float* out) {
-  if (skip()) return;
-  check(kc::silu_mul(gate, up, rows(n), out, stream_), "silu_mul");
-}
-
-void CudaOps::gather_sample_rows(const float* x, int64_t dim, float* out) {
-  if (skip()) return;
-  check(kc::gather_rows(x, dim, d_samples_, rows(batch_.num_samples()), out, stream_),
-        "gather_sample_rows");
-}
-
-std::span<const float> CudaOps::to_host(const float* x, int64_t n) {
-  if (mode_ == Mode::kCapture && error_.is_ok()) {
-    if (Status st = graphs_.end_capture(bucket_, stream_); !st.is_ok()) error_ = st;
-  } else if (mode_ == Mode::kCapture) {
-    cudaGraph_t g = nullptr;
-    cudaStreamEndCapture(stream_, &g);  // abandon the broken capture
-    if (g != nullptr) cudaGraphDestroy(g);
-    cudaGetLastError();
-  }
-  if (mode_ != Mode::kEager && error_.is_ok()) {
-    if (Status st = graphs_.launch(bucket_, stream_); !st.is_ok()) error_ = st;
-  }
-  mode_ = Mode::kEager;
-  n = std::min(n, host_out_floats_);
-  if (error_.is_ok()) {
-    check(
-        cudaMemcpyAsync(host_out_, x, static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream_),
-        "copy to host");
-    check(cudaStreamSynchronize(stream_), "step");
-  }
-  return {host_out_, static_cast<size_t>(std::max<int64_t>(n, 0))};
+  record(upload(inv_freq_, rope_.inv_freq.data(), rope_.inv_freq.size() * 4));
+  check(cudaStreamSynchronize(stream_), "rope set-up");
 }
 
 }  // namespace llmserve

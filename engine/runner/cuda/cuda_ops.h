@@ -1,10 +1,15 @@
 // The CUDA backend of Ops (DESIGN §5). Weights are uploaded once as BF16 (dequantized on the
-// host from any GGUF / safetensors type the CPU can read; vectors as f32); GEMMs run through
-// cuBLAS (BF16 inputs, f32 accumulate and output); the KV cache is per layer K and V of
-// [num_blocks, num_kv_heads, block_size, head_dim] BF16 in device memory. A step's index data is
-// uploaded in one copy at begin_step. Pure-decode steps (T == B == S) are captured as a CUDA
-// graph per batch-size bucket on first use and replayed with padded inputs; other steps run
-// eagerly. Ops that fail record the first error: status() and the next begin_step return it.
+// host from any GGUF / safetensors type the CPU can read; vectors as f32); q/k/v and gate/up are
+// each stored as one matrix (prepare_fused) and run as one cuBLAS GEMM (BF16 inputs, f32
+// accumulate and output) whose outputs the consumers read in place (FusedViews). GEMM inputs
+// are produced as BF16 by the ops before them (norms, silu_mul, attention; ops.h). The KV cache
+// is per layer K and V of [num_blocks, num_kv_heads, block_size, head_dim] BF16.
+//
+// Per step: the index data (step_index.h) and the decode-attention plan are uploaded in one
+// copy plus one pitched copy of the block-table rows and columns in use. Pure-decode steps
+// replay a CUDA graph per batch-size bucket (graph_buckets.h), captured by capture_graph();
+// other steps run eagerly. Everything runs on one non-blocking stream, set-up copies included.
+// Ops that fail record the first error: status() and the next begin_step return it.
 // Not thread-safe: one step at a time.
 #pragma once
 
@@ -16,9 +21,13 @@
 #include <vector>
 
 #include "engine/model/ops.h"
+#include "engine/runner/cuda/bias_gemm.h"
 #include "engine/runner/cuda/cublas_loader.h"
 #include "engine/runner/cuda/decode_graphs.h"
 #include "engine/runner/cuda/kv_memory_plan.h"
+#include "engine/runner/fused_views.h"
+#include "engine/runner/step_index.h"
+#include "llmserve/kernels/cuda/decode_plan.h"
 
 namespace llmserve {
 
@@ -27,8 +36,9 @@ struct CudaOpsOptions {
   int64_t max_tokens = 2048;     // new tokens per step
   int64_t max_samples = 256;     // sampled rows per step
   int max_num_seqs = 256;        // requests per step
-  int64_t max_model_len = 4096;  // tokens per sequence (block-table width, decode graph grid)
-  bool cuda_graphs = true;       // capture decode steps
+  int64_t max_model_len = 4096;  // tokens per sequence (block-table width)
+  int num_heads = 0;             // the model's query heads (sizes the decode-attention workspace)
+  bool cuda_graphs = true;       // replay captured decode steps
 };
 
 class CudaOps final : public Ops {
@@ -38,6 +48,7 @@ class CudaOps final : public Ops {
   ~CudaOps() override;
 
   Result<Weight> prepare_weight(const TensorView& t) override;
+  Result<std::vector<Weight>> prepare_fused(std::span<const TensorView* const> ts) override;
   Result<float*> alloc_activation(int64_t n) override;
   Status alloc_kv_cache(const KvCacheSpec& spec) override;
   const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
@@ -49,14 +60,18 @@ class CudaOps final : public Ops {
   void add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows, float eps,
                     float* y) override;
   void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) override;
+  void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
+                    std::span<const Weight* const> biases, std::span<float* const> ys) override;
   void rope(float* x, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
   void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
                          int64_t req_begin, int64_t req_end, float* out) override;
   void decode_attention(int64_t layer, const float* q, int num_heads, float scale,
                         int64_t req_begin, int64_t req_end, float* out) override;
-  void silu_mul(const float* gate, const float* up, int64_t n, float* out) override;
+  void silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                float* out) override;
   void gather_sample_rows(const float* x, int64_t dim, float* out) override;
+  void finish_step() override;
   std::span<const float> to_host(const float* x, int64_t n) override;
 
   // Frees the KV cache so alloc_kv_cache can size it again (after a profiling pass).
@@ -66,47 +81,70 @@ class CudaOps final : public Ops {
   Result<KvMemoryPlan> plan_kv_cache(double gpu_memory_utilization) const;
   uint64_t kv_cache_bytes() const override;
   Status status() const { return error_; }
+  // Where matmul_multi's outputs live (views into the fused GEMM output), for tests.
+  const FusedViews& fused_views() const { return views_; }
   cudaStream_t stream() const { return stream_; }
+  int device() const { return options_.device; }
+  // The decode-graph buckets (graph_buckets.h) and how many are captured.
+  const std::vector<int>& graph_buckets() const { return buckets_; }
   size_t num_decode_graphs() const { return graphs_.size(); }
-  void set_cuda_graphs(bool on) { options_.cuda_graphs = on; }
+  // Replays captured graphs for pure-decode steps (on by default when options.cuda_graphs).
+  void set_cuda_graphs(bool on) { use_graphs_ = on && options_.cuda_graphs; }
+  // The next begin_step of a pure-decode batch captures the graph of its bucket (padding the
+  // batch to it), replacing a graph captured before.
+  void capture_next_step() { capture_next_ = true; }
 
  private:
   enum class Mode { kEager, kCapture, kReplay };
   explicit CudaOps(const CudaOpsOptions& options) : options_(options) {}
   Status init();
+  Status make_step_index(const KvCacheSpec& spec);  // staging sized for this cache's plans
   Result<void*> device_alloc(size_t bytes);
+  Status upload(void* dst, const void* src, size_t bytes);
+  Result<void*> upload_matrix(const TensorView& t, void* dst);
   void check(int cuda_error, const char* what);
   bool skip() const { return mode_ == Mode::kReplay || !error_.is_ok(); }
   int64_t rows(int64_t n) const;  // n scaled from the real to the padded batch in graph modes
-  int64_t bt_stride() const;
+  // y[M, N] (row pitch ldy) = x[M, K] (bf16, row pitch x_stride) . W^T (+ bias, fused in).
+  void gemm(const void* x_bf16, int64_t x_stride, int64_t M, const void* w, int64_t N, int64_t K,
+            const float* bias, float* y, int64_t ldy);
+  void record(const Status& st);
 
   CudaOpsOptions options_;
+  bool use_graphs_ = true;
+  bool capture_next_ = false;
   const CublasApi* cublas_ = nullptr;
   cublasHandle_t handle_ = nullptr;
+  std::unique_ptr<BiasGemm> bias_gemm_;  // GEMMs with a bias epilogue (qwen2's q / k / v)
   cudaStream_t stream_ = nullptr;
   cudaEvent_t upload_done_ = nullptr;
+  int num_sms_ = 0;
   std::vector<void*> allocations_;
   std::vector<void*> kv_allocations_;
   std::vector<uint16_t*> k_cache_, v_cache_;
   KvCacheSpec kv_spec_;
   RopeSpec rope_;
   float* inv_freq_ = nullptr;
-  uint16_t* x_bf16_ = nullptr;  // GEMM input scratch
-  int64_t x_bf16_elems_ = 0;
-  float* attn_ws_ = nullptr;  // decode split-K workspace
+  float* fused_out_ = nullptr;  // outputs of fused GEMMs [max rows, widest fused N]
+  int64_t fused_out_floats_ = 0;
+  FusedViews views_;
+  std::vector<const void*> fused_first_;  // first weight of each prepare_fused group
+  float* attn_ws_ = nullptr;              // decode split-K workspace
   int64_t attn_ws_floats_ = 0;
   float* host_out_ = nullptr;  // pinned, for to_host
   int64_t host_out_floats_ = 0;
-  // Index data of the step: one pinned staging area and its device copy.
+  // Index data of the step: one pinned staging area and its device copy (step_index.h).
+  StepIndexLayout layout_;
   int32_t* staging_ = nullptr;
   int32_t* dev_idx_ = nullptr;
-  int64_t idx_elems_ = 0;
-  int32_t *d_tokens_ = nullptr, *d_positions_ = nullptr, *d_slots_ = nullptr;
-  int32_t *d_query_start_ = nullptr, *d_seq_lens_ = nullptr, *d_samples_ = nullptr;
-  int32_t* d_block_tables_ = nullptr;
+  StepIndexFill fill_;
+  kernels::cuda::DecodePlanConfig plan_config_;
+  kernels::cuda::DecodePlan plan_;
+  int64_t plan_capacity_ = 0;    // decode work items a plan may hold (at max_num_seqs)
+  int64_t decode_capacity_ = 0;  // ... and this step's plan (its bucket's in graph modes)
   ForwardBatch batch_;
-  int max_seq_len_ = 0, max_q_len_ = 0;
   Mode mode_ = Mode::kEager;
+  bool step_finished_ = true;
   int bucket_ = 0;
   int64_t real_rows_ = 0;
   std::vector<int> buckets_;

@@ -1,25 +1,10 @@
 #include "engine/runner/cuda/decode_graphs.h"
 
-#include <algorithm>
+#include <string>
 
 #include "engine/runner/cuda/cuda_device.h"
 
 namespace llmserve {
-
-std::vector<int> decode_graph_buckets(int max_num_seqs) {
-  std::vector<int> b;
-  for (int s : {1, 2, 4, 8}) {
-    if (s < max_num_seqs) b.push_back(s);
-  }
-  for (int s = 16; s < max_num_seqs; s += s < 64 ? 8 : 16) b.push_back(s);
-  if (max_num_seqs > 0) b.push_back(max_num_seqs);
-  return b;
-}
-
-int decode_graph_bucket(const std::vector<int>& buckets, int batch) {
-  auto it = std::lower_bound(buckets.begin(), buckets.end(), batch);
-  return it == buckets.end() ? 0 : *it;
-}
 
 DecodeGraphs::~DecodeGraphs() {
   for (auto& [bucket, exec] : exec_) cudaGraphExecDestroy(exec);
@@ -40,6 +25,13 @@ Status DecodeGraphs::end_capture(int bucket, cudaStream_t stream) {
   LLMSERVE_RETURN_IF_ERROR(cuda_status(e, "cudaGraphInstantiate"));
   exec_[bucket] = exec;
   return Status::ok();
+}
+
+void DecodeGraphs::abandon_capture(cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(stream, &graph);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  cudaGetLastError();
 }
 
 Status DecodeGraphs::launch(int bucket, cudaStream_t stream) const {

@@ -20,19 +20,6 @@ namespace {
 
 using cuda_test::StepBatch;
 
-TEST(CudaOpsNoDevice, DecodeGraphBuckets) {
-  EXPECT_EQ(decode_graph_buckets(1), (std::vector<int>{1}));
-  EXPECT_EQ(decode_graph_buckets(6), (std::vector<int>{1, 2, 4, 6}));
-  EXPECT_EQ(decode_graph_buckets(100),
-            (std::vector<int>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 100}));
-  const auto b = decode_graph_buckets(256);
-  EXPECT_EQ(decode_graph_bucket(b, 1), 1);
-  EXPECT_EQ(decode_graph_bucket(b, 3), 4);
-  EXPECT_EQ(decode_graph_bucket(b, 65), 80);
-  EXPECT_EQ(decode_graph_bucket(b, 256), 256);
-  EXPECT_EQ(decode_graph_bucket(b, 257), 0);
-}
-
 TEST(CudaOpsNoDevice, KvMemoryPlanArithmetic) {
   const uint64_t GiB = 1ull << 30;
   auto plan = plan_kv_blocks(80 * GiB, 20 * GiB, 0.9, 2u << 20);
@@ -46,9 +33,118 @@ TEST(CudaOpsNoDevice, KvMemoryPlanArithmetic) {
 
 TEST(CudaOpsNoDevice, CreateFailsCleanlyWithoutDevice) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
-  auto ops = CudaOps::create(CudaOpsOptions{});
+  CudaOpsOptions o;
+  o.num_heads = 8;
+  auto ops = CudaOps::create(o);
   ASSERT_FALSE(ops.is_ok());
   EXPECT_EQ(ops.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(ops.status().message().find("no CUDA device"), std::string::npos)
+      << ops.status().message();
+}
+
+TensorView bf16_matrix(const std::string& name, const std::vector<uint16_t>& data, int64_t rows,
+                       int64_t cols) {
+  TensorView t;
+  t.name = name;
+  t.type = kernels::DType::BF16;
+  t.shape = {rows, cols};
+  t.data = reinterpret_cast<const std::byte*>(data.data());
+  t.nbytes = data.size() * 2;
+  return t;
+}
+
+TensorView f32_vector(const std::string& name, const std::vector<float>& data) {
+  TensorView t;
+  t.name = name;
+  t.type = kernels::DType::F32;
+  t.shape = {static_cast<int64_t>(data.size())};
+  t.data = reinterpret_cast<const std::byte*>(data.data());
+  t.nbytes = data.size() * 4;
+  return t;
+}
+
+// q / k / v with biases (qwen2) as one fused GEMM with cuBLASLt's bias epilogue, and one
+// unfused matmul with a bias, against a double-precision reference over the same bf16 values.
+TEST(CudaOpsKernels, FusedAndBiasedMatmulsMatchReference) {
+  LLMSERVE_REQUIRE_CUDA();
+  CudaOpsOptions o;
+  o.num_heads = 2;
+  o.max_tokens = 8;
+  o.max_samples = 8;
+  o.max_num_seqs = 8;
+  auto made = CudaOps::create(o);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  CudaOps& ops = **made;
+  const int64_t M = 5, K = 96;
+  const std::vector<int64_t> N = {128, 64, 64};
+  std::vector<std::vector<uint16_t>> w;
+  std::vector<std::vector<float>> b;
+  std::vector<TensorView> wt, bt;
+  for (size_t i = 0; i < N.size(); ++i) {
+    w.push_back(cuda_test::to_bf16(cuda_test::random_floats(N[i] * K, 20 + i)));
+    b.push_back(cuda_test::random_floats(N[i], 30 + i));
+  }
+  for (size_t i = 0; i < N.size(); ++i) {
+    wt.push_back(bf16_matrix("w" + std::to_string(i), w[i], N[i], K));
+    bt.push_back(f32_vector("b" + std::to_string(i), b[i]));
+  }
+  const TensorView* wp[] = {&wt[0], &wt[1], &wt[2]};
+  const TensorView* bp[] = {&bt[0], &bt[1], &bt[2]};
+  auto ws = ops.prepare_fused(wp);
+  auto bs = ops.prepare_fused(bp);
+  ASSERT_TRUE(ws.is_ok() && bs.is_ok());
+  // x as the CUDA backend's GEMM input: bf16 rows with the f32 row pitch (2 K elements).
+  const auto x = cuda_test::random_floats(M * K, 40);
+  std::vector<uint16_t> x16(static_cast<size_t>(M * 2 * K), 0);
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t c = 0; c < K; ++c) x16[r * 2 * K + c] = kernels::fp32_to_bf16(x[r * K + c]);
+  auto dx = ops.alloc_activation(M * K);
+  ASSERT_TRUE(dx.is_ok());
+  ASSERT_EQ(cudaMemcpy(*dx, x16.data(), x16.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+  std::vector<float*> ys;
+  for (int64_t n : N) ys.push_back(ops.alloc_activation(M * n).value());
+  const Weight* wv[] = {&(*ws)[0], &(*ws)[1], &(*ws)[2]};
+  const Weight* bv[] = {&(*bs)[0], &(*bs)[1], &(*bs)[2]};
+  ops.matmul_multi(*dx, M, wv, bv, ys);
+  ASSERT_EQ(cudaStreamSynchronize(ops.stream()), cudaSuccess);
+  ASSERT_TRUE(ops.status().is_ok()) << ops.status().message();
+  EXPECT_EQ(ops.fused_views().size(), 3u) << "q / k / v did not run as one fused GEMM";
+  for (size_t i = 0; i < N.size(); ++i) {
+    std::vector<double> want(static_cast<size_t>(M * N[i]));
+    for (int64_t r = 0; r < M; ++r) {
+      for (int64_t n = 0; n < N[i]; ++n) {
+        double acc = b[i][n];
+        for (int64_t c = 0; c < K; ++c) {
+          acc += static_cast<double>(kernels::bf16_to_fp32(x16[r * 2 * K + c])) *
+                 kernels::bf16_to_fp32(w[i][n * K + c]);
+        }
+        want[r * N[i] + n] = acc;
+      }
+    }
+    const FusedViews::View v = ops.fused_views().resolve(ys[i], N[i]);
+    std::vector<float> rows(static_cast<size_t>(M * v.row_stride));
+    ASSERT_EQ(cudaMemcpy(rows.data(), v.data, rows.size() * 4, cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    std::vector<float> got(want.size()), wantf(want.begin(), want.end());
+    for (int64_t r = 0; r < M; ++r)
+      for (int64_t n = 0; n < N[i]; ++n) got[r * N[i] + n] = rows[r * v.row_stride + n];
+    EXPECT_TRUE(cuda_test::near_all("fused GEMM output " + std::to_string(i), got, wantf, 1e-4f,
+                                    1e-4f));
+  }
+  // One weight with its bias through matmul (no fusion): the same epilogue path.
+  float* y = ops.alloc_activation(M * N[0]).value();
+  ops.matmul(*dx, M, (*ws)[0], &(*bs)[0], y);
+  ASSERT_EQ(cudaStreamSynchronize(ops.stream()), cudaSuccess);
+  std::vector<float> got(static_cast<size_t>(M * N[0]));
+  ASSERT_EQ(cudaMemcpy(got.data(), y, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  ASSERT_TRUE(ops.status().is_ok()) << ops.status().message();
+  const FusedViews::View v0 = ops.fused_views().resolve(ys[0], N[0]);
+  std::vector<float> fused(static_cast<size_t>(M * v0.row_stride));
+  ASSERT_EQ(cudaMemcpy(fused.data(), v0.data, fused.size() * 4, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t n = 0; n < N[0]; ++n)
+      EXPECT_NEAR(got[r * N[0] + n], fused[r * v0.row_stride + n], 1e-4f) << r << "," << n;
 }
 
 // One backend with its graph over `model`.
@@ -63,6 +159,7 @@ Backend make_backend(const LoadedModel& model, bool cuda, int num_seqs) {
   Backend b;
   if (cuda) {
     CudaOpsOptions o;
+    o.num_heads = static_cast<int>(model.config().num_heads);
     o.max_tokens = 256;
     o.max_samples = 16;
     o.max_num_seqs = 16;
@@ -156,45 +253,95 @@ TEST(CudaOpsModel, ForwardAnd32GreedyTokensMatchCpu) {
               worst);
 }
 
-TEST(CudaOpsModel, GraphReplayEqualsEager) {
+// Request r's prompt for the multi-request tests: lengths cross block edges.
+std::vector<int32_t> prompt_of(int r, int len) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < len; ++i) p.push_back((r * 101 + i * 7 + 3) % 900);
+  return p;
+}
+
+std::vector<float> copy_of(const Result<std::span<const float>>& l) {
+  return l.is_ok() ? std::vector<float>(l->begin(), l->end()) : std::vector<float>();
+}
+
+TEST(CudaOpsModel, MixedPrefillAndDecodeStepMatchesCpu) {
   LLMSERVE_REQUIRE_CUDA();
   std::string which;
   auto model = test_model(&which);
   ASSERT_NE(model, nullptr);
-  Backend gpu = make_backend(*model, true, 3);
-  ASSERT_TRUE(gpu.graph);
-  auto& ops = static_cast<CudaOps&>(*gpu.ops);
-  // Prefill three requests of different lengths, then decode them together (bucket 4: padded).
+  Backend cpu = make_backend(*model, false, 4), gpu = make_backend(*model, true, 4);
+  ASSERT_TRUE(cpu.graph && gpu.graph);
   StepBatch pre;
   pre.blocks_per_seq = kBlocksPerSeq;
-  const std::vector<int> lens = {5, 17, 33};
-  for (int r = 0; r < 3; ++r) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < lens[static_cast<size_t>(r)]; ++i) p.push_back((r * 101 + i * 7 + 3) % 900);
-    pre.add(r, p, 0);
+  pre.add(0, prompt_of(0, 17), 0);
+  pre.add(1, prompt_of(1, 40), 0);
+  pre.add(2, prompt_of(2, 20), 0);  // its chunk continues below
+  const auto pc = copy_of(cpu.graph->forward(pre.view()));
+  const auto pg = copy_of(gpu.graph->forward(pre.view()));
+  ASSERT_FALSE(pc.empty());
+  EXPECT_LT(rel_diff(pg, pc), 2e-2) << which << ": three-prefill step";
+  // Two decodes, a chunked prefill continuing after 20 cached tokens, and a new prefill.
+  StepBatch mixed;
+  mixed.blocks_per_seq = kBlocksPerSeq;
+  mixed.add(0, {5}, 17);
+  mixed.add(1, {6}, 40);
+  mixed.add(2, prompt_of(7, 30), 20);
+  mixed.add(3, prompt_of(3, 9), 0);
+  const auto mc = copy_of(cpu.graph->forward(mixed.view()));
+  const auto mg = copy_of(gpu.graph->forward(mixed.view()));
+  ASSERT_EQ(mc.size(), mg.size());
+  EXPECT_LT(rel_diff(mg, mc), 2e-2) << which << ": mixed prefill + decode step";
+  EXPECT_TRUE(static_cast<CudaOps&>(*gpu.ops).status().is_ok());
+}
+
+TEST(CudaOpsModel, EveryGraphBucketEqualsEager) {
+  LLMSERVE_REQUIRE_CUDA();
+  std::string which;
+  auto model = test_model(&which);
+  ASSERT_NE(model, nullptr);
+  constexpr int kSeqs = 16;
+  Backend gpu = make_backend(*model, true, kSeqs);
+  ASSERT_TRUE(gpu.graph);
+  auto& ops = static_cast<CudaOps&>(*gpu.ops);
+  StepBatch pre;
+  pre.blocks_per_seq = kBlocksPerSeq;
+  std::vector<int> lens;
+  for (int r = 0; r < kSeqs; ++r) {
+    lens.push_back(3 + 7 * r);  // 3 .. 108 tokens
+    pre.add(r, prompt_of(r, lens.back()), 0);
   }
   ASSERT_TRUE(gpu.graph->forward(pre.view()).is_ok());
-  auto decode = [&](bool graphs) {
-    ops.set_cuda_graphs(graphs);
+  auto decode = [&](int n) {
     StepBatch d;
     d.blocks_per_seq = kBlocksPerSeq;
-    for (int r = 0; r < 3; ++r)
+    for (int r = 0; r < n; ++r)
       d.add(r, {static_cast<int32_t>(10 + r)}, lens[static_cast<size_t>(r)]);
-    auto l = gpu.graph->forward(d.view());
-    EXPECT_TRUE(l.is_ok()) << l.status().message();
+    auto l = copy_of(gpu.graph->forward(d.view()));
     EXPECT_TRUE(ops.status().is_ok()) << ops.status().message();
-    return l.is_ok() ? std::vector<float>(l->begin(), l->end()) : std::vector<float>();
+    return l;
   };
-  // The same step (same slots) three times: eager, captured, replayed.
-  const auto eager = decode(false);
-  const auto captured = decode(true);
-  EXPECT_EQ(ops.num_decode_graphs(), 1u);
-  const auto replayed = decode(true);
-  ASSERT_EQ(eager.size(), captured.size());
-  ASSERT_EQ(eager.size(), replayed.size());
-  EXPECT_LT(rel_diff(captured, eager), 1e-3) << "CUDA graph capture run differs from eager";
-  EXPECT_LT(rel_diff(replayed, eager), 1e-3) << "CUDA graph replay differs from eager";
-  EXPECT_EQ(captured, replayed) << "two replays of the same graph differ";
+  ASSERT_FALSE(ops.graph_buckets().empty());
+  for (int bucket : ops.graph_buckets()) {
+    // The same step (same slots) eager, captured, replayed, and replayed for a smaller batch.
+    ops.set_cuda_graphs(false);
+    const auto eager = decode(bucket);
+    ops.set_cuda_graphs(true);
+    ops.capture_next_step();
+    const auto captured = decode(bucket);
+    const auto replayed = decode(bucket);
+    ASSERT_EQ(eager.size(), replayed.size());
+    EXPECT_LT(rel_diff(captured, eager), 1e-3) << "bucket " << bucket << ": capture run";
+    EXPECT_LT(rel_diff(replayed, eager), 1e-3) << "bucket " << bucket << ": replay";
+    EXPECT_EQ(captured, replayed) << "bucket " << bucket << ": two runs of one graph differ";
+    if (bucket > 1) {  // a padded replay: the first bucket - 1 requests
+      ops.set_cuda_graphs(false);
+      const auto small_eager = decode(bucket - 1);
+      ops.set_cuda_graphs(true);
+      const auto padded = decode(bucket - 1);
+      EXPECT_LT(rel_diff(padded, small_eager), 1e-3) << "bucket " << bucket << " padded";
+    }
+  }
+  EXPECT_EQ(ops.num_decode_graphs(), ops.graph_buckets().size());
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/runner/cuda/cuda_device.h"
@@ -16,9 +18,29 @@
 
 namespace llmserve::cuda_test {
 
-#define LLMSERVE_REQUIRE_CUDA()                                                 \
-  do {                                                                          \
-    if (::llmserve::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"; \
+// True when LLMSERVE_REQUIRE_GPU is set to anything but "" or "0" (scripts/gpu-check.sh sets
+// it): then a test that needs a device fails instead of skipping.
+inline bool gpu_required() {
+  const char* v = std::getenv("LLMSERVE_REQUIRE_GPU");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+}
+
+// Skips the test without a device, or fails it when gpu_required().
+#define LLMSERVE_REQUIRE_CUDA()                                      \
+  do {                                                               \
+    if (::llmserve::cuda_device_count() == 0) {                      \
+      if (::llmserve::cuda_test::gpu_required())                     \
+        FAIL() << "no CUDA device, and LLMSERVE_REQUIRE_GPU is set"; \
+      GTEST_SKIP() << "no CUDA device";                              \
+    }                                                                \
+  } while (0)
+
+// For tests of the no-device paths: skips with this message when a device is present, which
+// scripts/gpu-check.sh accepts as the one expected skip reason on the GPU machine.
+#define LLMSERVE_REQUIRE_NO_CUDA()                                                  \
+  do {                                                                              \
+    if (::llmserve::cuda_device_count() > 0)                                        \
+      GTEST_SKIP() << "runs only without a CUDA device (a CUDA device is present)"; \
   } while (0)
 
 template <typename T>
@@ -66,6 +88,29 @@ inline std::vector<float> round_bf16(const std::vector<float>& v) {
   std::vector<float> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = kernels::bf16_to_fp32(kernels::fp32_to_bf16(v[i]));
   return out;
+}
+
+// Rows of bf16 (uint16_t bits) with a row pitch in elements, as f32 [rows, cols]: how the CUDA
+// backend stores GEMM inputs (pitch 2 x cols keeps the f32 row pitch).
+inline std::vector<float> bf16_rows_to_f32(const std::vector<uint16_t>& raw, int64_t rows,
+                                           int64_t cols, int64_t pitch) {
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      out[static_cast<size_t>(r * cols + c)] =
+          kernels::bf16_to_fp32(raw[static_cast<size_t>(r * pitch + c)]);
+    }
+  }
+  return out;
+}
+
+// The raw bytes of a device f32 buffer read back as uint16_t elements (for bf16 overlays).
+template <typename Buffer>
+std::vector<uint16_t> download_as_u16(const Buffer& b, size_t floats) {
+  std::vector<uint16_t> h(floats * 2);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(h.data(), b.get(), floats * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
 }
 
 // Passes when |got - want| <= atol + rtol |want| everywhere; else names the kernel, the case

@@ -326,6 +326,75 @@ TEST(Sampler, LargeVocabTopKTopPDrawsFromNucleus) {
   }
 }
 
+// The documented draw, written out: the kept set by rank (logit desc, id asc), then the first
+// kept id in ascending order whose cumulative weight exceeds u * total.
+int32_t reference_draw(const std::vector<float>& logits, const SamplingParams& p, double u) {
+  std::vector<int32_t> ranked(logits.size());
+  std::iota(ranked.begin(), ranked.end(), 0);
+  std::sort(ranked.begin(), ranked.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < ranked.size()) ranked.resize(p.top_k);
+  const float max_logit = logits[ranked[0]], inv_t = 1.0f / p.temperature;
+  std::vector<float> w(logits.size(), 0.0f);
+  double z = 0;
+  for (int32_t id : ranked) z += w[id] = std::exp((logits[id] - max_logit) * inv_t);
+  size_t keep = ranked.size();
+  if (p.top_p < 1.0f) {
+    double before = 0;
+    for (keep = 0; keep < ranked.size() && before < p.top_p * z; ++keep) before += w[ranked[keep]];
+  }
+  std::vector<int32_t> kept;
+  for (size_t j = 0; j < keep; ++j) {
+    if (w[ranked[j]] >= p.min_p) kept.push_back(ranked[j]);
+  }
+  std::sort(kept.begin(), kept.end());
+  double total = 0, cum = 0;
+  for (int32_t id : kept) total += w[id];
+  for (int32_t id : kept) {
+    if ((cum += w[id]) > u * total) return id;
+  }
+  return kept.back();
+}
+
+TEST(Sampler, DrawWalksKeptIdsInAscendingOrder) {
+  // Weights 0.5 / 0.3 / 0.15 / 0.05 scattered so rank order and id order differ.
+  std::vector<float> small = {std::log(0.05f), std::log(0.5f), std::log(0.15f), std::log(0.3f)};
+  SamplingParams k3 = seeded(31);
+  k3.top_k = 3;  // keeps ids 1, 3, 2; the draw walks 1, 2, 3
+  Sampler sampler4(4, {});
+  SamplingState st = state_for(k3);
+  RequestRng rng(SamplingState::resolve_seed(k3, 0, 7, 0));
+  int picked_2_inside = 0;
+  for (int t = 0; t < 400; ++t) {
+    const double u = rng.next_uniform();
+    const double target = u * (0.5 + 0.15 + 0.3);
+    const int32_t want = target < 0.5 ? 1 : target < 0.65 ? 2 : 3;
+    picked_2_inside += want == 2;
+    ASSERT_EQ(sampler4.sample(small, k3, st).token_id, want) << "draw " << t << " u " << u;
+  }
+  EXPECT_GT(picked_2_inside, 30);
+
+  // Larger rows through every selection path (heap top_k, nth_element top_k, top_p, min_p).
+  const int32_t kVocab = 3000;
+  Sampler sampler(kVocab, {});
+  for (int cfg = 0; cfg < 6; ++cfg) {
+    SamplingParams p = seeded(40 + cfg, 0.5f + 0.25f * cfg);
+    if (cfg == 1) p.top_k = 40;
+    if (cfg == 2) p.top_k = 1200;
+    if (cfg == 3) p.top_p = 0.8f;
+    if (cfg == 4) p.top_k = 500, p.top_p = 0.95f, p.min_p = 0.01f;
+    if (cfg == 5) p.min_p = 0.2f;
+    SamplingState s = state_for(p);
+    RequestRng r(SamplingState::resolve_seed(p, 0, 7, 0));
+    for (int t = 0; t < 40; ++t) {
+      const auto logits = random_logits(kVocab, 900 + 50 * cfg + t, 1.5f);
+      const int32_t want = reference_draw(logits, p, r.next_uniform());
+      ASSERT_EQ(sampler.sample(logits, p, s).token_id, want) << "config " << cfg << " step " << t;
+    }
+  }
+}
+
 TEST(Sampler, AllMaskedFallsBackToRawArgmax) {
   Sampler sampler(3, {0, 1, 2});
   SamplingParams p = seeded(1);

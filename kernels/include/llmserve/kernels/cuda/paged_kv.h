@@ -19,10 +19,11 @@ struct PagedKvDevice {
   int head_dim = 0;
 };
 
-// Scatters k, v [T, num_kv_heads, head_dim] f32 to slots slot_mapping[T] as bf16; slots < 0
-// are skipped (padding). Precondition: slots < num_blocks * block_size.
-cudaError_t write_kv(const float* k, const float* v, const int32_t* slot_mapping, int64_t T,
-                     int num_kv_heads, int block_size, int head_dim, uint16_t* k_cache,
-                     uint16_t* v_cache, cudaStream_t stream);
+// Scatters k, v [T, num_kv_heads, head_dim] f32 (row t at k + t * row_stride, v likewise: they
+// may be slices of a fused QKV output) to slots slot_mapping[T] as bf16; slots < 0 are skipped
+// (padding). Precondition: slots < num_blocks * block_size.
+cudaError_t write_kv(const float* k, const float* v, int64_t row_stride,
+                     const int32_t* slot_mapping, int64_t T, int num_kv_heads, int block_size,
+                     int head_dim, uint16_t* k_cache, uint16_t* v_cache, cudaStream_t stream);
 
 }  // namespace llmserve::kernels::cuda

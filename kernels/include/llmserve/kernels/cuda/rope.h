@@ -9,8 +9,11 @@
 
 namespace llmserve::kernels::cuda {
 
-// interleaved: pairs (x[2i], x[2i+1]); else (x[i], x[i + half]). Precondition: 2*half <= head_dim.
-cudaError_t apply_rope(float* x, int64_t T, int heads, int head_dim, const int32_t* positions,
-                       const float* inv_freq, int half, bool interleaved, cudaStream_t stream);
+// interleaved: pairs (x[2i], x[2i+1]); else (x[i], x[i + half]). Row t of x starts at
+// x + t * row_stride (floats, >= heads * head_dim: x may be a slice of a fused QKV output).
+// Precondition: 2*half <= head_dim.
+cudaError_t apply_rope(float* x, int64_t row_stride, int64_t T, int heads, int head_dim,
+                       const int32_t* positions, const float* inv_freq, int half, bool interleaved,
+                       cudaStream_t stream);
 
 }  // namespace llmserve::kernels::cuda
