@@ -10,6 +10,7 @@
 #include "engine/kv_cache/kv_cache_manager.h"
 #include "engine/llm_engine.h"
 #include "engine/runner/model_runner.h"
+#include "engine/runner/stop_checker.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/tokenizer/load_tokenizer.h"
 #include "llmserve/kernels/act_precision.h"
@@ -77,6 +78,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.max_num_seqs = options.max_num_seqs;
   ro.max_model_len = max_model_len;
   ro.cuda_graphs = options.cuda_graphs;
+  ro.eos_ids = generation_eos_ids(*tokenizer, cfg);
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
 
   const uint64_t per_token = cfg.kv_bytes_per_token(runner->kv_bytes_per_element());

@@ -17,13 +17,6 @@ double seconds(Clock::duration d) {
 // Prompt tokens the detokenizer sees as context, so the first output token decodes mid-sequence.
 constexpr size_t kDetokenizerContext = 4;
 
-std::vector<int32_t> eos_ids_of(const Tokenizer& tokenizer, const ModelConfig& cfg) {
-  std::vector<int32_t> ids = tokenizer.spec().stop_ids;
-  if (ids.empty()) ids = cfg.eos_ids;
-  if (ids.empty() && cfg.eos_id >= 0) ids.push_back(cfg.eos_id);
-  return ids;
-}
-
 }  // namespace
 
 StepLoop::StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
@@ -35,7 +28,7 @@ StepLoop::StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Schedule
       metrics_(metrics),
       server_seed_(server_seed),
       on_ended_(std::move(on_ended)),
-      eos_ids_(eos_ids_of(tokenizer, runner_->config())),
+      eos_ids_(generation_eos_ids(tokenizer, runner_->config())),
       sampler_(static_cast<int32_t>(runner_->config().vocab_size), eos_ids_),
       builder_(runner_->block_size()),
       vocab_size_(static_cast<int32_t>(runner_->config().vocab_size)) {}

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "engine/core/status.h"
 #include "engine/model/forward_batch.h"
@@ -33,6 +34,7 @@ struct ModelRunnerOptions {
   int max_num_seqs = 256;        // requests per step (CUDA-graph buckets)
   int64_t max_model_len = 4096;  // tokens per sequence (CUDA block-table width)
   bool cuda_graphs = true;       // capture pure-decode steps (every bucket, at start-up)
+  std::vector<int32_t> eos_ids;  // CUDA: the stop ids min_tokens masks (generation_eos_ids)
 };
 
 

@@ -14,10 +14,14 @@ namespace llmserve {
 struct OnDeviceSampler {
   virtual ~OnDeviceSampler() = default;
   // logits: backend memory [rows.size(), vocab]. Samples row s with rows[s].params / state as
-  // Sampler::sample would (eos_ids as the Sampler's) and appends each token to its state.
+  // Sampler::sample would (with the eos ids given at creation) and appends each token to its
+  // state.
   virtual Result<std::vector<SampleResult>> sample(const float* logits,
-                                                   std::span<const SampleRow> rows,
-                                                   std::span<const int32_t> eos_ids) = 0;
+                                                   std::span<const SampleRow> rows) = 0;
+  // Whether the rows' sparse edits (logit_bias, masked ids, penalty tokens) fit this sampler's
+  // buffers; when not, the caller samples those rows on the host.
+  virtual bool fits(std::span<const SampleRow> rows) const = 0;
+  virtual const std::vector<int32_t>& eos_ids() const = 0;
 };
 
 }  // namespace llmserve

@@ -4,6 +4,13 @@
 
 namespace llmserve {
 
+std::vector<int32_t> generation_eos_ids(const Tokenizer& tokenizer, const ModelConfig& cfg) {
+  std::vector<int32_t> ids = tokenizer.spec().stop_ids;
+  if (ids.empty()) ids = cfg.eos_ids;
+  if (ids.empty() && cfg.eos_id >= 0) ids.push_back(cfg.eos_id);
+  return ids;
+}
+
 StopChecker::StopChecker(const Tokenizer& tokenizer, const SamplingParams& params,
                          std::span<const int32_t> eos_ids, int32_t max_new_tokens,
                          std::span<const int32_t> context)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/generate_request.h"
+#include "engine/model/model_config.h"
 #include "engine/runner/detokenizer.h"
 #include "engine/sampling_params.h"
 
@@ -27,6 +28,9 @@ struct OutputDelta {
   std::string stop_reason;                    // stop string, or the stop token id as text
   bool finished() const { return finish != FinishReason::kNone; }
 };
+
+// The ids that end generation: the tokenizer's stop ids, else the model config's eos ids.
+std::vector<int32_t> generation_eos_ids(const Tokenizer& tokenizer, const ModelConfig& cfg);
 
 class StopChecker {
  public:

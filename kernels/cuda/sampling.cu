@@ -21,7 +21,9 @@ __device__ __forceinline__ double counter_uniform(uint64_t key, uint64_t counter
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
-__device__ __forceinline__ bool finite_above(float v) { return v > -INFINITY; }
+__device__ __forceinline__ bool finite_above(float v) {
+  return v > -INFINITY;
+}
 
 // The CPU processors' edits (logits_processor.cpp) on the row's copy, in their order, with the
 // same f32 operations (no contraction).
@@ -63,13 +65,15 @@ __device__ double log_normalizer(const float* raw, int n, Smem& sm) {
   const Segment seg = warp_segment(n);
   float mx = -INFINITY;
   for (int i = seg.begin + lane_id(); i < seg.end; i += 32) mx = fmaxf(mx, raw[i]);
-  mx = block_allreduce(mx, [](float a, float b) { return fmaxf(a, b); }, sm.red_f, &sm.b_f);
+  mx = block_allreduce(
+      mx, [](float a, float b) { return fmaxf(a, b); }, sm.red_f, &sm.b_f);
   double z = 0.0;
   for (int i = seg.begin + lane_id(); i < seg.end; i += 32) {
     const float v = raw[i];
     if (finite_above(v)) z += static_cast<double>(expf(__fsub_rn(v, mx)));
   }
-  z = block_allreduce(z, [](double a, double b) { return a + b; }, sm.red_d, &sm.b_d);
+  z = block_allreduce(
+      z, [](double a, double b) { return a + b; }, sm.red_d, &sm.b_d);
   return static_cast<double>(mx) + log(z);
 }
 
@@ -77,8 +81,8 @@ __device__ double log_normalizer(const float* raw, int n, Smem& sm) {
 __device__ int write_top(const float* raw, int n, int count, double log_z, int32_t* ids,
                          float* logprobs, Smem& sm) {
   const Threshold t = select_prefix<true>(
-      raw, n, [](int, float v) { return finite_above(v); },
-      [](float) { return 1ull; }, static_cast<double>(count), false, sm);
+      raw, n, [](int, float v) { return finite_above(v); }, [](float) { return 1ull; },
+      static_cast<double>(count), false, sm);
   if (threadIdx.x == 0) sm.top_count = 0;
   __syncthreads();
   const Segment seg = warp_segment(n);
@@ -115,8 +119,10 @@ __device__ int draw_token(const float* x, int n, const SamplingRow& r, Smem& sm)
     const float v = x[i];
     if (finite_above(v)) ++finite, mx = fmaxf(mx, v);
   }
-  finite = block_allreduce(finite, [](int a, int b) { return a + b; }, sm.red_i, &sm.b_i);
-  mx = block_allreduce(mx, [](float a, float b) { return fmaxf(a, b); }, sm.red_f, &sm.b_f);
+  finite = block_allreduce(
+      finite, [](int a, int b) { return a + b; }, sm.red_i, &sm.b_i);
+  mx = block_allreduce(
+      mx, [](float a, float b) { return fmaxf(a, b); }, sm.red_f, &sm.b_f);
   if (finite == 0) return -1;
   if (isinf(mx)) return block_argmax(x, n, sm);
 
@@ -221,8 +227,8 @@ __global__ void __launch_bounds__(kThreads, 1) sample_rows_kernel(SamplingLaunch
   if (threadIdx.x == 0) {
     SampledToken o;
     o.token_id = token;
-    o.logprob = r.num_logprobs >= 0 ? static_cast<float>(static_cast<double>(raw[token]) - log_z)
-                                    : 0.0f;
+    o.logprob =
+        r.num_logprobs >= 0 ? static_cast<float>(static_cast<double>(raw[token]) - log_z) : 0.0f;
     o.num_top = num_top;
     o.reserved = 0;
     p.out[row] = o;
@@ -240,8 +246,8 @@ __global__ void uniforms_kernel(const uint64_t* keys, const uint64_t* counters, 
 }  // namespace
 
 cudaError_t sample_rows(const SamplingLaunch& p, cudaStream_t stream) {
-  if (p.num_rows < 0 || p.vocab_size < 1 || p.vocab_size > kMaxSamplingVocab ||
-      p.top_stride < 0 || p.top_stride > kMaxTopLogprobs) {
+  if (p.num_rows < 0 || p.vocab_size < 1 || p.vocab_size > kMaxSamplingVocab || p.top_stride < 0 ||
+      p.top_stride > kMaxTopLogprobs) {
     return cudaErrorInvalidValue;
   }
   if (p.num_rows == 0) return cudaSuccess;

@@ -33,8 +33,12 @@ struct Smem {
   int top_count, draw_id, draw_last;
 };
 
-__device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x & 31u); }
-__device__ __forceinline__ int warp_id() { return static_cast<int>(threadIdx.x >> 5); }
+__device__ __forceinline__ int lane_id() {
+  return static_cast<int>(threadIdx.x & 31u);
+}
+__device__ __forceinline__ int warp_id() {
+  return static_cast<int>(threadIdx.x >> 5);
+}
 
 struct Segment {
   int begin, end;
@@ -262,7 +266,8 @@ __device__ Threshold select_prefix(const float* x, int n, Pred pred, Weight weig
     long long ties = 0, m = 0;
     if (wk != 0) {
       ties = static_cast<long long>(sm.sel_bin / wk);
-      m = static_cast<long long>(ceil((limit - static_cast<double>(above)) / static_cast<double>(wk)));
+      m = static_cast<long long>(
+          ceil((limit - static_cast<double>(above)) / static_cast<double>(wk)));
       m = max(1ll, min(m, ties));
       auto reaches = [&](long long c) {
         return static_cast<double>(above + static_cast<unsigned long long>(c) * wk) >= limit;

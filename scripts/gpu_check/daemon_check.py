@@ -130,6 +130,8 @@ def main():
     ap.add_argument("--model", required=True, help="HF model directory with a tokenizer")
     ap.add_argument("--out", required=True)
     ap.add_argument("--ready-timeout", type=float, default=150)
+    ap.add_argument("--device", default="cuda", help="engine.device (cpu: check this script "
+                    "without a GPU)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cmd = shlex.split(args.llmserve)
@@ -139,37 +141,36 @@ def main():
     base = f"http://127.0.0.1:{hp}"
     log_path = os.path.join(args.out, "daemon-serve.log")
     checks = Checks()
-    serve = cmd + ["serve", "--model", args.model, "--device", "cuda", "--host", "127.0.0.1",
+    serve = cmd + ["serve", "--model", args.model, "--device", args.device, "--host", "127.0.0.1",
                    "--http-port", str(hp), "--grpc-port", str(gp), "--max-num-seqs", "32",
                    "--max-model-len", "2048", "--gpu-memory-utilization", "0.3"]
     t0 = time.time()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT)
+    ready = False
+    while time.time() - t0 < args.ready_timeout and proc.poll() is None:
+        try:
+            ready = http(base, "/ready", timeout=2)[0] == 200
+        except (urllib.error.URLError, OSError):
+            ready = False
+        if ready:
+            break
+        time.sleep(0.25)
+    log_text = open(log_path, errors="replace").read()
+    if not checks.add("ready", ready, f"after {time.time() - t0:.1f} s" if ready else
+                      f"exit code {proc.poll()}; log tail: {log_text[-300:]}"):
+        return finish(checks, args.out, proc)
+    backend = re.search(r"engine: .* on (\w+),", log_text)
+    checks.add(f"backend is {args.device}", backend is not None and backend.group(1) == args.device,
+               backend.group(0)[:160] if backend else "no 'engine: ... on <backend>' line")
+    for pat in (r"CUDA graphs: .*", r"CUDA KV cache: .*"):
+        m = re.search(pat, log_text)
+        if m:
+            print(f"DAEMON note {m.group(0)[:200]}")
     try:
-        ready = False
-        while time.time() - t0 < args.ready_timeout and proc.poll() is None:
-            try:
-                ready = http(base, "/ready", timeout=2)[0] == 200
-            except (urllib.error.URLError, OSError):
-                ready = False
-            if ready:
-                break
-            time.sleep(0.25)
-        log_text = open(log_path, errors="replace").read()
-        if not checks.add("ready", ready, f"after {time.time() - t0:.1f} s" if ready else
-                          f"exit code {proc.poll()}; log tail: {log_text[-300:]}"):
-            return finish(checks, args.out, proc)
-        backend = re.search(r"engine: .* on (\w+),", log_text)
-        checks.add("backend is cuda", backend is not None and backend.group(1) == "cuda",
-                   backend.group(0)[:160] if backend else "no 'engine: ... on <backend>' line")
-        for pat in (r"CUDA graphs: .*", r"CUDA KV cache: .*"):
-            m = re.search(pat, log_text)
-            if m:
-                print(f"DAEMON note {m.group(0)[:200]}")
         run_requests(checks, base, gp, cmd, args)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
+    except Exception as e:  # noqa: BLE001 - reported as a failed check, then a clean stop
+        checks.add("requests", False, f"{type(e).__name__}: {e}")
     return finish(checks, args.out, proc)
 
 
@@ -186,19 +187,22 @@ def run_requests(checks, base, grpc_port, cmd, args):
         dict(common, messages=[{"role": "user", "content": "Say hello."}], stream=True,
              stream_options={"include_usage": True})), "chat"))
 
-    def complete(**extra):
+    def complete(biased=True, **extra):
         body = dict(common, prompt="Once upon a time", **extra)
+        if not biased:
+            del body["logit_bias"]
         return json.loads(http(base, "/v1/completions", body)[1])
 
-    def greedy():
-        a, b = complete(temperature=0, logprobs=2), complete(temperature=0, logprobs=2)
+    def greedy():  # unbiased: logprobs are the model's, so the greedy token is their top one
+        a = complete(False, temperature=0, logprobs=2)
+        b = complete(False, temperature=0, logprobs=2)
         ta, tb = a["choices"][0]["text"], b["choices"][0]["text"]
         lp = a["choices"][0].get("logprobs") or {}
         chosen, tops = lp.get("token_logprobs") or [], lp.get("top_logprobs") or []
         best_ok = len(chosen) == MAX_TOKENS and all(
             c is not None and c <= 1e-6 and (not t or max(t.values()) <= c + 1e-3)
             for c, t in zip(chosen, tops))
-        ok = (ta == tb and bool(ta) and a["choices"][0]["finish_reason"] == "length" and
+        ok = (ta == tb and a["choices"][0]["finish_reason"] == "length" and
               a["usage"]["completion_tokens"] == MAX_TOKENS and best_ok)
         return ok, (f"text {ta[:60]!r} twice: {ta == tb}; {len(chosen)} logprobs, chosen is the "
                     f"top one: {best_ok}")

@@ -23,7 +23,9 @@ vocab]: step k's logits, which chose greedy[k]); DIR/manifest.json lists the mod
 tests/unit/cuda/hf_oracle_test.cpp reads them (LLMSERVE_GPU_ORACLE_DIR=DIR).
 
 --backend numpy (with --tiny) computes the same reference with a plain numpy Llama, so the file
-format and llmserve's side can be checked on a machine without torch.
+format and llmserve's side can be checked on a machine without torch; --estimate-bf16-error
+prints that twin's logit error with llmserve's bf16 roundings at full shapes (the derivation of
+tests/unit/cuda/hf_oracle.h's tolerances).
 """
 import argparse
 import json
@@ -211,7 +213,10 @@ def torch_reference(spec, model_dir, prompts, device):
 
 # ----------------------------------------------------------------------------------------------
 # numpy backend (the same model and reference with plain numpy, for machines without torch)
-def numpy_reference(spec, model_dir, prompts):
+def numpy_model(spec):
+    """The random model's bf16 weights and a float64 forward over them. forward(lowp=True)
+    rounds to bf16 where llmserve's CUDA backend does (GEMM inputs, q / k / v, attention
+    probabilities, the KV cache): the twin that sizes hf_oracle.h's tolerances."""
     import numpy as np
 
     def bf16(a):
@@ -237,10 +242,6 @@ def numpy_reference(spec, model_dir, prompts):
     w["model.norm.weight"] = bf16(1 + 0.1 * rng.standard_normal(H))
     if not spec["tied"]:
         w["lm_head.weight"] = bf16(STD * rng.standard_normal((V, H)))
-    write_bf16_safetensors(os.path.join(model_dir, "model.safetensors"), w)
-    with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(hf_config(spec), f, indent=1)
-
     inv = 1.0 / spec["rope_theta"] ** (np.arange(0, hd, 2, dtype=np.float64) / hd)
 
     def rope(x, pos):
@@ -252,31 +253,41 @@ def numpy_reference(spec, model_dir, prompts):
     def norm(x, g):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + spec["eps"]) * g
 
-    def forward(ids, last_only=False):
+    def forward(ids, last_only=False, lowp=False):
+        r = (lambda a: bf16(a).astype(np.float64)) if lowp else (lambda a: a)
         T = len(ids)
         x = w["model.embed_tokens.weight"][ids].astype(np.float64)
         pos = np.arange(T, dtype=np.float64)
         mask = np.tril(np.ones((T, T), dtype=bool))
         for i in range(spec["layers"]):
             p = f"model.layers.{i}."
-            h = norm(x, w[p + "input_layernorm.weight"])
-            q = rope((h @ w[p + "self_attn.q_proj.weight"].T).reshape(T, nh, hd), pos)
-            k = rope((h @ w[p + "self_attn.k_proj.weight"].T).reshape(T, nkv, hd), pos)
-            v = (h @ w[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, hd)
+            h = r(norm(x, w[p + "input_layernorm.weight"]))
+            q = r(rope((h @ w[p + "self_attn.q_proj.weight"].T).reshape(T, nh, hd), pos))
+            k = r(rope((h @ w[p + "self_attn.k_proj.weight"].T).reshape(T, nkv, hd), pos))
+            v = r((h @ w[p + "self_attn.v_proj.weight"].T).reshape(T, nkv, hd))
             out = np.empty((T, nh, hd))
             for j in range(nh):
                 s = q[:, j] @ k[:, j // (nh // nkv)].T / np.sqrt(hd)
                 s = np.where(mask, s, -np.inf)
                 e = np.exp(s - s.max(-1, keepdims=True))
-                out[:, j] = (e / e.sum(-1, keepdims=True)) @ v[:, j // (nh // nkv)]
-            x = x + out.reshape(T, nh * hd) @ w[p + "self_attn.o_proj.weight"].T
-            h = norm(x, w[p + "post_attention_layernorm.weight"])
+                out[:, j] = r(e / e.sum(-1, keepdims=True)) @ v[:, j // (nh // nkv)]
+            x = x + r(out.reshape(T, nh * hd)) @ w[p + "self_attn.o_proj.weight"].T
+            h = r(norm(x, w[p + "post_attention_layernorm.weight"]))
             g = h @ w[p + "mlp.gate_proj.weight"].T
-            x = x + (g / (1 + np.exp(-g)) * (h @ w[p + "mlp.up_proj.weight"].T)) @ \
+            x = x + r(g / (1 + np.exp(-g)) * (h @ w[p + "mlp.up_proj.weight"].T)) @ \
                 w[p + "mlp.down_proj.weight"].T
         head = w["model.embed_tokens.weight" if spec["tied"] else "lm_head.weight"]
-        return norm(x[-1:] if last_only else x, w["model.norm.weight"]) @ head.T
+        return r(norm(x[-1:] if last_only else x, w["model.norm.weight"])) @ head.T
 
+    return w, forward
+
+
+def numpy_reference(spec, model_dir, prompts):
+    import numpy as np
+    w, forward = numpy_model(spec)
+    write_bf16_safetensors(os.path.join(model_dir, "model.safetensors"), w)
+    with open(os.path.join(model_dir, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(hf_config(spec), f, indent=1)
     prefill, decode, meta = [], [], []
     for ids in prompts:
         rows = forward(ids)
@@ -296,6 +307,22 @@ def numpy_reference(spec, model_dir, prompts):
         return b"".join(a.astype("<f4").tobytes() for a in arrs)
 
     return meta, as_bytes(prefill), as_bytes(decode), {"numpy": np.__version__, "device": "cpu"}
+
+
+def estimate_bf16_error(name, lens):
+    """Prints the bf16-rounded twin's logit error against float64 (hf_oracle.h's numbers)."""
+    import numpy as np
+    spec = model_spec(name, tiny=False)
+    _, forward = numpy_model(spec)
+    rel, worst = [], []
+    for ids in prompts_for(spec, lens, spec["seed"]):
+        ref, low = forward(ids), forward(ids, lowp=True)
+        d = (low - low.mean(-1, keepdims=True)) - (ref - ref.mean(-1, keepdims=True))
+        c = ref - ref.mean(-1, keepdims=True)
+        rel += list(np.linalg.norm(d, axis=-1) / np.linalg.norm(c, axis=-1))
+        worst += list(np.abs(d).max(-1) / c.std(-1))
+    log(f"{name}: bf16 twin vs float64 over {len(rel)} rows: centered relative L2 median "
+        f"{np.median(rel):.2e} max {max(rel):.2e}; max |error| / std max {max(worst):.3f}")
 
 
 def write_bf16_safetensors(path, tensors):
@@ -359,7 +386,13 @@ def main():
     ap.add_argument("--backend", choices=["torch", "numpy"], default="torch")
     ap.add_argument("--tiny", action="store_true", help="small shapes (CPU checks)")
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--estimate-bf16-error", action="store_true",
+                    help="numpy only: print the bf16 twin's logit error at full shapes and exit")
     args = ap.parse_args()
+    if args.estimate_bf16_error:
+        for n in args.models.split(","):
+            estimate_bf16_error(n, [24, 64])
+        return 0
     if args.backend == "numpy" and not args.tiny:
         ap.error("--backend numpy needs --tiny (it is for checks without torch)")
     if args.backend == "torch" and args.device.startswith("cuda"):

@@ -11,14 +11,14 @@
 // llmserve would have shared with transformers.
 //
 // Tolerances (bf16 weights in both; transformers computes in f32, llmserve rounds GEMM inputs,
-// attention operands and the KV cache to bf16, relative rounding error 2^-9 each): a numpy twin
-// of the two random models with those roundings (gpu_oracle.py's init) gives centered relative
-// L2 logit errors of 7e-3 to 1.1e-2 and max |error| / std(logits) of 0.04 to 0.05, so a row
-// passes at 2.5e-2 and 0.2. Planted bugs in that twin (RoPE theta doubled, a wrong KV head for
-// a query head, one future key unmasked) give 5e-2 to 1.4 on most rows. A greedy token may
-// differ only where the reference's top-2 margin is below kTieSigmas x the RMS error measured on
-// that row (a flip needs |e1 - e2| > margin; e1 - e2 has RMS sqrt(2) x RMS error, so 6 is 4.2
-// sigma).
+// q / k / v, attention probabilities and the KV cache to bf16, relative rounding error 2^-9
+// each): the numpy twin of the two random models with those roundings (`gpu_oracle.py
+// --estimate-bf16-error`) gives centered relative L2 logit errors of median 9e-3, max 1.2e-2,
+// and max |error| / std(logits) up to 0.055, so a row passes at 2.5e-2 and 0.2. Bugs planted in
+// that twin (RoPE theta doubled, a wrong KV head for a query head, one future key unmasked) give
+// 5e-2 to 1.4 on most rows. A greedy token may differ only where the reference's top-2 margin
+// is below kTieSigmas x the RMS error measured on that row (a flip needs |e1 - e2| > margin;
+// e1 - e2 has RMS sqrt(2) x the RMS error, so 6 is 4.2 sigma).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -6,7 +6,7 @@ namespace llmserve {
 namespace {
 
 TEST(FusedViews, ResolvesRegisteredNamesAndPassesOthersThrough) {
-  float q[4], k[4], fused[12];
+  float q[4]{}, k[4]{}, fused[12]{};
   FusedViews v;
   EXPECT_EQ(v.resolve(q, 4).data, q);
   EXPECT_EQ(v.resolve(q, 4).row_stride, 4);

@@ -17,18 +17,18 @@ namespace llmserve::kernels::cuda {
 inline constexpr int32_t kMaxSamplingVocab = 1 << 24;
 
 struct SamplingLaunch {
-  const float* logits = nullptr;  // [num_rows, vocab_size] raw model logits (read only)
-  float* work = nullptr;          // [num_rows, vocab_size] out: the processed logits
-  const SamplingRow* rows = nullptr;         // [num_rows]
-  const LogitBias* biases = nullptr;         // indexed by rows[r].bias_offset / bias_count
-  const int32_t* masked = nullptr;           // indexed by rows[r].mask_offset / mask_count
-  const PenaltyToken* penalties = nullptr;   // indexed by rows[r].penalty_offset / count
-  SampledToken* out = nullptr;               // [num_rows]
-  int32_t* top_ids = nullptr;       // [num_rows, top_stride]: top-N ids, logit desc, id asc
-  float* top_logprobs = nullptr;    // [num_rows, top_stride]: their raw logprobs
+  const float* logits = nullptr;            // [num_rows, vocab_size] raw model logits (read only)
+  float* work = nullptr;                    // [num_rows, vocab_size] out: the processed logits
+  const SamplingRow* rows = nullptr;        // [num_rows]
+  const LogitBias* biases = nullptr;        // indexed by rows[r].bias_offset / bias_count
+  const int32_t* masked = nullptr;          // indexed by rows[r].mask_offset / mask_count
+  const PenaltyToken* penalties = nullptr;  // indexed by rows[r].penalty_offset / count
+  SampledToken* out = nullptr;              // [num_rows]
+  int32_t* top_ids = nullptr;               // [num_rows, top_stride]: top-N ids, logit desc, id asc
+  float* top_logprobs = nullptr;            // [num_rows, top_stride]: their raw logprobs
   int32_t num_rows = 0;
-  int32_t vocab_size = 0;           // in [1, kMaxSamplingVocab]
-  int32_t top_stride = 0;           // in [0, kMaxTopLogprobs]; rows' top N is cut to it
+  int32_t vocab_size = 0;  // in [1, kMaxSamplingVocab]
+  int32_t top_stride = 0;  // in [0, kMaxTopLogprobs]; rows' top N is cut to it
 };
 
 // Samples every row. Preconditions: sparse ids in [0, vocab_size) (others are skipped), the

@@ -18,9 +18,9 @@ struct SamplingRow {
   float repetition_penalty = 1.0f;  // 1 = off
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
-  int32_t greedy = 0;               // 1: argmax of the processed logits, ties to the lowest id
-  int32_t top_k = 0;                // <= 0 or >= the finite count = off
-  int32_t num_logprobs = -1;        // -1 = none; N >= 0: the chosen token's logprob + top N
+  int32_t greedy = 0;         // 1: argmax of the processed logits, ties to the lowest id
+  int32_t top_k = 0;          // <= 0 or >= the finite count = off
+  int32_t num_logprobs = -1;  // -1 = none; N >= 0: the chosen token's logprob + top N
   int32_t bias_offset = 0, bias_count = 0;        // into the LogitBias array
   int32_t mask_offset = 0, mask_count = 0;        // into the masked ids (set to -inf)
   int32_t penalty_offset = 0, penalty_count = 0;  // into the PenaltyToken array (distinct ids)
