@@ -40,7 +40,8 @@ usage() {
 copy_libs() {  # copy_libs DEST BINARY...: every library the binaries load, as its soname
   local dest=$1 libc_dir
   shift
-  ldd "$@" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3} $1 ~ /^\/.*ld-linux/ {print "LOADER", $1}' |
+  ldd "$@" |
+    awk '$2 == "=>" && $3 ~ /^\// {print $1, $3} $1 ~ /^\/.*ld-linux/ {print "LOADER", $1}' |
     sort -u | while read -r name path; do
       if [[ $name == LOADER ]]; then
         cp -L "$path" "$dest/$(basename "$path")"
@@ -100,9 +101,11 @@ make_bundle() {
   mv "$out" "$bundle"
   trap - EXIT
   git check-ignore -q "$bundle/" 2>/dev/null || echo "/$bundle/" >>.git/info/exclude
-  echo "bundle: $bundle: $((size / 1024)) KiB to carry ($((raw / 1024)) KiB unpacked:" \
-    "$(awk '$2 ~ /^bin\// {s += $1} END {printf "%d KiB binaries", s / 1024}' "$bundle/MANIFEST")," \
-    "$(awk '$2 ~ /^lib\// {n++; s += $1} END {printf "%d libraries in %d KiB", n, s / 1024}' "$bundle/MANIFEST"))"
+  local parts
+  parts=$(awk '$2 ~ /^bin\// {b += $1} $2 ~ /^lib\// {n++; l += $1}
+    END {printf "%d KiB binaries, %d libraries in %d KiB", b / 1024, n, l / 1024}' "$bundle/MANIFEST")
+  echo "bundle: $bundle: $((size / 1024)) KiB to carry" \
+    "($((raw / 1024)) KiB unpacked: $parts)"
   if ((size > max_bundle_bytes)); then
     echo "bundle: $size bytes is over the limit of $max_bundle_bytes (60 MiB)" >&2
     return 1
@@ -165,8 +168,12 @@ run_timed() {
   echo "== $name: exit $rc after $secs s"
 }
 
-record() {  # record NAME RC SECS NOTE
-  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4//$'\t'/ }" >>"$work/stages.tsv"
+record() {  # record NAME RC SECS NOTE (a failed stage without a note: its log's last line)
+  local note=${4:-}
+  if [[ $2 != 0 && -z $note && -f $work/$1.txt ]]; then
+    note=$(grep -v '^[[:space:]]*$' "$work/$1.txt" | tail -1 | cut -c1-300)
+  fi
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${note//$'\t'/ }" >>"$work/stages.tsv"
   [[ $2 == 0 ]] || failed+=("$1")
 }
 
@@ -190,7 +197,11 @@ copy_out() {  # the report and logs into $OUT (at most 8 files) or bench/
     for f in unit-tests oracle-test bench daemon; do
       [[ -f $work/$f.txt ]] || continue
       if (($(stat -c %s "$work/$f.txt") > 4000000)); then
-        { head -c 1000000 "$work/$f.txt"; echo; echo "[... cut ...]"; tail -c 3000000 "$work/$f.txt"; } >"$dest/$f.txt"
+        {
+          head -c 1000000 "$work/$f.txt"
+          printf '\n[... cut ...]\n'
+          tail -c 3000000 "$work/$f.txt"
+        } >"$dest/$f.txt"
       else
         cp "$work/$f.txt" "$dest/"
       fi
@@ -207,15 +218,17 @@ copy_out() {  # the report and logs into $OUT (at most 8 files) or bench/
 run_check() {
   local loader probe_note src
   command -v nvidia-smi >/dev/null 2>&1 || fail_fast "no GPU: nvidia-smi is not on PATH"
-  gpu=$(timeout 20 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>&1) ||
+  local query=name,driver_version,memory.total,clocks.sm,clocks.mem,temperature.gpu,power.draw
+  gpu=$(timeout 20 nvidia-smi --query-gpu=$query --format=csv,noheader 2>&1) ||
     fail_fast "no GPU: nvidia-smi failed: ${gpu:0:300}"
-  [[ $gpu == *[A-Za-z]* && $gpu != *"No devices"* ]] || fail_fast "no GPU: nvidia-smi lists no device"
+  [[ $gpu == *[A-Za-z]* && $gpu != *"No devices"* ]] ||
+    fail_fast "no GPU: nvidia-smi lists no device"
   [[ -f $bundle/payload.tar.xz && -f $bundle/MANIFEST ]] || fail_fast "no bundle at $bundle:" \
     "build it with 'scripts/gpu-check.sh bundle' where the Debian packages are, and carry it"
   local packed=$bundle
   bundle=$(mktemp -d /tmp/gpu-bundle-run.XXXXXX)
   cp "$packed/MANIFEST" "$bundle/"
-  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+  python3 -W ignore -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
     "$packed/payload.tar.xz" "$bundle" || fail_fast "cannot unpack $packed/payload.tar.xz"
   for f in bin/llmserve bin/unit_cuda bin/bench_cuda py/report.py tokenizer/tokenizer.json; do
     [[ -e $bundle/$f ]] || fail_fast "the bundle lacks $f"
@@ -231,7 +244,8 @@ run_check() {
   cublas_dir=$(find_cublas_dir)
   # The bundle's libraries first (its glibc must win), then the caller's path, the driver's
   # folder and cuBLAS (dlopened by name, found through this path too).
-  libpath="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/nvidia/lib64${cublas_dir:+:$cublas_dir}"
+  libpath="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}:/usr/local/nvidia/lib64"
+  libpath+=${cublas_dir:+:$cublas_dir}
   bin=("$loader" --library-path "$libpath")
   work=$(mktemp -d /tmp/gpu-check.XXXXXX)
   failed=()
@@ -241,7 +255,8 @@ run_check() {
   run_timed probe 60 env LLMSERVE_REQUIRE_GPU=1 "${bin[@]}" "$bundle/bin/unit_cuda" \
     --gtest_color=no --gtest_filter='GpuProbe.*'
   probe_note=$(grep -h '^\[ gpu \]' "$work/probe.txt" | tr '\n' ' ')
-  [[ $rc == 0 ]] || probe_note="the bundled binaries see no usable GPU: $(grep -m3 -E 'Failure|error|FAILED|cannot' "$work/probe.txt" | tr '\n' ' ')"
+  [[ $rc == 0 ]] || probe_note="the bundled binaries see no usable GPU: $(
+    grep -m3 -E 'Failure|error|FAILED|cannot' "$work/probe.txt" | tr '\n' ' ')"
   record probe "$rc" "$secs" "$probe_note"
   if [[ $rc == 0 || -n ${LLMSERVE_GPU_CHECK_ALL_STAGES:-} ]]; then
     gpu_stages
@@ -259,7 +274,8 @@ gpu_stages() {
 
   run_timed oracle-make 150 env PYTHONUNBUFFERED=1 python3 "$bundle/py/gpu_oracle.py" \
     --out "$oracle_dir" --tokenizer "$bundle/tokenizer" --device cuda
-  record oracle-make "$rc" "$secs" "$(grep -h '^gpu_oracle:' "$work/oracle-make.txt" | tail -3 | tr '\n' ' ')"
+  record oracle-make "$rc" "$secs" "$(grep -h '^gpu_oracle:' "$work/oracle-make.txt" | tail -3 |
+    tr '\n' ' ')"
 
   export LLMSERVE_GPU_ORACLE_DIR=$oracle_dir
   gtest_stage oracle-test 120 --gtest_filter='HfOracle.*'
@@ -269,7 +285,10 @@ gpu_stages() {
     --llmserve "$(printf '%q ' "${bin[@]}" "$bundle/bin/llmserve")" \
     --model "$oracle_dir/smollm2-135m-shape" --out "$work/daemon"
   cp "$work/daemon/daemon.json" "$work/daemon/daemon-serve.log" "$work/" 2>/dev/null
-  record daemon "$rc" "$secs" "$(grep -c '^DAEMON ok' "$work/daemon.txt") checks ok, $(grep -c '^DAEMON FAIL' "$work/daemon.txt") failed"
+  local note
+  note="$(grep -c '^DAEMON ok' "$work/daemon.txt") checks ok,"
+  note+=" $(grep -c '^DAEMON FAIL' "$work/daemon.txt") failed"
+  record daemon "$rc" "$secs" "$note"
 
   run_timed bench 240 "${bin[@]}" "$bundle/bin/bench_cuda" --model-preset llama-3.1-8b
   nbench=$(grep -c '^BENCH ' "$work/bench.txt")

@@ -78,6 +78,18 @@ def gtest_verdict(text):
                   f"({EXPECTED_SKIP})")
 
 
+def failure_lines(text, limit=40):
+    """Each "file:line: Failure" with the message line after it, and KERNEL MISMATCH lines."""
+    lines, out = text.splitlines(), []
+    for i, l in enumerate(lines):
+        if l.endswith(": Failure"):
+            nxt = next((m for m in lines[i + 1:i + 4] if m.strip() and m.strip() != "Failed"), "")
+            out.append(f"{l} {nxt.strip()}"[:300])
+        elif "KERNEL MISMATCH" in l and not (out and l.strip() in out[-1]):
+            out.append(l[:300])
+    return out[:limit]
+
+
 def tagged_json(text, tag):
     """The JSON objects of `TAG {...}` lines."""
     out = []
@@ -132,6 +144,10 @@ def fmt(x, spec="", none="n/a"):
     return none if x is None else format(x, spec)
 
 
+def times(ratio):
+    return "n/a" if ratio is None else f"{ratio:.2f}x"
+
+
 def oracle_section(text):
     if text is None:
         return ["No oracle test log."]
@@ -152,8 +168,7 @@ def oracle_section(text):
             f"{r['near_ties']} | {r['mismatches']} | {r['free_run']} |")
     if not rows:
         out.append("| (no ORACLE lines: see the stage's log) |||||||||||")
-    fails = [l for l in text.splitlines() if "Failure" in l or "[  FAILED  ]" in l or
-             "prompt " in l and ("error" in l or "!=" in l)]
+    fails = failure_lines(text, 30)
     if fails:
         out += ["", "```", *fails[:30], "```"]
     return out
@@ -232,13 +247,13 @@ def targets(benches, sdpa):
                 None if not (ours(d64) and copy) else ours(d64) >= 0.8 * copy))
     for name, r in (("batch 64 x 4k", d64), ("batch 1 x 32k", d1)):
         ratio = r.get("ratio") if r else None
-        out.append((f"decode attention >= 0.9x torch SDPA at {name}", f"{fmt(ratio, '.2f')}x",
+        out.append((f"decode attention >= 0.9x torch SDPA at {name}", times(ratio),
                     None if ratio is None else ratio >= 0.9))
     out.append(("prefill attention >= 40% of bf16 peak at 4k",
                 f"{fmt(ours(p4), '.0f')} TFLOP/s of {fmt(peak, '.0f')} (torch bf16 matmul)",
                 None if not (ours(p4) and peak) else ours(p4) >= 0.4 * peak))
     ratio = p4.get("ratio") if p4 else None
-    out.append(("prefill attention >= 0.8x torch SDPA at 4k", f"{fmt(ratio, '.2f')}x",
+    out.append(("prefill attention >= 0.8x torch SDPA at 4k", times(ratio),
                 None if ratio is None else ratio >= 0.8))
     return out
 
@@ -273,7 +288,7 @@ def build(work):
     else:
         ok, why = gtest_verdict(unit)
         md.append(f"- {'ok' if ok else '**FAILED**'}: {why}")
-        bad = [l for l in unit.splitlines() if "KERNEL MISMATCH" in l or "Failure" in l]
+        bad = failure_lines(unit)
         if bad:
             md += ["", "```", *bad[:40], "```"]
         md += [l for l in unit.splitlines() if l.startswith("[ model") or l.startswith("[ gpu ]")]
