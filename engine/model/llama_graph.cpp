@@ -121,7 +121,9 @@ Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t ma
 Result<std::span<const float>> LlamaGraph::forward(const ForwardBatch& batch) {
   LLMSERVE_ASSIGN_OR_RETURN(const float* logits, forward_logits(batch));
   if (logits == nullptr) return std::span<const float>();
-  return ops_.to_host(logits, batch.num_samples() * cfg_.vocab_size);
+  std::span<const float> host = ops_.to_host(logits, batch.num_samples() * cfg_.vocab_size);
+  LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
+  return host;
 }
 
 Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
@@ -152,10 +154,10 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
     const Weight* qkv[] = {&L.wq, &L.wk, &L.wv};
     const Weight* qkv_bias[] = {&L.bq, &L.bk, &L.bv};
     float* qkv_out[] = {q_, k_, v_};
-    ops_.matmul_multi(h_, T, qkv,
-                      L.has_bias ? std::span<const Weight* const>(qkv_bias)
-                                 : std::span<const Weight* const>(),
-                      qkv_out);
+    ops_.matmul_multi(
+        h_, T, qkv,
+        L.has_bias ? std::span<const Weight* const>(qkv_bias) : std::span<const Weight* const>(),
+        qkv_out);
     ops_.rope(q_, nh, hd);
     ops_.rope(k_, nkv, hd);
     ops_.write_kv(l, k_, v_);
@@ -171,6 +173,7 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
   }
   if (S == 0) {
     ops_.finish_step();
+    LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
     return static_cast<const float*>(nullptr);
   }
   ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_resid_);
@@ -178,6 +181,7 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
   ops_.add_rms_norm(s_resid_, s_x_, output_norm_, S, eps, s_x_);
   ops_.matmul(s_x_, S, lm_head_, nullptr, logits_);
   ops_.finish_step();
+  LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
   return static_cast<const float*>(logits_);
 }
 

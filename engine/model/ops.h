@@ -114,6 +114,9 @@ class Ops {
   virtual void gather_sample_rows(const float* x, int64_t dim, float* out) = 0;
   // Ends the step's enqueued work (a device backend launches what it captured); idempotent.
   virtual void finish_step() {}
+  // The first error an op of this step recorded (ops return nothing; a device backend records
+  // its failures and skips the rest of the step).
+  virtual Status step_status() const { return Status::ok(); }
   // A host view of n floats of backend memory x (valid until the next step); finishes the step.
   virtual std::span<const float> to_host(const float* x, int64_t n) = 0;
 };

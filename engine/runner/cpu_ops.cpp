@@ -197,8 +197,7 @@ void CpuOps::decode_attention(int64_t layer, const float* q, int num_heads, floa
                             scale, out + row * stride);
 }
 
-void CpuOps::silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
-                      float* out) {
+void CpuOps::silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols, float* out) {
   const int64_t n = rows * cols;
   constexpr int64_t kChunk = 8192;
   if (n <= kChunk) {  // one or a few decode rows: a pool round trip costs more than the work

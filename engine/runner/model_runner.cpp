@@ -65,8 +65,8 @@ class CudaSampling final : public OnDeviceSampler {
     for (const SampleRow& r : rows) {
       bias += static_cast<int64_t>(r.params->logit_bias.size());
       masked += static_cast<int64_t>(r.params->stop_token_ids.size() + eos_ids_.size());
-      penalty += static_cast<int64_t>(r.state->prompt_set().size() +
-                                      r.state->output_counts().size());
+      penalty +=
+          static_cast<int64_t>(r.state->prompt_set().size() + r.state->output_counts().size());
     }
     const int64_t cap = sampler_->limits().max_sparse_entries;
     return bias <= cap && masked <= cap && penalty <= cap &&
@@ -98,8 +98,7 @@ Status capture_decode_graphs(LlamaGraph& graph, CudaOps& cuda) {
     LLMSERVE_RETURN_IF_ERROR(graph.forward(fb).status());
     LLMSERVE_RETURN_IF_ERROR(cuda.status());
   }
-  const double s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   spdlog::info("CUDA graphs: {} decode buckets (1..{}) captured in {:.2f} s",
                cuda.num_decode_graphs(),
                cuda.graph_buckets().empty() ? 0 : cuda.graph_buckets().back(), s);
@@ -107,8 +106,7 @@ Status capture_decode_graphs(LlamaGraph& graph, CudaOps& cuda) {
 }
 
 Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::unique_ptr<Ops>* ops,
-                   std::unique_ptr<LlamaGraph>* graph,
-                   std::unique_ptr<OnDeviceSampler>* sampler) {
+                   std::unique_ptr<LlamaGraph>* graph, std::unique_ptr<OnDeviceSampler>* sampler) {
   const ModelConfig& cfg = model.config();
   CudaOpsOptions co;
   co.num_heads = static_cast<int>(cfg.num_heads);
@@ -129,8 +127,8 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   std::vector<int32_t> eos = o.eos_ids;
   if (eos.empty()) eos = cfg.eos_ids;
   if (eos.empty() && cfg.eos_id >= 0) eos.push_back(cfg.eos_id);
-  const int64_t sparse = std::max<int64_t>(
-      65536, o.max_samples_per_step * std::min<int64_t>(co.max_model_len, 8192));
+  const int64_t sparse =
+      std::max<int64_t>(65536, o.max_samples_per_step * std::min<int64_t>(co.max_model_len, 8192));
   LLMSERVE_ASSIGN_OR_RETURN(
       std::unique_ptr<DeviceSampler> device_sampler,
       DeviceSampler::create(static_cast<int32_t>(cfg.vocab_size),

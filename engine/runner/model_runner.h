@@ -37,7 +37,6 @@ struct ModelRunnerOptions {
   std::vector<int32_t> eos_ids;  // CUDA: the stop ids min_tokens masks (generation_eos_ids)
 };
 
-
 // True when this binary has the CUDA backend and the driver reports a device.
 bool cuda_backend_available();
 

@@ -57,8 +57,8 @@ Result<StepIndexFill> fill_step_index(const ForwardBatch& batch, int64_t padded_
   }
   StepIndexFill fill;
   for (int64_t b = 0; b <= rows; ++b) {
-    a[layout.query_start + b] = b <= B ? batch.query_start[static_cast<size_t>(b)]
-                                       : static_cast<int32_t>(T + (b - B));
+    a[layout.query_start + b] =
+        b <= B ? batch.query_start[static_cast<size_t>(b)] : static_cast<int32_t>(T + (b - B));
   }
   for (int64_t b = 0; b < rows; ++b) {
     const bool real = b < B;
@@ -66,15 +66,15 @@ Result<StepIndexFill> fill_step_index(const ForwardBatch& batch, int64_t padded_
     a[layout.seq_lens + b] = len;
     fill.max_seq_len = std::max(fill.max_seq_len, len);
     if (real) {
-      fill.max_q_len = std::max(
-          fill.max_q_len, a[layout.query_start + b + 1] - a[layout.query_start + b]);
+      fill.max_q_len =
+          std::max(fill.max_q_len, a[layout.query_start + b + 1] - a[layout.query_start + b]);
       std::memcpy(a + layout.block_tables + b * layout.block_table_stride,
                   batch.block_tables.data() + b * width, static_cast<size_t>(width) * 4);
     }
   }
   for (int64_t s = 0; s < samples; ++s) {
-    a[layout.samples + s] = s < S ? batch.sample_rows[static_cast<size_t>(s)]
-                                  : static_cast<int32_t>(s);
+    a[layout.samples + s] =
+        s < S ? batch.sample_rows[static_cast<size_t>(s)] : static_cast<int32_t>(s);
   }
   fill.rows = rows;
   fill.tokens = tokens;

@@ -6,9 +6,8 @@ namespace {
 
 // One block per token: every (kv head, dim) element of K and V goes to its page slot.
 __global__ void write_kv_kernel(const float* k, const float* v, int64_t row_stride,
-                                const int32_t* slot_mapping,
-                                int num_kv_heads, int block_size, int head_dim,
-                                __nv_bfloat16* k_cache, __nv_bfloat16* v_cache) {
+                                const int32_t* slot_mapping, int num_kv_heads, int block_size,
+                                int head_dim, __nv_bfloat16* k_cache, __nv_bfloat16* v_cache) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slot_mapping[t];
   if (slot < 0) return;

@@ -47,8 +47,8 @@ __global__ void rms_norm_kernel(float* residual, const float* x, const float* we
   }
 }
 
-cudaError_t launch(float* residual, const float* x, const float* weight, int64_t rows,
-                   int64_t dim, float eps, uint16_t* y, int64_t y_stride, cudaStream_t stream) {
+cudaError_t launch(float* residual, const float* x, const float* weight, int64_t rows, int64_t dim,
+                   float eps, uint16_t* y, int64_t y_stride, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
   if (dim <= 0 || y_stride < dim) return cudaErrorInvalidValue;
   rms_norm_kernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(

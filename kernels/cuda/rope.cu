@@ -6,8 +6,8 @@ namespace {
 
 // One block per token; threads walk (head, pair) indices.
 __global__ void rope_kernel(float* x, int64_t row_stride, int heads, int head_dim,
-                            const int32_t* positions,
-                            const float* inv_freq, int half, bool interleaved) {
+                            const int32_t* positions, const float* inv_freq, int half,
+                            bool interleaved) {
   const int64_t t = blockIdx.x;
   const float pos = static_cast<float>(positions[t]);
   for (int j = threadIdx.x; j < heads * half; j += blockDim.x) {

@@ -49,13 +49,13 @@ Status BiasGemm::run(const void* x, int64_t ldx, int64_t M, const void* w, int64
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
   const cudaDataType_t bias_type = CUDA_R_32F;
-  LLMSERVE_RETURN_IF_ERROR(lt_status(
-      lt_->desc_set(c.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa"));
-  LLMSERVE_RETURN_IF_ERROR(lt_status(
-      lt_->desc_set(c.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb"));
-  LLMSERVE_RETURN_IF_ERROR(lt_status(
-      lt_->desc_set(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
-      "epilogue"));
+  LLMSERVE_RETURN_IF_ERROR(
+      lt_status(lt_->desc_set(c.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "transa"));
+  LLMSERVE_RETURN_IF_ERROR(
+      lt_status(lt_->desc_set(c.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "transb"));
+  LLMSERVE_RETURN_IF_ERROR(
+      lt_status(lt_->desc_set(c.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+                "epilogue"));
   LLMSERVE_RETURN_IF_ERROR(lt_status(
       lt_->desc_set(c.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias), "bias"));
   LLMSERVE_RETURN_IF_ERROR(lt_status(
@@ -73,14 +73,14 @@ Status BiasGemm::run(const void* x, int64_t ldx, int64_t M, const void* w, int64
   if (it == algos_.end()) {
     LLMSERVE_RETURN_IF_ERROR(lt_status(lt_->pref_create(&c.pref), "preference"));
     const uint64_t ws = workspace_bytes_;
-    LLMSERVE_RETURN_IF_ERROR(lt_status(
-        lt_->pref_set(c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
-        "workspace preference"));
+    LLMSERVE_RETURN_IF_ERROR(
+        lt_status(lt_->pref_set(c.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+                  "workspace preference"));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    LLMSERVE_RETURN_IF_ERROR(lt_status(
-        lt_->heuristic(handle_, c.desc, c.a, c.b, c.d, c.d, c.pref, 1, &result, &found),
-        "heuristic"));
+    LLMSERVE_RETURN_IF_ERROR(
+        lt_status(lt_->heuristic(handle_, c.desc, c.a, c.b, c.d, c.d, c.pref, 1, &result, &found),
+                  "heuristic"));
     if (found == 0) {
       return unimplemented("cuda: cuBLASLt has no bias-epilogue GEMM for M " + std::to_string(M) +
                            ", N " + std::to_string(N) + ", K " + std::to_string(K));

@@ -21,7 +21,9 @@ namespace {
 
 constexpr size_t kCublasWorkspace = 32u << 20;
 
-bool is_vector(const TensorView& t) { return t.shape.size() <= 1; }
+bool is_vector(const TensorView& t) {
+  return t.shape.size() <= 1;
+}
 
 Status check_convertible(const TensorView& t) {
   if (t.type != DType::F32 && t.type != DType::BF16 &&
@@ -87,10 +89,10 @@ Status CudaOps::make_step_index(const KvCacheSpec& spec) {
   cfg.block_size = spec.block_size;
   cfg.num_kv_heads = spec.num_kv_heads;
   cfg.num_sms = num_sms_;
-  LLMSERVE_RETURN_IF_ERROR(cuda_status(
-      kc::decode_attention_ctas_per_sm(spec.head_dim, options_.num_heads, spec.num_kv_heads,
-                                       &cfg.ctas_per_sm),
-      "decode attention occupancy"));
+  LLMSERVE_RETURN_IF_ERROR(
+      cuda_status(kc::decode_attention_ctas_per_sm(spec.head_dim, options_.num_heads,
+                                                   spec.num_kv_heads, &cfg.ctas_per_sm),
+                  "decode attention occupancy"));
   const int capacity = kc::decode_plan_capacity(options_.max_num_seqs, cfg);
   StepIndexLimits limits;
   limits.max_tokens = std::max<int64_t>(options_.max_tokens, options_.max_num_seqs);
@@ -179,7 +181,8 @@ Result<void*> CudaOps::upload_matrix(const TensorView& t, void* dst) {
     for (int64_t r = 0; r < n; ++r) {
       dequantize_row(t, r0 + r, row.data());
       for (int64_t c = 0; c < cols; ++c) {
-        chunk[static_cast<size_t>(r * cols + c)] = kernels::fp32_to_bf16(row[static_cast<size_t>(c)]);
+        chunk[static_cast<size_t>(r * cols + c)] =
+            kernels::fp32_to_bf16(row[static_cast<size_t>(c)]);
       }
     }
     LLMSERVE_RETURN_IF_ERROR(upload(static_cast<uint16_t*>(dst) + r0 * cols, chunk.data(),
@@ -224,8 +227,7 @@ Result<std::vector<Weight>> CudaOps::prepare_fused(std::span<const TensorView* c
   }
   fused_first_.push_back(base);
   if (!vectors && ts.size() > 1) {
-    const int64_t need =
-        std::max<int64_t>(options_.max_tokens, options_.max_num_seqs) * fused_rows;
+    const int64_t need = std::max<int64_t>(options_.max_tokens, options_.max_num_seqs) * fused_rows;
     if (need > fused_out_floats_) {  // the fused GEMM output grows at set-up only
       LLMSERVE_ASSIGN_OR_RETURN(void* f, device_alloc(static_cast<size_t>(need) * 4));
       fused_out_ = static_cast<float*>(f);
@@ -263,9 +265,10 @@ Status CudaOps::alloc_kv_cache(const KvCacheSpec& spec) {
                             std::to_string(spec.num_kv_heads) + " KV heads");
   }
   if (!kc::attention_supports_head_dim(spec.head_dim) || spec.block_size % 16 != 0) {
-    return unimplemented("cuda ops: attention needs head_dim 64 or 128 and a block_size that is "
-                         "a multiple of 16 (got head_dim " + std::to_string(spec.head_dim) +
-                         ", block_size " + std::to_string(spec.block_size) + ")");
+    return unimplemented(
+        "cuda ops: attention needs head_dim 64 or 128 and a block_size that is "
+        "a multiple of 16 (got head_dim " +
+        std::to_string(spec.head_dim) + ", block_size " + std::to_string(spec.block_size) + ")");
   }
   const size_t per_layer = static_cast<size_t>(spec.num_blocks) * spec.num_kv_heads *
                            spec.block_size * spec.head_dim * 2;
@@ -286,9 +289,8 @@ Status CudaOps::alloc_kv_cache(const KvCacheSpec& spec) {
   }
   kv_spec_ = spec;
   LLMSERVE_RETURN_IF_ERROR(make_step_index(spec));
-  const int64_t ws =
-      kc::decode_workspace_floats(static_cast<int>(plan_capacity_), options_.num_heads,
-                                  spec.head_dim);
+  const int64_t ws = kc::decode_workspace_floats(static_cast<int>(plan_capacity_),
+                                                 options_.num_heads, spec.head_dim);
   if (ws > attn_ws_floats_) {
     LLMSERVE_ASSIGN_OR_RETURN(void* w, device_alloc(static_cast<size_t>(ws) * 4));
     attn_ws_ = static_cast<float*>(w);

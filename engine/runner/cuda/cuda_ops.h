@@ -72,6 +72,7 @@ class CudaOps final : public Ops {
                 float* out) override;
   void gather_sample_rows(const float* x, int64_t dim, float* out) override;
   void finish_step() override;
+  Status step_status() const override { return error_; }
   std::span<const float> to_host(const float* x, int64_t n) override;
 
   // Frees the KV cache so alloc_kv_cache can size it again (after a profiling pass).

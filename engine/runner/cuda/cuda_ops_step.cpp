@@ -20,8 +20,12 @@ using kernels::DType;
 
 namespace {
 
-uint16_t* as_bf16(float* p) { return reinterpret_cast<uint16_t*>(p); }
-const uint16_t* as_bf16(const float* p) { return reinterpret_cast<const uint16_t*>(p); }
+uint16_t* as_bf16(float* p) {
+  return reinterpret_cast<uint16_t*>(p);
+}
+const uint16_t* as_bf16(const float* p) {
+  return reinterpret_cast<const uint16_t*>(p);
+}
 
 }  // namespace
 
@@ -69,10 +73,10 @@ Status CudaOps::begin_step(const ForwardBatch& batch) {
                             std::to_string(decode_rows) + " requests");
     }
   }
-  LLMSERVE_RETURN_IF_ERROR(cuda_status(
-      cudaMemcpyAsync(dev_idx_, staging_, static_cast<size_t>(layout_.block_tables) * 4,
-                      cudaMemcpyHostToDevice, stream_),
-      "index upload"));
+  LLMSERVE_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpyAsync(dev_idx_, staging_, static_cast<size_t>(layout_.block_tables) * 4,
+                                  cudaMemcpyHostToDevice, stream_),
+                  "index upload"));
   if (fill_.table_rows > 0 && fill_.table_width > 0) {
     const size_t pitch = static_cast<size_t>(layout_.block_table_stride) * 4;
     LLMSERVE_RETURN_IF_ERROR(cuda_status(
@@ -120,11 +124,11 @@ void CudaOps::gemm(const void* x_bf16, int64_t x_stride, int64_t M, const void* 
     return;
   }
   const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t st = cublas_->gemm_ex(
-      handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
-      static_cast<int>(K), &alpha, w, CUDA_R_16BF, static_cast<int>(K), x_bf16, CUDA_R_16BF,
-      static_cast<int>(x_stride), &beta, y, CUDA_R_32F, static_cast<int>(ldy), CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT);
+  const cublasStatus_t st =
+      cublas_->gemm_ex(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M),
+                       static_cast<int>(K), &alpha, w, CUDA_R_16BF, static_cast<int>(K), x_bf16,
+                       CUDA_R_16BF, static_cast<int>(x_stride), &beta, y, CUDA_R_32F,
+                       static_cast<int>(ldy), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   if (st != CUBLAS_STATUS_SUCCESS) {
     record(internal_error("cuda ops: cublasGemmEx failed with status " + std::to_string(st)));
   }
@@ -149,13 +153,14 @@ void CudaOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* co
   const int64_t m = rows(M);
   // One GEMM when the weights (and biases) are one prepare_fused group, in order.
   auto contiguous = [this](std::span<const Weight* const> group, size_t elem_bytes) {
-    if (group.size() < 2 || std::find(fused_first_.begin(), fused_first_.end(),
-                                      group[0]->data) == fused_first_.end()) {
+    if (group.size() < 2 ||
+        std::find(fused_first_.begin(), fused_first_.end(), group[0]->data) == fused_first_.end()) {
       return false;
     }
     for (size_t i = 1; i < group.size(); ++i) {
       const auto* prev = static_cast<const uint8_t*>(group[i - 1]->data);
-      const size_t bytes = static_cast<size_t>(group[i - 1]->rows * group[i - 1]->cols) * elem_bytes;
+      const size_t bytes =
+          static_cast<size_t>(group[i - 1]->rows * group[i - 1]->cols) * elem_bytes;
       if (group[i]->data != prev + bytes || group[i]->cols != group[0]->cols) return false;
     }
     return true;
@@ -213,13 +218,10 @@ void CudaOps::prefill_attention(int64_t layer, const float* q, int num_heads, fl
   views_.erase(out);
   const int64_t stride = layout_.block_table_stride;
   kc::PrefillAttentionParams p;
-  p.kv = kc::PagedKvDevice{k_cache_[l],
-                           v_cache_[l],
-                           dev_idx_ + layout_.block_tables + req_begin * stride,
-                           stride,
-                           kv_spec_.num_kv_heads,
-                           kv_spec_.block_size,
-                           kv_spec_.head_dim};
+  p.kv = kc::PagedKvDevice{
+      k_cache_[l],      v_cache_[l],           dev_idx_ + layout_.block_tables + req_begin * stride,
+      stride,           kv_spec_.num_kv_heads, kv_spec_.block_size,
+      kv_spec_.head_dim};
   p.q = qv.data;
   p.q_row_stride = qv.row_stride;
   p.out = as_bf16(out);
@@ -284,9 +286,9 @@ void CudaOps::silu_mul(const float* gate, const float* up, int64_t n_rows, int64
 
 void CudaOps::gather_sample_rows(const float* x, int64_t dim, float* out) {
   if (skip()) return;
-  check(kc::gather_rows(x, dim, dev_idx_ + layout_.samples, rows(batch_.num_samples()), out,
-                        stream_),
-        "gather_sample_rows");
+  check(
+      kc::gather_rows(x, dim, dev_idx_ + layout_.samples, rows(batch_.num_samples()), out, stream_),
+      "gather_sample_rows");
 }
 
 void CudaOps::finish_step() {

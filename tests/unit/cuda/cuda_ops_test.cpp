@@ -128,8 +128,8 @@ TEST(CudaOpsKernels, FusedAndBiasedMatmulsMatchReference) {
     std::vector<float> got(want.size()), wantf(want.begin(), want.end());
     for (int64_t r = 0; r < M; ++r)
       for (int64_t n = 0; n < N[i]; ++n) got[r * N[i] + n] = rows[r * v.row_stride + n];
-    EXPECT_TRUE(cuda_test::near_all("fused GEMM output " + std::to_string(i), got, wantf, 1e-4f,
-                                    1e-4f));
+    EXPECT_TRUE(
+        cuda_test::near_all("fused GEMM output " + std::to_string(i), got, wantf, 1e-4f, 1e-4f));
   }
   // One weight with its bias through matmul (no fusion): the same epilogue path.
   float* y = ops.alloc_activation(M * N[0]).value();

@@ -64,8 +64,8 @@ TEST(CudaKernels, SiluMulWritesBf16RowsFromStridedOrOverlaidInputs) {
   a.rows = rows;
   a.cols = cols;
   ASSERT_EQ(kc::silu_mul(a, nullptr), cudaSuccess);
-  auto got = cuda_test::bf16_rows_to_f32(cuda_test::download_as_u16(dout, rows * cols), rows,
-                                         cols, 2 * cols);
+  auto got = cuda_test::bf16_rows_to_f32(cuda_test::download_as_u16(dout, rows * cols), rows, cols,
+                                         2 * cols);
   EXPECT_TRUE(near_all("silu_mul fused halves", got, want_bf16, 1e-6f, 8e-3f));
   // out overlaid on gate's own memory (the unfused graph: silu_mul(gate, up, ..., gate)).
   DeviceBuffer<float> dg(gate), du(up);
@@ -125,20 +125,20 @@ TEST(CudaKernels, RmsNormWritesBf16RowsAndFusedResidualMatchesCpu) {
     auto* y16 = reinterpret_cast<uint16_t*>(dy.get());
     ASSERT_EQ(kc::rms_norm(dx.get(), dw.get(), rows, dim, 1e-5f, y16, 2 * dim, nullptr),
               cudaSuccess);
-    EXPECT_TRUE(near_all("rms_norm" + tag,
-                         cuda_test::bf16_rows_to_f32(cuda_test::download_as_u16(dy, rows * dim),
-                                                     rows, dim, 2 * dim),
-                         want, 1e-5f, 8e-3f));
+    EXPECT_TRUE(near_all(
+        "rms_norm" + tag,
+        cuda_test::bf16_rows_to_f32(cuda_test::download_as_u16(dy, rows * dim), rows, dim, 2 * dim),
+        want, 1e-5f, 8e-3f));
     // y overlays x, as the graph's final norm uses it.
     auto* x16 = reinterpret_cast<uint16_t*>(dx.get());
-    ASSERT_EQ(kc::add_rms_norm(dr.get(), dx.get(), dw.get(), rows, dim, 1e-5f, x16, 2 * dim,
-                               nullptr),
-              cudaSuccess);
+    ASSERT_EQ(
+        kc::add_rms_norm(dr.get(), dx.get(), dw.get(), rows, dim, 1e-5f, x16, 2 * dim, nullptr),
+        cudaSuccess);
     EXPECT_TRUE(near_all("add_rms_norm residual" + tag, dr.download(), want_resid, 1e-6f, 1e-6f));
-    EXPECT_TRUE(near_all("add_rms_norm out" + tag,
-                         cuda_test::bf16_rows_to_f32(cuda_test::download_as_u16(dx, rows * dim),
-                                                     rows, dim, 2 * dim),
-                         want2, 1e-5f, 8e-3f));
+    EXPECT_TRUE(near_all(
+        "add_rms_norm out" + tag,
+        cuda_test::bf16_rows_to_f32(cuda_test::download_as_u16(dx, rows * dim), rows, dim, 2 * dim),
+        want2, 1e-5f, 8e-3f));
     // rms_norm in place over its own input.
     DeviceBuffer<float> dx2(x);
     ASSERT_EQ(kc::rms_norm(dx2.get(), dw.get(), rows, dim, 1e-5f,
@@ -208,8 +208,8 @@ TEST(CudaKernels, WriteKvMatchesCpuLayout) {
   DeviceBuffer<int32_t> ds(slots);
   DeviceBuffer<uint16_t> dkc(std::vector<uint16_t>(cache, 0)), dvc(std::vector<uint16_t>(cache, 0));
   ASSERT_EQ(kc::write_kv(dfused.get() + q_width, dfused.get() + q_width + n, stride, ds.get(), T,
-                         shape.num_kv_heads, shape.block_size, shape.head_dim, dkc.get(),
-                         dvc.get(), nullptr),
+                         shape.num_kv_heads, shape.block_size, shape.head_dim, dkc.get(), dvc.get(),
+                         nullptr),
             cudaSuccess);
   auto to_f32 = [](const std::vector<uint16_t>& b) {
     std::vector<float> f(b.size());

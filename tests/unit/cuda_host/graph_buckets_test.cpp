@@ -7,8 +7,8 @@ namespace {
 
 TEST(GraphBuckets, PowersThenStepsEndingAtTheLimit) {
   EXPECT_EQ(decode_graph_buckets(256, 2048, 256),
-            (std::vector<int>{1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160,
-                              176, 192, 208, 224, 240, 256}));
+            (std::vector<int>{1,  2,   4,   8,   16,  24,  32,  40,  48,  56,  64, 80,
+                              96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256}));
   EXPECT_EQ(decode_graph_buckets(20, 2048, 256), (std::vector<int>{1, 2, 4, 8, 16, 20}));
   EXPECT_EQ(decode_graph_buckets(1, 2048, 256), (std::vector<int>{1}));
   EXPECT_TRUE(decode_graph_buckets(0, 2048, 256).empty());

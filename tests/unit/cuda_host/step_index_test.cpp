@@ -19,8 +19,8 @@ StepIndexLimits limits() {
 
 TEST(StepIndexLayout, ArraysAreDisjointAlignedAndInOrder) {
   const StepIndexLayout s = StepIndexLayout::make(limits());
-  const int64_t offsets[] = {s.tokens, s.positions,   s.slots, s.query_start, s.seq_lens,
-                             s.samples, s.plan, s.block_tables};
+  const int64_t offsets[] = {s.tokens,   s.positions, s.slots, s.query_start,
+                             s.seq_lens, s.samples,   s.plan,  s.block_tables};
   const int64_t sizes[] = {64, 64, 64, 9, 8, 8, 10, 0};
   for (size_t i = 0; i + 1 < std::size(offsets); ++i) {
     EXPECT_EQ(offsets[i] % 4, 0);
@@ -34,8 +34,8 @@ struct Batch {
   std::vector<uint8_t> prefill;
   int64_t width = 0, decodes = 0;
   ForwardBatch view() const {
-    return ForwardBatch{tokens, positions, query_start, seq_lens, tables, width,
-                        slots,  samples,   prefill,     decodes};
+    return ForwardBatch{tokens, positions, query_start, seq_lens, tables,
+                        width,  slots,     samples,     prefill,  decodes};
   }
 };
 
