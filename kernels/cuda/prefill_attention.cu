@@ -9,9 +9,19 @@
 
 #include "cuda_common.cuh"
 #include "llmserve/kernels/cuda/prefill_attention.h"
+#include "tensor_core.cuh"
 
 namespace llmserve::kernels::cuda {
 namespace {
+
+using detail::cp_async16;
+using detail::cp_async_commit;
+using detail::cp_async_wait_all;
+using detail::fast_exp2;
+using detail::ldmatrix_x4;
+using detail::ldmatrix_x4_trans;
+using detail::mma_bf16;
+using detail::pack_bf16x2;
 
 constexpr int kBM = 128, kBN = 64, kWarps = 4, kThreads = kWarps * 32;
 constexpr int kWarpRows = kBM / kWarps;  // 32 query rows per warp
@@ -39,54 +49,6 @@ struct Smem {
 template <int D>
 __device__ __forceinline__ uint32_t swizzle(int r, int c) {
   return static_cast<uint32_t>(r * Smem<D>::kRowBytes + ((c ^ (r & 7)) << 4));
-}
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 16 : 0;  // 0: the 16 bytes are zero-filled, nothing is read
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_all;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// c[16x8] += a[16x16] b[16x8]; fragments as in the PTX ISA (m16n8k16, .bf16, f32 accumulators).
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// bf16x2 of (lo, hi), round to nearest even; lo in the low half (the lower column).
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  uint32_t r;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 __device__ __forceinline__ float quad_max(float v) {
@@ -135,8 +97,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       const float4* src =
           reinterpret_cast<const float4*>(p.q + (row0 + r) * p.q_row_stride + h * D + c * 8);
       const float4 x = __ldg(src), y = __ldg(src + 1);
-      v = make_uint4(pack_bf16(x.x, x.y), pack_bf16(x.z, x.w), pack_bf16(y.x, y.y),
-                     pack_bf16(y.z, y.w));
+      v = make_uint4(pack_bf16x2(x.x, x.y), pack_bf16x2(x.z, x.w), pack_bf16x2(y.x, y.y),
+                     pack_bf16x2(y.z, y.w));
     }
     *reinterpret_cast<uint4*>(s_ptr + L::kQ + swizzle<D>(r, c)) = v;
   }
@@ -164,8 +126,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       const int64_t e =
           valid ? static_cast<int64_t>(__ldg(bt + pi)) * page_elems + head_elems + off * D : 0;
       const uint32_t so = pass * kRowsPerPass * L::kRowBytes;
-      cp_async16(sk + so, p.kv.k_cache + e, valid);
-      cp_async16(sv + so, p.kv.v_cache + e, valid);
+      cp_async16(sk + so, p.kv.k_cache + e, valid ? 16 : 0);
+      cp_async16(sv + so, p.kv.v_cache + e, valid ? 16 : 0);
       j += kRowsPerPass;
       off += kRowsPerPass;
       if (off >= bs) {
@@ -232,12 +194,12 @@ __global__ void __launch_bounds__(kThreads, 2)
       uint32_t qa[kMT][4];
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        ldsm_x4(qa[mt], (q_addr ^ (ks << 5)) + mt * 16 * L::kRowBytes);
+        ldmatrix_x4((q_addr ^ (ks << 5)) + mt * 16 * L::kRowBytes, qa[mt]);
       }
 #pragma unroll
       for (int np = 0; np < kNT / 2; ++np) {
         uint32_t kb[4];  // b-fragments of key n-tiles 2 np (kb[0..1]) and 2 np + 1 (kb[2..3])
-        ldsm_x4(kb, (k_addr ^ (ks << 5)) + np * 16 * L::kRowBytes);
+        ldmatrix_x4((k_addr ^ (ks << 5)) + np * 16 * L::kRowBytes, kb);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           mma_bf16(s[mt][2 * np], qa[mt], kb[0], kb[1]);
@@ -297,15 +259,15 @@ __global__ void __launch_bounds__(kThreads, 2)
       uint32_t pa[kMT][4];  // A-fragment of keys [16 kc, 16 kc + 16) from S n-tiles 2 kc, 2 kc + 1
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
-        pa[mt][0] = pack_bf16(s[mt][2 * kc][0], s[mt][2 * kc][1]);
-        pa[mt][1] = pack_bf16(s[mt][2 * kc][2], s[mt][2 * kc][3]);
-        pa[mt][2] = pack_bf16(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
-        pa[mt][3] = pack_bf16(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+        pa[mt][0] = pack_bf16x2(s[mt][2 * kc][0], s[mt][2 * kc][1]);
+        pa[mt][1] = pack_bf16x2(s[mt][2 * kc][2], s[mt][2 * kc][3]);
+        pa[mt][2] = pack_bf16x2(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
+        pa[mt][3] = pack_bf16x2(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
       }
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         uint32_t vb[4];  // b-fragments of dim n-tiles 2 dp (vb[0..1]) and 2 dp + 1 (vb[2..3])
-        ldsm_x4_trans(vb, (v_addr ^ (dp << 5)) + kc * 16 * L::kRowBytes);
+        ldmatrix_x4_trans((v_addr ^ (dp << 5)) + kc * 16 * L::kRowBytes, vb);
 #pragma unroll
         for (int mt = 0; mt < kMT; ++mt) {
           mma_bf16(o[mt][2 * dp], pa[mt], vb[0], vb[1]);
@@ -332,7 +294,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (int dt = 0; dt < kDT; ++dt) {
         *reinterpret_cast<uint32_t*>(dst + dt * 8) =
-            pack_bf16(o[mt][dt][2 * hf] * inv[mt][hf], o[mt][dt][2 * hf + 1] * inv[mt][hf]);
+            pack_bf16x2(o[mt][dt][2 * hf] * inv[mt][hf], o[mt][dt][2 * hf + 1] * inv[mt][hf]);
       }
     }
   }
