@@ -30,8 +30,7 @@ StepLoop::StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Schedule
       on_ended_(std::move(on_ended)),
       eos_ids_(generation_eos_ids(tokenizer, runner_->config())),
       sampler_(static_cast<int32_t>(runner_->config().vocab_size), eos_ids_),
-      builder_(runner_->block_size()),
-      vocab_size_(static_cast<int32_t>(runner_->config().vocab_size)) {}
+      builder_(runner_->block_size()) {}
 
 void StepLoop::admit(PendingSubmit p) {
   auto req = std::make_unique<ActiveRequest>();

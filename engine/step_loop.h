@@ -93,7 +93,6 @@ class StepLoop {
   std::vector<int32_t> eos_ids_;
   Sampler sampler_;
   BatchBuilder builder_;
-  int32_t vocab_size_;
 
   std::unordered_map<uint64_t, std::unique_ptr<ActiveRequest>> active_;
   std::unordered_map<uint64_t, SampleRef> by_seq_;

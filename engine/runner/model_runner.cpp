@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/runner/stop_checker.h"
+
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
 #include "engine/runner/cuda/cuda_device.h"
 #include "engine/runner/cuda/cuda_ops.h"
@@ -49,35 +51,6 @@ Status profile_forward(LlamaGraph& graph, const ModelRunnerOptions& o, int64_t b
                   blocks, slots,     samples,     prefill,  0};
   return graph.forward(fb).status();
 }
-
-// The GPU sampler behind the runner's OnDeviceSampler interface.
-class CudaSampling final : public OnDeviceSampler {
- public:
-  CudaSampling(std::unique_ptr<DeviceSampler> sampler, std::vector<int32_t> eos_ids)
-      : sampler_(std::move(sampler)), eos_ids_(std::move(eos_ids)) {}
-  Result<std::vector<SampleResult>> sample(const float* logits,
-                                           std::span<const SampleRow> rows) override {
-    return sampler_->sample(logits, rows);
-  }
-  // Upper bounds of each sparse array: bias entries, masked ids (stop + eos), penalty tokens.
-  bool fits(std::span<const SampleRow> rows) const override {
-    int64_t bias = 0, masked = 0, penalty = 0;
-    for (const SampleRow& r : rows) {
-      bias += static_cast<int64_t>(r.params->logit_bias.size());
-      masked += static_cast<int64_t>(r.params->stop_token_ids.size() + eos_ids_.size());
-      penalty +=
-          static_cast<int64_t>(r.state->prompt_set().size() + r.state->output_counts().size());
-    }
-    const int64_t cap = sampler_->limits().max_sparse_entries;
-    return bias <= cap && masked <= cap && penalty <= cap &&
-           static_cast<int64_t>(rows.size()) <= sampler_->limits().max_rows;
-  }
-  const std::vector<int32_t>& eos_ids() const override { return eos_ids_; }
-
- private:
-  std::unique_ptr<DeviceSampler> sampler_;
-  std::vector<int32_t> eos_ids_;
-};
 
 // Captures the decode graph of every bucket with a decode step of that many one-token
 // sequences (all in block 0; the cache holds no request yet), so no request pays for a capture.
@@ -124,17 +97,14 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   LLMSERVE_ASSIGN_OR_RETURN(
       *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, o.max_samples_per_step));
   // Before the profiling pass, so the KV budget sees the sampler's buffers.
-  std::vector<int32_t> eos = o.eos_ids;
-  if (eos.empty()) eos = cfg.eos_ids;
-  if (eos.empty() && cfg.eos_id >= 0) eos.push_back(cfg.eos_id);
+  const std::vector<int32_t> eos = o.eos_ids.empty() ? config_eos_ids(cfg) : o.eos_ids;
   const int64_t sparse =
       std::max<int64_t>(65536, o.max_samples_per_step * std::min<int64_t>(co.max_model_len, 8192));
   LLMSERVE_ASSIGN_OR_RETURN(
-      std::unique_ptr<DeviceSampler> device_sampler,
+      *sampler,
       DeviceSampler::create(static_cast<int32_t>(cfg.vocab_size),
                             static_cast<int32_t>(o.max_samples_per_step), eos, cuda->stream(),
                             static_cast<int32_t>(std::min<int64_t>(sparse, INT32_MAX))));
-  *sampler = std::make_unique<CudaSampling>(std::move(device_sampler), std::move(eos));
   LLMSERVE_RETURN_IF_ERROR(profile_forward(**graph, o, blocks));
   LLMSERVE_RETURN_IF_ERROR(cuda->status());
   LLMSERVE_ASSIGN_OR_RETURN(KvMemoryPlan plan, cuda->plan_kv_cache(o.gpu_memory_utilization));
@@ -226,12 +196,21 @@ Result<std::vector<SampleResult>> ModelRunner::execute_and_sample(const ForwardB
     return failed_precondition(
         "model runner: the sampler's eos ids differ from ModelRunnerOptions::eos_ids");
   }
-  if (device_sampler_ != nullptr && device_sampler_->fits(rows)) {
-    LLMSERVE_ASSIGN_OR_RETURN(const float* logits, graph_->forward_logits(batch));
+  std::span<const float> logits;
+  if (device_sampler_ != nullptr) {
+    LLMSERVE_ASSIGN_OR_RETURN(const float* device_logits, graph_->forward_logits(batch));
     if (rows.empty()) return std::vector<SampleResult>();
-    return device_sampler_->sample(logits, rows);
+    Result<std::vector<SampleResult>> sampled = device_sampler_->sample(device_logits, rows);
+    if (sampled.is_ok() || sampled.status().code() != StatusCode::kResourceExhausted) {
+      return sampled;
+    }
+    // Sparse edits over the device buffers (a repetition penalty over a very long prompt):
+    // this step samples on the host.
+    logits = ops_->to_host(device_logits, batch.num_samples() * config().vocab_size);
+    LLMSERVE_RETURN_IF_ERROR(ops_->step_status());
+  } else {
+    LLMSERVE_ASSIGN_OR_RETURN(logits, graph_->forward(batch));
   }
-  LLMSERVE_ASSIGN_OR_RETURN(std::span<const float> logits, graph_->forward(batch));
   const auto v = static_cast<size_t>(config().vocab_size);
   std::vector<SampleResult> out;
   out.reserve(rows.size());

@@ -14,13 +14,11 @@ namespace llmserve {
 struct OnDeviceSampler {
   virtual ~OnDeviceSampler() = default;
   // logits: backend memory [rows.size(), vocab]. Samples row s with rows[s].params / state as
-  // Sampler::sample would (with the eos ids given at creation) and appends each token to its
-  // state.
+  // Sampler::sample would (with eos_ids()) and appends each token to its state. Errors:
+  // kResourceExhausted when the rows' sparse edits (logit_bias, masked ids, penalty tokens)
+  // overflow the sampler's buffers, with no state changed, so the caller can sample on the host.
   virtual Result<std::vector<SampleResult>> sample(const float* logits,
                                                    std::span<const SampleRow> rows) = 0;
-  // Whether the rows' sparse edits (logit_bias, masked ids, penalty tokens) fit this sampler's
-  // buffers; when not, the caller samples those rows on the host.
-  virtual bool fits(std::span<const SampleRow> rows) const = 0;
   virtual const std::vector<int32_t>& eos_ids() const = 0;
 };
 

@@ -4,11 +4,15 @@
 
 namespace llmserve {
 
-std::vector<int32_t> generation_eos_ids(const Tokenizer& tokenizer, const ModelConfig& cfg) {
-  std::vector<int32_t> ids = tokenizer.spec().stop_ids;
-  if (ids.empty()) ids = cfg.eos_ids;
+std::vector<int32_t> config_eos_ids(const ModelConfig& cfg) {
+  std::vector<int32_t> ids = cfg.eos_ids;
   if (ids.empty() && cfg.eos_id >= 0) ids.push_back(cfg.eos_id);
   return ids;
+}
+
+std::vector<int32_t> generation_eos_ids(const Tokenizer& tokenizer, const ModelConfig& cfg) {
+  const std::vector<int32_t>& ids = tokenizer.spec().stop_ids;
+  return ids.empty() ? config_eos_ids(cfg) : ids;
 }
 
 StopChecker::StopChecker(const Tokenizer& tokenizer, const SamplingParams& params,

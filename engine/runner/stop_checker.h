@@ -29,8 +29,10 @@ struct OutputDelta {
   bool finished() const { return finish != FinishReason::kNone; }
 };
 
-// The ids that end generation: the tokenizer's stop ids, else the model config's eos ids.
+// The ids that end generation: the tokenizer's stop ids, else the model config's
+// (config_eos_ids: its eos_ids, else eos_id).
 std::vector<int32_t> generation_eos_ids(const Tokenizer& tokenizer, const ModelConfig& cfg);
+std::vector<int32_t> config_eos_ids(const ModelConfig& cfg);
 
 class StopChecker {
  public:

@@ -162,18 +162,14 @@ void CudaOps::record(const Status& st) {
 }
 
 // Writes t as bf16 rows (or an f32 vector) at dst.
-Result<void*> CudaOps::upload_matrix(const TensorView& t, void* dst) {
+Status CudaOps::upload_matrix(const TensorView& t, void* dst) {
   const int64_t rows_n = t.rows(), cols = t.cols();
   std::vector<float> row(static_cast<size_t>(cols));
   if (is_vector(t)) {
     dequantize_row(t, 0, row.data());
-    LLMSERVE_RETURN_IF_ERROR(upload(dst, row.data(), row.size() * 4));
-    return dst;
+    return upload(dst, row.data(), row.size() * 4);
   }
-  if (t.type == DType::BF16) {
-    LLMSERVE_RETURN_IF_ERROR(upload(dst, t.data, static_cast<size_t>(rows_n * cols) * 2));
-    return dst;
-  }
+  if (t.type == DType::BF16) return upload(dst, t.data, static_cast<size_t>(rows_n * cols) * 2);
   constexpr int64_t kChunkRows = 256;
   std::vector<uint16_t> chunk(static_cast<size_t>(std::min(kChunkRows, rows_n) * cols));
   for (int64_t r0 = 0; r0 < rows_n; r0 += kChunkRows) {
@@ -188,13 +184,12 @@ Result<void*> CudaOps::upload_matrix(const TensorView& t, void* dst) {
     LLMSERVE_RETURN_IF_ERROR(upload(static_cast<uint16_t*>(dst) + r0 * cols, chunk.data(),
                                     static_cast<size_t>(n * cols) * 2));
   }
-  return dst;
+  return Status::ok();
 }
 
 Result<Weight> CudaOps::prepare_weight(const TensorView& t) {
   const TensorView* one[] = {&t};
   LLMSERVE_ASSIGN_OR_RETURN(std::vector<Weight> w, prepare_fused(one));
-  fused_first_.pop_back();  // a single weight is no fused group
   return w[0];
 }
 
@@ -216,7 +211,7 @@ Result<std::vector<Weight>> CudaOps::prepare_fused(std::span<const TensorView* c
   std::vector<Weight> out;
   auto* at = static_cast<uint8_t*>(base);
   for (const TensorView* t : ts) {
-    LLMSERVE_RETURN_IF_ERROR(upload_matrix(*t, at).status());
+    LLMSERVE_RETURN_IF_ERROR(upload_matrix(*t, at));
     if (vectors) {
       out.push_back(Weight{DType::F32, at, 1, t->cols()});
       at += static_cast<size_t>(t->cols()) * 4;
@@ -225,7 +220,7 @@ Result<std::vector<Weight>> CudaOps::prepare_fused(std::span<const TensorView* c
       at += static_cast<size_t>(t->rows() * t->cols()) * 2;
     }
   }
-  fused_first_.push_back(base);
+  if (ts.size() > 1) fused_first_.push_back(base);
   if (!vectors && ts.size() > 1) {
     const int64_t need = std::max<int64_t>(options_.max_tokens, options_.max_num_seqs) * fused_rows;
     if (need > fused_out_floats_) {  // the fused GEMM output grows at set-up only

@@ -102,7 +102,7 @@ class CudaOps final : public Ops {
   Status make_step_index(const KvCacheSpec& spec);  // staging sized for this cache's plans
   Result<void*> device_alloc(size_t bytes);
   Status upload(void* dst, const void* src, size_t bytes);
-  Result<void*> upload_matrix(const TensorView& t, void* dst);
+  Status upload_matrix(const TensorView& t, void* dst);  // bf16 rows, or an f32 vector
   void check(int cuda_error, const char* what);
   bool skip() const { return mode_ == Mode::kReplay || !error_.is_ok(); }
   int64_t rows(int64_t n) const;  // n scaled from the real to the padded batch in graph modes

@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/runner/on_device_sampler.h"
 #include "engine/runner/sampler.h"
 #include "engine/runner/sampling_pack.h"
 
 namespace llmserve {
 
-class DeviceSampler {
+class DeviceSampler final : public OnDeviceSampler {
  public:
   // Allocates every buffer once, on the current device: the processed-logits work buffer
   // [max_rows, vocab_size] f32, the packed-row upload and result download areas (device and
@@ -27,7 +28,7 @@ class DeviceSampler {
                                                        cudaStream_t stream,
                                                        int32_t max_sparse_entries,
                                                        int32_t max_top_logprobs = 20);
-  ~DeviceSampler();
+  ~DeviceSampler() override;
   DeviceSampler(const DeviceSampler&) = delete;
   DeviceSampler& operator=(const DeviceSampler&) = delete;
 
@@ -36,12 +37,13 @@ class DeviceSampler {
   // Sampler::sample); rows[i].logits is unused. Errors: packing bounds (sampling_pack.h), a null
   // pointer, CUDA failures.
   Result<std::vector<SampleResult>> sample(const float* device_logits,
-                                           std::span<const SampleRow> rows);
+                                           std::span<const SampleRow> rows) override;
 
   // The processed logits of the last sample(), [rows, vocab_size] on the device (for tests).
   const float* device_processed_logits() const { return work_; }
   int32_t vocab_size() const { return vocab_size_; }
   const SamplingPackLimits& limits() const { return limits_; }
+  const std::vector<int32_t>& eos_ids() const override { return eos_ids_; }
 
  private:
   DeviceSampler(int32_t vocab_size, std::vector<int32_t> eos_ids, cudaStream_t stream,
