@@ -56,6 +56,17 @@ std::string_view to_string(LogLevel v) {
   return "?";
 }
 
+std::string_view to_string(SpeculativeMethod v) {
+  switch (v) {
+    case SpeculativeMethod::kNgram:
+      return "ngram";
+    case SpeculativeMethod::kDraft:
+      return "draft";
+    default:
+      return "none";
+  }
+}
+
 std::string_view to_string(LogFormat v) {
   switch (v) {
     case LogFormat::kText:

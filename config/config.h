@@ -18,6 +18,8 @@ enum class DeviceKind { kAuto, kCpu, kCuda };
 enum class CpuMatmulPrecision { kQ8x2, kQ8 };
 // Element type of the KV cache: f16 halves its memory and the bytes attention reads per token.
 enum class KvCacheDtype { kF16, kF32 };
+// Speculative decoding proposer: none, n-gram prompt lookup, or a draft model.
+enum class SpeculativeMethod { kNone, kNgram, kDraft };
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };
 enum class LogFormat { kText, kJson };
 
@@ -25,6 +27,7 @@ std::string_view to_string(LoadFormat v);
 std::string_view to_string(DeviceKind v);
 std::string_view to_string(CpuMatmulPrecision v);
 std::string_view to_string(KvCacheDtype v);
+std::string_view to_string(SpeculativeMethod v);
 std::string_view to_string(LogLevel v);
 std::string_view to_string(LogFormat v);
 
@@ -74,6 +77,15 @@ struct EngineSection {
   bool cuda_graphs = true;  // capture decode steps in CUDA graphs
 };
 
+struct SpeculativeSection {
+  SpeculativeMethod method = SpeculativeMethod::kNone;
+  int num_tokens = 4;             // drafts per request and step (k)
+  int ngram_min = 1;              // shortest suffix the n-gram lookup matches
+  int ngram_max = 4;              // longest suffix it tries first
+  std::string draft_model;        // method draft: GGUF file or HF directory, same vocabulary
+  int max_running_requests = 8;   // above this many running requests a step drafts nothing
+};
+
 struct LoggingSection {
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
@@ -83,6 +95,7 @@ struct Config {
   ServerSection server;
   ModelSection model;
   EngineSection engine;
+  SpeculativeSection speculative;
   LoggingSection logging;
 
   // "section.key" -> where its value came from: "default", "FILE:LINE", "env NAME" or

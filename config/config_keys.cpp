@@ -319,6 +319,29 @@ std::vector<ConfigKey> build_table() {
   t.push_back(bool_key("engine", "cuda_graphs", &C::engine, &ES::cuda_graphs,
                        "Capture decode steps in CUDA graphs (false = always eager).",
                        {"cuda-graphs"}));
+  // speculative
+  using PS = SpeculativeSection;
+  t.push_back(enum_key("speculative", "method", &C::speculative, &PS::method,
+                       {SpeculativeMethod::kNone, SpeculativeMethod::kNgram,
+                        SpeculativeMethod::kDraft},
+                       "Speculative decoding: none, ngram (drafts copied from earlier in the "
+                       "prompt and output) or draft (a small model with the same vocabulary). "
+                       "The output is the same token for token as without it.",
+                       {"speculative-method"}));
+  t.push_back(int_key("speculative", "num_tokens", &C::speculative, &PS::num_tokens, 1, 32,
+                      "Drafts proposed per request and step, all checked in one forward pass.",
+                      {"num-speculative-tokens"}));
+  t.push_back(int_key("speculative", "ngram_min", &C::speculative, &PS::ngram_min, 1, 64,
+                      "Shortest suffix the n-gram lookup matches (<= ngram_max)."));
+  t.push_back(int_key("speculative", "ngram_max", &C::speculative, &PS::ngram_max, 1, 64,
+                      "Longest suffix the n-gram lookup tries first."));
+  t.push_back(string_key("speculative", "draft_model", &C::speculative, &PS::draft_model, false,
+                         "Draft model for method draft: a .gguf file or HF directory with the "
+                         "target's vocabulary."));
+  t.push_back(int_key("speculative", "max_running_requests", &C::speculative,
+                      &PS::max_running_requests, 0, 65536,
+                      "Above this many running requests a step drafts nothing (large batches "
+                      "are compute-bound; speculation would slow them)."));
   // logging
   t.push_back(enum_key(
       "logging", "level", &C::logging, &LS::level,
@@ -382,7 +405,7 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const std::vector<std::string_view>& config_sections() {
-  static const std::vector<std::string_view> kSections = {"server", "model", "engine", "logging"};
+  static const std::vector<std::string_view> kSections = {"server", "model", "engine", "speculative", "logging"};
   return kSections;
 }
 

@@ -54,6 +54,7 @@ struct ActiveRequest {
   int32_t num_finished = 0;
   int32_t num_cached_prompt_tokens = -1;  // prefix-cache hit of sample 0 at admission
   bool stream_failed = false;             // the reader cancelled or the buffer overflowed
+  int32_t draft_tokens = 0, accepted_draft_tokens = 0, verify_steps = 0;  // speculation
 
   int32_t completion_tokens() const {
     int32_t n = 0;
@@ -61,7 +62,8 @@ struct ActiveRequest {
     return n;
   }
   Usage usage() const {
-    return {num_prompt_tokens, completion_tokens(), std::max(num_cached_prompt_tokens, 0)};
+    return {num_prompt_tokens, completion_tokens(), std::max(num_cached_prompt_tokens, 0),
+            draft_tokens,      accepted_draft_tokens, verify_steps};
   }
   bool done() const { return num_finished == static_cast<int32_t>(samples.size()); }
 };

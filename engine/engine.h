@@ -10,6 +10,7 @@
 #include "engine/engine_stats.h"
 #include "engine/generate_request.h"
 #include "engine/request_stream.h"
+#include "engine/spec/spec_config.h"
 
 namespace llmserve {
 
@@ -38,6 +39,7 @@ struct EngineOptions {
   size_t stream_buffer = 4096;  // StepOutputs buffered per request before abort
   int32_t max_logprobs = 20;
   std::string chat_template_override;  // Jinja source; empty = the model's
+  SpecConfig speculative;              // speculative decoding (off by default)
 };
 
 class Engine {

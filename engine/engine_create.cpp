@@ -12,6 +12,7 @@
 #include "engine/runner/model_runner.h"
 #include "engine/runner/stop_checker.h"
 #include "engine/scheduler/scheduler.h"
+#include "engine/spec/make_proposer.h"
 #include "engine/tokenizer/load_tokenizer.h"
 #include "llmserve/kernels/act_precision.h"
 
@@ -37,7 +38,7 @@ Status check_options(const EngineOptions& o) {
     return invalid_argument("engine: max_num_seqs and max_num_batched_tokens must be >= 1");
   }
   if (o.max_model_len < 0) return invalid_argument("engine: max_model_len must be >= 0");
-  return Status::ok();
+  return o.speculative.validate();
 }
 
 }  // namespace
@@ -72,14 +73,21 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.kv_cache_bytes = options.kv_cache_bytes;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
-  ro.max_samples_per_step = options.max_num_seqs;
+  // A request verifying k drafts samples k + 1 rows, each its own decode row in the batch.
+  const int64_t rows_per_seq = options.speculative.enabled() ? options.speculative.num_tokens + 1 : 1;
+  const int64_t max_rows =
+      std::min<int64_t>(int64_t{options.max_num_seqs} * rows_per_seq, options.max_num_batched_tokens);
+  ro.max_samples_per_step = std::max<int64_t>(max_rows, options.max_num_seqs);
   ro.use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_backend_available());
   ro.gpu_memory_utilization = options.gpu_memory_utilization;
-  ro.max_num_seqs = options.max_num_seqs;
+  ro.max_num_seqs = static_cast<int>(std::max<int64_t>(max_rows, options.max_num_seqs));
   ro.max_model_len = max_model_len;
   ro.cuda_graphs = options.cuda_graphs;
   ro.eos_ids = generation_eos_ids(*tokenizer, cfg);
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
+  Speculation speculation{options.speculative, nullptr};
+  LLMSERVE_ASSIGN_OR_RETURN(speculation.proposer,
+                            make_proposer(options.speculative, *tokenizer, *runner, ro));
 
   const uint64_t per_token = cfg.kv_bytes_per_token(runner->kv_bytes_per_element());
   const auto num_blocks = static_cast<int32_t>(std::min<int64_t>(runner->num_blocks(), INT32_MAX));
@@ -131,7 +139,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       options.enable_prefix_caching ? "on" : "off", options.enable_chunked_prefill ? "on" : "off");
   return std::unique_ptr<Engine>(new LlmEngine(options, std::move(tokenizer),
                                                std::move(chat_template), std::move(runner),
-                                               std::move(scheduler), max_model_len));
+                                               std::move(scheduler), max_model_len,
+                                               std::move(speculation)));
 }
 
 }  // namespace llmserve

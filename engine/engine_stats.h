@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "engine/core/histogram.h"
 #include "engine/generate_request.h"
@@ -26,6 +27,13 @@ struct EngineStats {
   uint64_t prefix_cache_queries = 0;  // tokens looked up
   uint64_t prefix_cache_hits = 0;     // tokens found
   std::array<uint64_t, 6> finished_by_reason{};  // indexed by FinishReason
+  // Speculative decoding: checks (a request with drafts in a step), drafts verified, drafts
+  // accepted, and accepted drafts by position (index 0 = the first draft of a check).
+  uint64_t spec_num_drafts = 0;
+  uint64_t spec_num_draft_tokens = 0;
+  uint64_t spec_num_accepted_tokens = 0;
+  std::vector<uint64_t> spec_accepted_per_position;  // [speculative.num_tokens]; empty when off
+  int64_t spec_draft_blocks_held = 0;                 // the draft model's own KV cache
   bool has_pending_work = false;
   int64_t last_step_age_ms = 0;       // since the last step finished (or since start)
 };

@@ -39,6 +39,11 @@ struct Usage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;  // summed over the n samples
   int32_t cached_prompt_tokens = 0;
+  // Speculative decoding, summed over the samples: drafts verified, drafts accepted, and the
+  // steps that verified drafts.
+  int32_t draft_tokens = 0;
+  int32_t accepted_draft_tokens = 0;
+  int32_t verify_steps = 0;
 };
 
 // One message on a RequestStream: the tokens and text one sample produced since the last one.

@@ -32,7 +32,7 @@ uint64_t wedge_after_steps_from_env() {
 LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> tokenizer,
                      std::unique_ptr<ChatTemplate> chat_template,
                      std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
-                     int32_t max_model_len)
+                     int32_t max_model_len, Speculation speculation)
     : options_(options),
       tokenizer_(std::move(tokenizer)),
       chat_template_(std::move(chat_template)),
@@ -49,7 +49,8 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
       int64_t{scheduler->kv_cache().num_usable_blocks()} * scheduler->kv_cache().block_size();
   loop_ = std::make_unique<StepLoop>(
       std::move(runner), std::move(scheduler), *tokenizer_, metrics_, options.seed,
-      [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); });
+      [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); },
+      std::move(speculation));
   publish_stats();
   last_step_ns_ = now_ns();
   thread_ = std::thread([this] { run(); });

@@ -27,7 +27,8 @@ class LlmEngine final : public Engine {
   // block_size and num_blocks. chat_template may be null.
   LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> tokenizer,
             std::unique_ptr<ChatTemplate> chat_template, std::unique_ptr<ModelRunner> runner,
-            std::unique_ptr<Scheduler> scheduler, int32_t max_model_len);
+            std::unique_ptr<Scheduler> scheduler, int32_t max_model_len,
+            Speculation speculation = {});
   ~LlmEngine() override;
 
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;

@@ -42,6 +42,10 @@ struct Request {
   int32_t num_computed_tokens = 0;  // tokens whose K/V is in the cache
   int32_t num_cached_tokens = -1;   // prefix-cache hit at first admission; -1 before it
   int32_t num_preemptions = 0;
+  // Speculative tokens proposed for the positions after the last token (DESIGN §6): set before
+  // schedule(), cut there to what the step's budget and the length limits allow, verified in
+  // the step and cleared by update() (and by a preemption).
+  std::vector<int32_t> draft_token_ids;
 
   RequestStatus status = RequestStatus::kWaiting;
   FinishReason finish_reason = FinishReason::kNone;

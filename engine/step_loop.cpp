@@ -21,7 +21,7 @@ constexpr size_t kDetokenizerContext = 4;
 
 StepLoop::StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
                    const Tokenizer& tokenizer, EngineMetrics& metrics, uint64_t server_seed,
-                   EndedFn on_ended)
+                   EndedFn on_ended, Speculation speculation)
     : runner_(std::move(runner)),
       scheduler_(std::move(scheduler)),
       tokenizer_(tokenizer),
@@ -30,7 +30,37 @@ StepLoop::StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Schedule
       on_ended_(std::move(on_ended)),
       eos_ids_(generation_eos_ids(tokenizer, runner_->config())),
       sampler_(static_cast<int32_t>(runner_->config().vocab_size), eos_ids_),
-      builder_(runner_->block_size()) {}
+      builder_(runner_->block_size()),
+      spec_(std::move(speculation)) {
+  if (spec_.proposer != nullptr) {
+    spec_accepted_per_position_.assign(static_cast<size_t>(spec_.config.num_tokens), 0);
+  }
+}
+
+void StepLoop::propose_drafts() {
+  if (spec_.proposer == nullptr || !spec_.config.enabled() ||
+      scheduler_->num_running() > spec_.config.max_running_requests) {
+    return;
+  }
+  draft_requests_.clear();
+  const int32_t max_model_len = scheduler_->config().max_model_len;
+  for (const auto& [seq, ref] : by_seq_) {
+    if (ref.slot->finished()) continue;
+    const Request* r = scheduler_->find(seq);
+    if (r == nullptr || r->status != RequestStatus::kRunning || !r->is_decoding()) continue;
+    const int32_t room = std::min({spec_.config.num_tokens, r->max_tokens - r->num_output_tokens() - 1,
+                                   max_model_len - r->num_tokens() - 1});
+    if (room > 0) draft_requests_.push_back({seq, ref.slot->tokens, room});
+  }
+  if (draft_requests_.empty()) return;
+  // Deterministic order (by_seq_ is a hash map): the draft model batches in this order.
+  std::sort(draft_requests_.begin(), draft_requests_.end(),
+            [](const DraftRequest& a, const DraftRequest& b) { return a.seq_id < b.seq_id; });
+  if (!spec_.proposer->propose(draft_requests_, drafts_).is_ok()) return;  // no drafts this step
+  for (size_t i = 0; i < draft_requests_.size() && i < drafts_.size(); ++i) {
+    if (!drafts_[i].empty()) (void)scheduler_->set_draft_tokens(draft_requests_[i].seq_id, drafts_[i]);
+  }
+}
 
 void StepLoop::admit(PendingSubmit p) {
   auto req = std::make_unique<ActiveRequest>();
@@ -124,6 +154,7 @@ void StepLoop::deliver(ActiveRequest& req, SampleSlot& slot, StepOutput out) {
 }
 
 void StepLoop::on_sample_finished(ActiveRequest& req, SampleSlot& slot) {
+  if (spec_.proposer != nullptr) spec_.proposer->release(slot.seq_id);
   const auto now = Clock::now();
   if (slot.index == 0 && slot.first_token) {
     metrics_.request_decode_time.observe(seconds(now - *slot.first_token));
@@ -166,10 +197,15 @@ void StepLoop::fail_step(const SchedulerOutput& out, const Status& error) {
 }
 
 bool StepLoop::step() {
+  const auto t_propose = Clock::now();
+  propose_drafts();
   const auto t0 = Clock::now();
   const SchedulerOutput& out = scheduler_->schedule();
   if (out.empty()) return false;
   ++steps_;
+  if (spec_.proposer != nullptr) {
+    for (uint64_t seq : out.preempted_ids) spec_.proposer->release(seq);
+  }
   entries_.clear();
   bool orphans = false;  // cannot happen: every scheduler request is ours
   for (const ScheduledRequest& s : out.scheduled) {
@@ -186,17 +222,23 @@ bool StepLoop::step() {
   for (const ScheduledRequest& s : out.scheduled) {
     const SampleRef& ref = by_seq_.at(s.request_id);
     record_first_schedule(*ref.req, *ref.slot, s, t0);
-    entries_.push_back(
-        {ref.slot->tokens, s.num_computed_tokens, s.num_new_tokens, s.block_table, s.sample});
+    BatchEntry e{ref.slot->tokens, s.num_computed_tokens, s.num_new_tokens, s.block_table,
+                 s.sample};
+    e.drafts = s.draft_tokens;
+    entries_.push_back(e);
   }
   Result<ForwardBatch> batch = builder_.build(entries_);
   const auto t1 = Clock::now();
-  // Sample rows in entry order, which is the order of the batch's sample rows.
+  // Sample rows in entry order, which is the order of the batch's sample rows; an entry with
+  // d drafts has d + 1 rows chained by its drafts.
   sample_rows_.clear();
   for (const ScheduledRequest& s : out.scheduled) {
     if (!s.sample) continue;
     const SampleRef& ref = by_seq_.at(s.request_id);
-    sample_rows_.push_back(SampleRow{nullptr, &ref.req->params, &ref.slot->sampling});
+    for (int32_t j = 0; j <= s.num_draft_tokens(); ++j) {
+      const int32_t draft = j < s.num_draft_tokens() ? s.draft_tokens[static_cast<size_t>(j)] : -1;
+      sample_rows_.push_back(SampleRow{nullptr, &ref.req->params, &ref.slot->sampling, draft});
+    }
   }
   Result<std::vector<SampleResult>> sampled =
       batch.is_ok() ? runner_->execute_and_sample(*batch, sample_rows_, sampler_)
@@ -208,10 +250,9 @@ bool StepLoop::step() {
     return true;
   }
   results_ = std::move(sampled).value();
-  sampled_.clear();
-  for (const SampleResult& r : results_) sampled_.push_back(r.token_id);
+  gather_accepted(out);
   const auto t3 = Clock::now();
-  const std::vector<FinishedRequest>& finished = scheduler_->update(out, sampled_);
+  const std::vector<FinishedRequest>& finished = scheduler_->update(out, sampled_, num_accepted_);
   auto scheduler_finish = [&finished](uint64_t seq) {
     for (const FinishedRequest& f : finished) {
       if (f.request_id == seq) return f.reason;
@@ -227,24 +268,8 @@ bool StepLoop::step() {
     SampleSlot& slot = *ref.slot;
     const FinishReason sched_end = scheduler_finish(s.request_id);
     if (s.sample) {
-      SampleResult& r = results_[k++];
-      if (slot.finished()) continue;
-      StepOutput o = token_output(req, slot, r.token_id, std::move(r.logprob), sched_end);
-      ++generation_tokens_;
-      if (slot.first_token) {
-        metrics_.inter_token_latency.observe(seconds(t4 - *slot.last_token));
-      } else {
-        slot.first_token = t4;
-        if (slot.index == 0) {
-          metrics_.time_to_first_token.observe(seconds(t4 - req.arrival));
-          metrics_.request_prefill_time.observe(seconds(t4 - *slot.first_scheduled));
-        }
-      }
-      slot.last_token = t4;
-      if (slot.finished() && sched_end == FinishReason::kNone) {
-        (void)scheduler_->finish(slot.seq_id, slot.finish);
-      }
-      deliver(req, slot, std::move(o));
+      deliver_tokens(s, first_row_[k], num_accepted_[k], sched_end, t4);
+      ++k;
     } else if (sched_end != FinishReason::kNone && !slot.finished()) {
       deliver(req, slot, final_output(req, slot, sched_end));  // prompt-only request
     }
@@ -255,6 +280,7 @@ bool StepLoop::step() {
 
   std::lock_guard<std::mutex> lock(timings_mu_);
   ++timings_.steps;
+  timings_.propose_s += seconds(t0 - t_propose);
   timings_.schedule_s += seconds(t1 - t0) + seconds(t4 - t3);
   timings_.model_s += seconds(t2 - t1);
   timings_.sample_s += seconds(t3 - t2);
@@ -263,10 +289,76 @@ bool StepLoop::step() {
   timings_.decode_tokens += static_cast<uint64_t>(out.stats.num_decode_tokens);
   if (out.stats.num_prefill_tokens == 0) {
     ++timings_.decode_only_steps;
-    timings_.decode_only_s += seconds(t5 - t0);
+    timings_.decode_only_s += seconds(t5 - t_propose);
     timings_.decode_only_tokens += static_cast<uint64_t>(out.stats.num_decode_tokens);
   }
   return true;
+}
+
+void StepLoop::gather_accepted(const SchedulerOutput& out) {
+  sampled_.clear();
+  num_accepted_.clear();
+  first_row_.clear();
+  size_t row = 0;
+  for (const ScheduledRequest& s : out.scheduled) {
+    if (!s.sample) continue;
+    const auto rows = static_cast<size_t>(s.num_draft_tokens()) + 1;
+    int32_t kept = 0;
+    while (static_cast<size_t>(kept) < rows && row + static_cast<size_t>(kept) < results_.size() &&
+           results_[row + static_cast<size_t>(kept)].token_id >= 0) {
+      sampled_.push_back(results_[row + static_cast<size_t>(kept)].token_id);
+      ++kept;
+    }
+    first_row_.push_back(row);
+    num_accepted_.push_back(kept);
+    row += rows;
+    if (s.num_draft_tokens() == 0) continue;
+    const int32_t accepted = std::max(kept - 1, 0);
+    ++spec_num_drafts_;
+    spec_num_draft_tokens_ += static_cast<uint64_t>(s.num_draft_tokens());
+    spec_num_accepted_tokens_ += static_cast<uint64_t>(accepted);
+    for (int32_t p = 0; p < accepted && static_cast<size_t>(p) < spec_accepted_per_position_.size();
+         ++p) {
+      ++spec_accepted_per_position_[static_cast<size_t>(p)];
+    }
+    ActiveRequest& req = *by_seq_.at(s.request_id).req;
+    req.draft_tokens += s.num_draft_tokens();
+    req.accepted_draft_tokens += accepted;
+    ++req.verify_steps;
+  }
+}
+
+// Streams the tokens that stand for one sampling entry, one StepOutput each, up to where the
+// scheduler's length stop or the stop checker ends the sample.
+void StepLoop::deliver_tokens(const ScheduledRequest& s, size_t first_row, int32_t count,
+                              FinishReason sched_end, Clock::time_point now) {
+  const SampleRef ref = by_seq_.at(s.request_id);
+  ActiveRequest& req = *ref.req;
+  SampleSlot& slot = *ref.slot;
+  if (slot.finished()) return;
+  const Request* sr = scheduler_->find(s.request_id);
+  if (sr != nullptr) count = std::min(count, sr->num_output_tokens() - slot.num_generated);
+  if (count <= 0) return;
+  if (slot.first_token) {
+    metrics_.inter_token_latency.observe(seconds(now - *slot.last_token));
+  } else {
+    slot.first_token = now;
+    if (slot.index == 0) {
+      metrics_.time_to_first_token.observe(seconds(now - req.arrival));
+      metrics_.request_prefill_time.observe(seconds(now - *slot.first_scheduled));
+    }
+  }
+  slot.last_token = now;
+  for (int32_t i = 0; i < count && !slot.finished(); ++i) {
+    SampleResult& r = results_[first_row + static_cast<size_t>(i)];
+    StepOutput o = token_output(req, slot, r.token_id, std::move(r.logprob),
+                                i + 1 == count ? sched_end : FinishReason::kNone);
+    ++generation_tokens_;
+    if (slot.finished() && sched_end == FinishReason::kNone) {
+      (void)scheduler_->finish(slot.seq_id, slot.finish);
+    }
+    deliver(req, slot, std::move(o));
+  }
 }
 
 int64_t StepLoop::waiting_prompt_tokens() const {
@@ -296,6 +388,11 @@ void StepLoop::fill_stats(EngineStats& s) const {
   s.prefix_cache_queries = static_cast<uint64_t>(kv.prefix_cache_queries());
   s.prefix_cache_hits = static_cast<uint64_t>(kv.prefix_cache_hits());
   s.finished_by_reason = finished_by_reason_;
+  s.spec_num_drafts = spec_num_drafts_;
+  s.spec_num_draft_tokens = spec_num_draft_tokens_;
+  s.spec_num_accepted_tokens = spec_num_accepted_tokens_;
+  s.spec_accepted_per_position = spec_accepted_per_position_;
+  s.spec_draft_blocks_held = spec_.proposer != nullptr ? spec_.proposer->num_blocks_held() : 0;
 }
 
 StepTimings StepLoop::step_timings() const {

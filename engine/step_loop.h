@@ -22,15 +22,24 @@
 #include "engine/runner/model_runner.h"
 #include "engine/runner/sampler.h"
 #include "engine/scheduler/scheduler.h"
+#include "engine/spec/proposer.h"
+#include "engine/spec/spec_config.h"
 #include "engine/tokenizer/tokenizer.h"
 
 namespace llmserve {
+
+// Speculative decoding for the step loop: the settings and the proposer (null when off).
+struct Speculation {
+  SpecConfig config;
+  std::unique_ptr<Proposer> proposer;
+};
 
 // Cumulative wall time of the step phases, in seconds, over `steps` non-empty steps.
 struct StepTimings {
   uint64_t steps = 0;
   double schedule_s = 0;  // Scheduler::schedule + update + batch building
   double model_s = 0;     // ModelRunner::execute_and_sample (forward and sampling)
+  double propose_s = 0;   // speculative drafts (n-gram lookup or the draft model)
   double sample_s = 0;    // gathering the sampled tokens
   double output_s = 0;    // detokenize, stop check, stream pushes, metrics
   uint64_t tokens = 0;    // tokens run (prefill + decode)
@@ -49,7 +58,7 @@ class StepLoop {
 
   StepLoop(std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
            const Tokenizer& tokenizer, EngineMetrics& metrics, uint64_t server_seed,
-           EndedFn on_ended);
+           EndedFn on_ended, Speculation speculation = {});
 
   // Turns a submitted request into n scheduler requests (or ends it at once: past its deadline,
   // or refused by the scheduler -> kError).
@@ -83,6 +92,11 @@ class StepLoop {
   void record_first_schedule(ActiveRequest& req, SampleSlot& slot, const ScheduledRequest& s,
                              Clock::time_point now);
   void collect_garbage();
+  void propose_drafts();
+  // Tokens of the k-th sampling entry that stand: the leading kept rows of its chain.
+  void gather_accepted(const SchedulerOutput& out);
+  void deliver_tokens(const ScheduledRequest& s, size_t first_row, int32_t count,
+                      FinishReason sched_end, Clock::time_point now);
 
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
@@ -104,12 +118,20 @@ class StepLoop {
   std::vector<int32_t> sampled_;
   std::vector<SampleResult> results_;
   std::vector<SampleRow> sample_rows_;
+  std::vector<int32_t> num_accepted_;  // per sampling entry: tokens that stand this step
+  std::vector<size_t> first_row_;      // per sampling entry: its first row in results_
+
+  Speculation spec_;
+  std::vector<DraftRequest> draft_requests_;
+  std::vector<std::vector<int32_t>> drafts_;
 
   // Counters (engine thread writes; fill_stats reads on the same thread).
   uint64_t steps_ = 0;
   uint64_t prompt_tokens_ = 0;
   uint64_t generation_tokens_ = 0;
   std::array<uint64_t, 6> finished_by_reason_{};
+  uint64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_tokens_ = 0;
+  std::vector<uint64_t> spec_accepted_per_position_;
 
   mutable std::mutex timings_mu_;
   StepTimings timings_;

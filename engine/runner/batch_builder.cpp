@@ -4,24 +4,44 @@
 #include <string>
 
 namespace llmserve {
+namespace {
+
+bool is_decode(const BatchEntry& e) {
+  return e.expands() || (e.num_new == 1 && e.num_computed > 0);
+}
+
+int32_t token_at(const BatchEntry& e, int32_t pos) {
+  const auto p = static_cast<size_t>(pos);
+  return p < e.tokens.size() ? e.tokens[p] : e.drafts[p - e.tokens.size()];
+}
+
+}  // namespace
 
 Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   if (entries.empty()) return invalid_argument("batch builder: no entries");
   if (block_size_ <= 0) return invalid_argument("batch builder: block_size must be positive");
   order_.clear();
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].num_new == 1 && entries[i].num_computed > 0) order_.push_back(i);
+    if (is_decode(entries[i])) order_.push_back(i);
   }
-  const size_t num_decodes = order_.size();
+  const size_t num_decode_entries = order_.size();
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (!(entries[i].num_new == 1 && entries[i].num_computed > 0)) order_.push_back(i);
+    if (!is_decode(entries[i])) order_.push_back(i);
   }
 
   size_t max_blocks = 1;
+  size_t num_rows = 0;  // the batch's requests: one per entry, one per new token when expanded
   for (const BatchEntry& e : entries) {
+    const size_t known = e.tokens.size() + e.drafts.size();
     if (e.num_new <= 0 || e.num_computed < 0 ||
-        static_cast<size_t>(e.num_computed) + static_cast<size_t>(e.num_new) > e.tokens.size()) {
+        static_cast<size_t>(e.num_computed) + static_cast<size_t>(e.num_new) > known) {
       return invalid_argument("batch builder: entry new tokens out of range");
+    }
+    if (!e.drafts.empty() && (!e.sample || static_cast<size_t>(e.num_computed) + 1 !=
+                                               e.tokens.size() ||
+                              static_cast<size_t>(e.num_new) != e.drafts.size() + 1)) {
+      return invalid_argument(
+          "batch builder: an entry with drafts must sample and run its last token and drafts");
     }
     const size_t needed =
         (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
@@ -31,49 +51,55 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
                               std::to_string(needed));
     }
     max_blocks = std::max(max_blocks, needed);
+    num_rows += e.expands() ? static_cast<size_t>(e.num_new) : 1;
   }
 
-  const size_t B = entries.size();
   token_ids_.clear();
   positions_.clear();
   slot_mapping_.clear();
   query_start_.assign(1, 0);
   seq_lens_.clear();
   is_prefill_.clear();
-  block_tables_.assign(B * max_blocks, 0);
-  sample_index_.assign(B, -1);
-  sample_rows_.clear();
+  block_tables_.assign(num_rows * max_blocks, 0);
+  sample_index_.assign(entries.size(), -1);
+  first_row_.assign(entries.size(), -1);
 
-  std::vector<int32_t>& last_row = sample_rows_;  // filled per entry index below
-  last_row.assign(B, -1);
-  for (size_t b = 0; b < B; ++b) {
-    const BatchEntry& e = entries[order_[b]];
-    const size_t needed =
-        (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
-    std::copy_n(e.block_table.begin(), needed,
-                block_tables_.begin() + static_cast<std::ptrdiff_t>(b * max_blocks));
-    for (int32_t i = 0; i < e.num_new; ++i) {
-      const int32_t pos = e.num_computed + i;
-      token_ids_.push_back(e.tokens[static_cast<size_t>(pos)]);
-      positions_.push_back(pos);
-      slot_mapping_.push_back(e.block_table[static_cast<size_t>(pos / block_size_)] * block_size_ +
-                              pos % block_size_);
+  size_t b = 0;  // batch request (row of block_tables)
+  size_t num_decodes = 0;
+  for (size_t o = 0; o < order_.size(); ++o) {
+    const BatchEntry& e = entries[order_[o]];
+    const bool decode = o < num_decode_entries;
+    const size_t groups = e.expands() ? static_cast<size_t>(e.num_new) : 1;
+    first_row_[order_[o]] = static_cast<int32_t>(token_ids_.size());
+    for (size_t g = 0; g < groups; ++g, ++b) {
+      const int32_t begin = e.num_computed + (e.expands() ? static_cast<int32_t>(g) : 0);
+      const int32_t end = e.expands() ? begin + 1 : e.num_computed + e.num_new;
+      const size_t needed = (static_cast<size_t>(end) + block_size_ - 1) / block_size_;
+      std::copy_n(e.block_table.begin(), needed,
+                  block_tables_.begin() + static_cast<std::ptrdiff_t>(b * max_blocks));
+      for (int32_t pos = begin; pos < end; ++pos) {
+        token_ids_.push_back(token_at(e, pos));
+        positions_.push_back(pos);
+        slot_mapping_.push_back(e.block_table[static_cast<size_t>(pos / block_size_)] *
+                                    block_size_ +
+                                pos % block_size_);
+      }
+      query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
+      seq_lens_.push_back(end);
+      is_prefill_.push_back(decode ? 0 : 1);
+      num_decodes += decode;
     }
-    query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
-    seq_lens_.push_back(e.num_computed + e.num_new);
-    is_prefill_.push_back(b >= num_decodes ? 1 : 0);
-    if (e.sample) last_row[order_[b]] = static_cast<int32_t>(token_ids_.size()) - 1;
   }
-  // Sample rows in entry order.
-  int32_t s = 0;
-  for (size_t i = 0; i < B; ++i) {
-    if (entries[i].sample) sample_index_[i] = s++;
+  // Sample rows in entry order; an entry's rows are its last new token, or all of them with
+  // drafts.
+  sample_rows_.clear();
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const BatchEntry& e = entries[i];
+    if (!e.sample) continue;
+    sample_index_[i] = static_cast<int32_t>(sample_rows_.size());
+    const int32_t last = first_row_[i] + e.num_new - 1;
+    for (int32_t row = last - e.num_sampled() + 1; row <= last; ++row) sample_rows_.push_back(row);
   }
-  size_t out = 0;
-  for (size_t i = 0; i < B; ++i) {
-    if (entries[i].sample) sample_rows_[out++] = last_row[i];
-  }
-  sample_rows_.resize(out);
 
   ForwardBatch fb;
   fb.token_ids = token_ids_;

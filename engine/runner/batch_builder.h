@@ -1,6 +1,9 @@
 // Flattens the requests of one step into a ForwardBatch (DESIGN §5). Decode entries (one new
 // token after at least one computed) go first, as the graph's attention split needs; the
-// sampled logits rows keep the callers' entry order. Buffers are reused across steps: the
+// sampled logits rows keep the callers' entry order. An entry with drafts (speculative
+// verification) or rows_as_decodes runs each new token as its own decode row (the batch's
+// "request" count grows by its new tokens), so its logits equal those of decoding its tokens
+// one step at a time. Buffers are reused across steps: the
 // returned batch views them and is valid until the next build().
 #pragma once
 
@@ -19,6 +22,13 @@ struct BatchEntry {
   int32_t num_new = 0;                   // tokens[num_computed, num_computed + num_new) run now
   std::span<const int32_t> block_table;  // blocks covering positions [0, num_computed + num_new)
   bool sample = false;                   // return logits for the last new token
+  // Drafts after the known tokens: position p >= tokens.size() holds drafts[p - tokens.size()].
+  // With drafts every new token is sampled (sample must be true) and runs as a decode row.
+  std::span<const int32_t> drafts = {};
+  bool rows_as_decodes = false;  // each new token its own decode row; only the last sampled
+
+  bool expands() const { return rows_as_decodes || !drafts.empty(); }
+  int32_t num_sampled() const { return !sample ? 0 : drafts.empty() ? 1 : num_new; }
 };
 
 class BatchBuilder {
@@ -28,13 +38,14 @@ class BatchBuilder {
   // Errors: an entry with no new tokens, new tokens past `tokens`, or a block table too short.
   Result<ForwardBatch> build(std::span<const BatchEntry> entries);
 
-  // Logits row of entry i of the last build(), or -1 when it does not sample.
+  // First logits row of entry i of the last build() (its rows are consecutive), or -1 when it
+  // does not sample.
   int32_t sample_index(size_t entry) const { return sample_index_[entry]; }
 
  private:
   int block_size_;
   std::vector<int32_t> token_ids_, positions_, query_start_, seq_lens_, block_tables_;
-  std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_;
+  std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_, first_row_;
   std::vector<uint8_t> is_prefill_;
   std::vector<size_t> order_;
 };

@@ -1,5 +1,6 @@
 #include "engine/runner/model_runner.h"
 
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -200,7 +201,9 @@ Result<std::vector<SampleResult>> ModelRunner::execute_and_sample(const ForwardB
   if (device_sampler_ != nullptr) {
     LLMSERVE_ASSIGN_OR_RETURN(const float* device_logits, graph_->forward_logits(batch));
     if (rows.empty()) return std::vector<SampleResult>();
-    Result<std::vector<SampleResult>> sampled = device_sampler_->sample(device_logits, rows);
+    Result<std::vector<SampleResult>> sampled =
+        device_sampler_->sample(device_logits, parallel_chains_.prepare(rows));
+    if (sampled.is_ok()) parallel_chains_.finish(*sampled);
     if (sampled.is_ok() || sampled.status().code() != StatusCode::kResourceExhausted) {
       return sampled;
     }
@@ -211,13 +214,7 @@ Result<std::vector<SampleResult>> ModelRunner::execute_and_sample(const ForwardB
   } else {
     LLMSERVE_ASSIGN_OR_RETURN(logits, graph_->forward(batch));
   }
-  const auto v = static_cast<size_t>(config().vocab_size);
-  std::vector<SampleResult> out;
-  out.reserve(rows.size());
-  for (size_t s = 0; s < rows.size(); ++s) {
-    out.push_back(sampler.sample(logits.subspan(s * v, v), *rows[s].params, *rows[s].state));
-  }
-  return out;
+  return sample_chains(sampler, logits, rows);
 }
 
 size_t ModelRunner::num_decode_graphs() const {

@@ -13,6 +13,7 @@
 #include "engine/model/llama_graph.h"
 #include "engine/model/model_weights.h"
 #include "engine/runner/cpu_ops.h"
+#include "engine/runner/draft_chains.h"
 #include "engine/runner/on_device_sampler.h"
 #include "engine/runner/sampler.h"
 
@@ -55,7 +56,9 @@ class ModelRunner {
   // Runs the step and samples row s of its logits with rows[s] (params and state; rows[s].logits
   // is ignored) as `sampler` would: on the device that holds the logits (the CUDA backend
   // samples on the GPU and copies back only ids and logprobs) or with `sampler` on the CPU.
-  // Appends each chosen token to its state. rows.size() must equal batch.num_samples().
+  // Appends each chosen token to its state. rows.size() must equal batch.num_samples(). Rows
+  // chained by drafts (SampleRow::draft) are verified: after a rejected draft the chain's later
+  // rows are not sampled and come back with token_id -1.
   Result<std::vector<SampleResult>> execute_and_sample(const ForwardBatch& batch,
                                                        std::span<const SampleRow> rows,
                                                        Sampler& sampler);
@@ -84,6 +87,7 @@ class ModelRunner {
   std::unique_ptr<Ops> ops_;
   std::unique_ptr<LlamaGraph> graph_;
   std::unique_ptr<OnDeviceSampler> device_sampler_;  // CUDA: sampling on the GPU
+  ParallelChains parallel_chains_;                   // draft chains for the device sampler
 };
 
 }  // namespace llmserve

@@ -31,6 +31,11 @@ struct SampleRow {
   const float* logits = nullptr;  // [vocab_size] raw model logits
   const SamplingParams* params = nullptr;
   SamplingState* state = nullptr;
+  // Speculative verification: the draft at this row's next position. Rows of one sample's
+  // chain (its consecutive positions, one shared state) all carry their draft except the last
+  // (-1); a row is sampled only while every earlier row of its chain drew its draft, so the
+  // chain yields the accepted drafts and one sampled token, exactly as decoding one by one.
+  int32_t draft = -1;
 };
 
 class Sampler {

@@ -63,6 +63,19 @@ Status Scheduler::finish(uint64_t id, FinishReason reason) {
   return Status::ok();
 }
 
+Status Scheduler::set_draft_tokens(uint64_t id, std::span<const int32_t> drafts) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->is_finished()) {
+    return not_found("request " + std::to_string(id) + ": unknown or finished");
+  }
+  Request& r = *it->second;
+  if (r.status != RequestStatus::kRunning || !r.is_decoding()) {
+    return failed_precondition("request " + std::to_string(id) + ": not decoding");
+  }
+  r.draft_token_ids.assign(drafts.begin(), drafts.end());
+  return Status::ok();
+}
+
 const Request* Scheduler::find(uint64_t id) const {
   auto it = requests_.find(id);
   return it == requests_.end() ? nullptr : it->second.get();
@@ -83,6 +96,7 @@ void Scheduler::finish_request(Request& request, FinishReason reason) {
 
 void Scheduler::preempt(Request& request) {
   kv_.free(request);
+  request.draft_token_ids.clear();
   request.num_computed_tokens = 0;
   request.status = RequestStatus::kPreempted;
   ++request.num_preemptions;
@@ -98,12 +112,15 @@ void Scheduler::emit(Request& request, int32_t num_new_tokens, bool is_new) {
   s.num_computed_tokens = request.num_computed_tokens;
   s.num_new_tokens = num_new_tokens;
   s.block_table = kv_.block_table(request);
-  s.sample = request.num_computed_tokens + num_new_tokens == request.num_tokens() &&
+  if (request.is_decoding()) s.draft_tokens = request.draft_token_ids;
+  s.sample = request.num_computed_tokens + num_new_tokens - s.num_draft_tokens() ==
+                 request.num_tokens() &&
              request.max_tokens > 0;
   s.is_new = is_new;
   output_.scheduled.push_back(s);
   auto& st = output_.stats;
   st.num_scheduled_tokens += num_new_tokens;
+  st.num_draft_tokens += s.num_draft_tokens();
   if (request.is_decoding()) {
     st.num_decode_tokens += num_new_tokens;
   } else {
@@ -151,8 +168,15 @@ void Scheduler::schedule_running(int32_t& budget) {
     int32_t num_new;
     if (r.is_decoding()) {
       --pending_decodes;
-      num_new = 1;
+      const int32_t room = std::min({budget - 1 - pending_decodes,
+                                     r.max_tokens - r.num_output_tokens() - 1,
+                                     config_.max_model_len - r.num_tokens() - 1});
+      if (static_cast<int32_t>(r.draft_token_ids.size()) > room) {
+        r.draft_token_ids.resize(static_cast<size_t>(std::max(room, 0)));
+      }
+      num_new = 1 + static_cast<int32_t>(r.draft_token_ids.size());
     } else {
+      r.draft_token_ids.clear();
       // Leave one token of budget for each decode still to come in this loop.
       const int32_t left = r.num_uncomputed_tokens();
       num_new = std::min(left, budget - pending_decodes);
@@ -160,6 +184,11 @@ void Scheduler::schedule_running(int32_t& budget) {
     }
     bool scheduled = true;
     while (!kv_.allocate(r, num_new)) {
+      if (!r.draft_token_ids.empty()) {  // drafts never cost anyone a preemption
+        r.draft_token_ids.clear();
+        num_new = 1;
+        continue;
+      }
       Request* victim = running_.back();
       running_.pop_back();
       if (victim != &r && victim->is_decoding()) --pending_decodes;
@@ -229,31 +258,53 @@ void Scheduler::schedule_waiting(int32_t& budget) {
 
 const std::vector<FinishedRequest>& Scheduler::update(const SchedulerOutput& output,
                                                       std::span<const int32_t> sampled_tokens) {
+  return update(output, sampled_tokens, {});
+}
+
+const std::vector<FinishedRequest>& Scheduler::update(const SchedulerOutput& output,
+                                                      std::span<const int32_t> sampled_tokens,
+                                                      std::span<const int32_t> num_tokens) {
   update_finished_.clear();
-  size_t next_sample = 0;
+  size_t next_token = 0;
+  size_t next_entry = 0;  // index of the sampling entry
+  auto finish_length = [this](Request& r) {
+    finish_request(r, FinishReason::kLength);
+    update_finished_.push_back({r.id, FinishReason::kLength});
+  };
   for (const ScheduledRequest& s : output.scheduled) {
-    auto it = requests_.find(s.request_id);
-    if (it == requests_.end() || it->second->is_finished()) {
-      next_sample += s.sample;
-      continue;
+    int32_t count = 0;
+    if (s.sample) {
+      count = num_tokens.empty() ? 1 : num_tokens[std::min(next_entry, num_tokens.size() - 1)];
+      ++next_entry;
     }
+    const size_t first = next_token;
+    next_token += static_cast<size_t>(std::max(count, 0));
+    auto it = requests_.find(s.request_id);
+    if (it == requests_.end() || it->second->is_finished()) continue;
     Request& r = *it->second;
     assert(r.num_computed_tokens == s.num_computed_tokens);
-    r.num_computed_tokens += s.num_new_tokens;
-    kv_.cache_computed_blocks(r);
-    if (r.max_tokens == 0 && r.num_computed_tokens == r.num_tokens()) {
-      finish_request(r, FinishReason::kLength);  // prompt-only request
-      update_finished_.push_back({r.id, FinishReason::kLength});
+    const int32_t num_drafts = s.num_draft_tokens();
+    r.draft_token_ids.clear();
+    if (!s.sample) {
+      r.num_computed_tokens += s.num_new_tokens;
+      kv_.cache_computed_blocks(r);
+      if (r.max_tokens == 0 && r.num_computed_tokens == r.num_tokens()) finish_length(r);
       continue;
     }
-    if (!s.sample) continue;
-    assert(next_sample < sampled_tokens.size());
-    if (next_sample >= sampled_tokens.size()) break;
-    r.output_token_ids.push_back(sampled_tokens[next_sample++]);
-    if (r.num_output_tokens() >= r.max_tokens || r.num_tokens() >= config_.max_model_len) {
-      finish_request(r, FinishReason::kLength);
-      update_finished_.push_back({r.id, FinishReason::kLength});
+    assert(count >= 1 && count <= num_drafts + 1 && next_token <= sampled_tokens.size());
+    count = std::clamp(count, 1, num_drafts + 1);
+    if (first + static_cast<size_t>(count) > sampled_tokens.size()) break;
+    // The new tokens whose K/V is now valid: all but the drafts, plus the accepted drafts.
+    r.num_computed_tokens += s.num_new_tokens - num_drafts + (count - 1);
+    bool length_stop = false;
+    for (int32_t i = 0; i < count && !length_stop; ++i) {
+      r.output_token_ids.push_back(sampled_tokens[first + static_cast<size_t>(i)]);
+      length_stop =
+          r.num_output_tokens() >= r.max_tokens || r.num_tokens() >= config_.max_model_len;
     }
+    r.num_computed_tokens = std::min(r.num_computed_tokens, r.num_tokens());
+    kv_.cache_computed_blocks(r);
+    if (length_stop) finish_length(r);
   }
   return update_finished_;
 }

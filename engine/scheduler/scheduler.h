@@ -5,6 +5,13 @@
 // request is preempted (recompute). Then waiting requests in (priority, arrival) order, with a
 // prefix-cache lookup, while budget, max_num_seqs and blocks allow.
 //
+// Speculative decoding: set_draft_tokens() before schedule() gives a decoding request drafts;
+// it is then scheduled as 1 + d tokens (d cut to the budget left after the later decodes'
+// reservations, to max_tokens and to max_model_len; dropped before anyone is preempted for
+// them), and update() takes the tokens accepted from that check: the accepted drafts and one
+// sampled token. Rejected positions are bookkeeping only: num_computed_tokens counts the accepted
+// ones, the blocks stay with the request, and only accepted tokens reach the prefix cache.
+//
 // n > 1 samples: the caller adds one request per sample with the same prompt and a shared
 // group_id; a group member is not admitted while another member is still computing the prompt's
 // full blocks, so the later members reuse those blocks through the prefix cache (no copy-on-write:
@@ -42,6 +49,10 @@ class Scheduler {
   // unknown or already finished.
   Status finish(uint64_t id, FinishReason reason);
 
+  // Drafts for the positions after a decoding request's last token (replacing earlier ones).
+  // kNotFound if unknown or finished; kFailedPrecondition unless it is running and decoding.
+  Status set_draft_tokens(uint64_t id, std::span<const int32_t> drafts);
+
   // Decides the next step. The reference stays valid until the next schedule().
   const SchedulerOutput& schedule();
   // Applies the step's results: advances computed tokens, caches full blocks, appends one sampled
@@ -51,6 +62,12 @@ class Scheduler {
   // find() until the next schedule().
   const std::vector<FinishedRequest>& update(const SchedulerOutput& output,
                                              std::span<const int32_t> sampled_tokens);
+  // The same with num_tokens[k] tokens for the k-th sampling entry (1 without drafts; for an
+  // entry with d drafts, 1 + the number of leading drafts accepted, the last token being the
+  // sampled one), taken from sampled_tokens in order. Length stops apply token by token.
+  const std::vector<FinishedRequest>& update(const SchedulerOutput& output,
+                                             std::span<const int32_t> sampled_tokens,
+                                             std::span<const int32_t> num_tokens);
 
   const Request* find(uint64_t id) const;
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }

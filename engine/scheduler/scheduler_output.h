@@ -18,6 +18,11 @@ struct ScheduledRequest {
   std::span<const int32_t> block_table;  // covers every position above; valid until update()
   bool sample = false;  // the last new token's logits are sampled (all known tokens computed)
   bool is_new = false;  // first step since admission (new, or resumed after a preemption)
+  // A decode with drafts: new tokens are the last known token then these, every one sampled
+  // (num_new_tokens = 1 + draft_tokens.size()). Valid until update().
+  std::span<const int32_t> draft_tokens;
+
+  int32_t num_draft_tokens() const { return static_cast<int32_t>(draft_tokens.size()); }
 };
 
 struct FinishedRequest {
@@ -28,7 +33,8 @@ struct FinishedRequest {
 struct SchedulerStats {
   int32_t num_scheduled_tokens = 0;
   int32_t num_prefill_tokens = 0;  // prompt chunks and recompute after preemption
-  int32_t num_decode_tokens = 0;   // one per decoding request
+  int32_t num_decode_tokens = 0;   // one per decoding request, plus its drafts
+  int32_t num_draft_tokens = 0;    // speculative tokens verified this step
   int32_t num_scheduled_requests = 0;
   int32_t num_running = 0;  // after this step's decisions
   int32_t num_waiting = 0;

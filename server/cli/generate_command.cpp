@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/chat/chat_template.h"
+#include "engine/engine.h"
 #include "engine/model/model_weights.h"
 #include "engine/runner/batch_builder.h"
 #include "engine/runner/model_runner.h"
@@ -44,7 +46,72 @@ struct GenerateOptions {
   std::string logits_out;
   std::string prompts_file;  // JSONL of requests run through the engine (generate_prompts_file.h)
   bool ignore_eos = false;
+  bool sequential = false;  // prompts file: one request at a time
+  std::string spec_method = "none";
+  int32_t spec_num_tokens = 4;
+  int32_t spec_ngram_min = 1, spec_ngram_max = 4;
+  std::string spec_draft_model;
 };
+
+EngineOptions engine_options(const GenerateOptions& o) {
+  EngineOptions eo;
+  eo.model_path = o.model;
+  eo.threads = o.threads;
+  eo.cpu_matmul_precision = o.precision;
+  eo.kv_cache_dtype = o.kv_dtype;
+  eo.speculative.method = o.spec_method == "ngram"   ? SpecMethod::kNgram
+                          : o.spec_method == "draft" ? SpecMethod::kDraft
+                                                     : SpecMethod::kNone;
+  eo.speculative.num_tokens = o.spec_num_tokens;
+  eo.speculative.ngram_min = o.spec_ngram_min;
+  eo.speculative.ngram_max = o.spec_ngram_max;
+  eo.speculative.draft_model = o.spec_draft_model;
+  eo.speculative.max_running_requests = 1 << 20;
+  return eo;
+}
+
+// With speculation the one prompt goes through the engine (the direct path has no drafts):
+// the text is printed when it is complete, then the stats line with the acceptance figures.
+int run_through_engine(const GenerateOptions& o) {
+  nlohmann::json line;
+  if (o.chat) {
+    line["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", o.prompt}}});
+  } else {
+    line["prompt"] = o.prompt;
+  }
+  line["max_tokens"] = o.max_tokens;
+  line["temperature"] = o.temperature;
+  line["top_p"] = o.top_p;
+  line["top_k"] = o.top_k;
+  line["ignore_eos"] = o.ignore_eos;
+  if (o.seed) line["seed"] = *o.seed;
+  auto engine = Engine::create(engine_options(o));
+  if (!engine.is_ok()) {
+    std::cerr << "error: " << engine.status().to_string() << "\n";
+    return engine.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  std::istringstream in(line.dump());
+  std::ostringstream out;
+  const int rc = run_prompts_file(**engine, in, out);
+  const nlohmann::json result = nlohmann::json::parse(out.str(), nullptr, false);
+  const EngineStats stats = (*engine)->stats();
+  (*engine)->shutdown();
+  if (result.is_discarded() || result.contains("error")) {
+    std::cerr << "error: " << (result.is_discarded() ? out.str() : result["error"].dump()) << "\n";
+    return 1;
+  }
+  std::cout << result.value("text", "") << "\n" << std::flush;
+  const int generated = result["usage"].value("completion_tokens", 0);
+  const double ttft = result.value("ttft_ms", 0.0), e2e = result.value("e2e_ms", 0.0);
+  const double decode_tps = generated > 1 && e2e > ttft ? 1000.0 * (generated - 1) / (e2e - ttft) : 0;
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "stats: prompt %d tok, generated %d tok, ttft %.1f ms, decode %.1f tok/s",
+                result["usage"].value("prompt_tokens", 0), generated, ttft, decode_tps);
+  std::cerr << text << "\n";
+  if (const std::string spec = spec_stats_line(stats); !spec.empty()) std::cerr << spec << "\n";
+  return rc;
+}
 
 double ms_since(Clock::time_point t0, Clock::time_point t1) {
   return std::chrono::duration<double, std::milli>(t1 - t0).count();
@@ -195,19 +262,31 @@ void add_generate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--logits-out", o->logits_out,
                   "Write the last prompt position's logits here (float32 little-endian)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the model's stop tokens");
+  cmd->add_flag("--sequential", o->sequential,
+                "--prompts-file: run the lines one after the other (single-stream figures)");
+  cmd->add_option("--speculative-method", o->spec_method,
+                  "none (default), ngram or draft: runs through the engine with speculation")
+      ->check(CLI::IsMember({"none", "ngram", "draft"}));
+  cmd->add_option("--speculative-num-tokens", o->spec_num_tokens, "Drafts per step (k)")
+      ->check(CLI::Range(1, 32));
+  cmd->add_option("--speculative-ngram-min", o->spec_ngram_min, "Shortest n-gram matched")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--speculative-ngram-max", o->spec_ngram_max, "Longest n-gram matched")
+      ->check(CLI::Range(1, 64));
+  cmd->add_option("--speculative-draft-model", o->spec_draft_model,
+                  "Draft model (.gguf or HF directory) for --speculative-method draft");
   cmd->callback([o, &exit_code] {
     if (!o->prompts_file.empty()) {
-      EngineOptions eo;
-      eo.model_path = o->model;
-      eo.threads = o->threads;
-      eo.cpu_matmul_precision = o->precision;
-      eo.kv_cache_dtype = o->kv_dtype;
-      exit_code = run_generate_prompts_file(eo, o->prompts_file);
+      exit_code = run_generate_prompts_file(engine_options(*o), o->prompts_file, o->sequential);
       return;
     }
     if (o->prompt.empty()) {
       std::cerr << "error: --prompt or --prompts-file is required\n";
       exit_code = 2;
+      return;
+    }
+    if (o->spec_method != "none") {
+      exit_code = run_through_engine(*o);
       return;
     }
     const Status st = run(*o);

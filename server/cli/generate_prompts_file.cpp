@@ -1,6 +1,7 @@
 #include "server/cli/generate_prompts_file.h"
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -110,6 +111,11 @@ json result_json(size_t index, const Tracker& t, const Tokenizer& tok, bool want
   out["usage"] = {{"prompt_tokens", t.usage.prompt_tokens},
                   {"completion_tokens", t.usage.completion_tokens},
                   {"cached_prompt_tokens", t.usage.cached_prompt_tokens}};
+  if (t.usage.verify_steps > 0) {
+    out["spec"] = {{"draft_tokens", t.usage.draft_tokens},
+                   {"accepted_tokens", t.usage.accepted_draft_tokens},
+                   {"verify_steps", t.usage.verify_steps}};
+  }
   out["ttft_ms"] = t.first_token ? json(ms(*t.first_token)) : json(nullptr);
   out["e2e_ms"] = t.ended ? json(ms(*t.ended)) : json(nullptr);
   if (t.samples.size() > 1) {
@@ -149,19 +155,21 @@ Result<GenerateRequest> request_from_json_line(const json& line, const Engine& e
   return r;
 }
 
-int run_prompts_file(Engine& engine, std::istream& in, std::ostream& out) {
+namespace {
+
+// Runs `lines` concurrently; results are numbered from first_index.
+int run_lines(Engine& engine, std::span<const std::string> lines, size_t first_index,
+              std::ostream& out) {
   std::vector<std::optional<Tracker>> trackers;
   std::vector<std::string> errors;
   std::vector<bool> want_logprobs;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  for (const std::string& line : lines) {
     errors.emplace_back();
     trackers.emplace_back();
     want_logprobs.push_back(false);
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded()) {
-      errors.back() = "line " + std::to_string(trackers.size()) + ": not valid JSON";
+      errors.back() = "line " + std::to_string(first_index + trackers.size()) + ": not valid JSON";
       continue;
     }
     auto req = request_from_json_line(j, engine);
@@ -217,10 +225,11 @@ int run_prompts_file(Engine& engine, std::istream& in, std::ostream& out) {
     while (printed < trackers.size() && (!trackers[printed] || trackers[printed]->ended)) {
       json j;
       if (trackers[printed]) {
-        j = result_json(printed, *trackers[printed], engine.tokenizer(), want_logprobs[printed]);
+        j = result_json(first_index + printed, *trackers[printed], engine.tokenizer(),
+                        want_logprobs[printed]);
         if (trackers[printed]->samples[0].finish == FinishReason::kError) exit_code = 1;
       } else {
-        j = {{"index", printed}, {"error", errors[printed]}};
+        j = {{"index", first_index + printed}, {"error", errors[printed]}};
         exit_code = 1;
       }
       out << j.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
@@ -232,7 +241,40 @@ int run_prompts_file(Engine& engine, std::istream& in, std::ostream& out) {
   return exit_code;
 }
 
-int run_generate_prompts_file(const EngineOptions& options, const std::string& path) {
+}  // namespace
+
+int run_prompts_file(Engine& engine, std::istream& in, std::ostream& out, bool sequential) {
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) lines.push_back(line);
+  }
+  if (!sequential) return run_lines(engine, lines, 0, out);
+  int exit_code = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    exit_code = std::max(exit_code, run_lines(engine, std::span(lines).subspan(i, 1), i, out));
+  }
+  return exit_code;
+}
+
+std::string spec_stats_line(const EngineStats& s) {
+  if (s.spec_num_drafts == 0) return "";
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "speculative: %llu checks, %llu drafts, %llu accepted (acceptance rate %.3f, "
+                "mean accepted length %.2f)",
+                static_cast<unsigned long long>(s.spec_num_drafts),
+                static_cast<unsigned long long>(s.spec_num_draft_tokens),
+                static_cast<unsigned long long>(s.spec_num_accepted_tokens),
+                static_cast<double>(s.spec_num_accepted_tokens) /
+                    static_cast<double>(std::max<uint64_t>(s.spec_num_draft_tokens, 1)),
+                static_cast<double>(s.spec_num_accepted_tokens) /
+                    static_cast<double>(s.spec_num_drafts));
+  return line;
+}
+
+int run_generate_prompts_file(const EngineOptions& options, const std::string& path,
+                              bool sequential) {
   std::ifstream file;
   if (path != "-") {
     file.open(path);
@@ -246,7 +288,10 @@ int run_generate_prompts_file(const EngineOptions& options, const std::string& p
     std::cerr << "error: " << engine.status().to_string() << "\n";
     return 1;
   }
-  const int rc = run_prompts_file(**engine, path == "-" ? std::cin : file, std::cout);
+  const int rc = run_prompts_file(**engine, path == "-" ? std::cin : file, std::cout, sequential);
+  if (const std::string spec = spec_stats_line((*engine)->stats()); !spec.empty()) {
+    std::cerr << spec << "\n";
+  }
   (*engine)->shutdown();
   return rc;
 }

@@ -28,6 +28,18 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
                                                          : std::numeric_limits<int64_t>::max();
   o.stream_buffer = static_cast<size_t>(std::max(c.server.stream_buffer_tokens, 1));
   o.max_logprobs = c.engine.max_logprobs;
+  const SpeculativeSection& sp = c.speculative;
+  o.speculative.method = sp.method == SpeculativeMethod::kNgram   ? SpecMethod::kNgram
+                         : sp.method == SpeculativeMethod::kDraft ? SpecMethod::kDraft
+                                                                  : SpecMethod::kNone;
+  o.speculative.num_tokens = sp.num_tokens;
+  o.speculative.ngram_min = sp.ngram_min;
+  o.speculative.ngram_max = sp.ngram_max;
+  o.speculative.draft_model = sp.draft_model;
+  o.speculative.max_running_requests = sp.max_running_requests;
+  if (o.speculative.method != SpecMethod::kNone) {
+    LLMSERVE_RETURN_IF_ERROR(o.speculative.validate());
+  }
   if (!c.model.chat_template.empty()) {
     std::ifstream in(c.model.chat_template, std::ios::binary);
     if (!in) return not_found("model.chat_template: cannot read '" + c.model.chat_template + "'");

@@ -47,6 +47,61 @@ TEST(BatchBuilder, DecodesFirstSampleRowsInEntryOrder) {
   EXPECT_TRUE(fb.validate(100, 8, 4).is_ok());
 }
 
+TEST(BatchBuilder, DraftsRunAsDecodeRowsAndAllSample) {
+  BatchBuilder b(4);
+  const std::vector<int32_t> p_tok = {10, 11, 12, 13, 14}, p_tab = {3, 4};
+  const std::vector<int32_t> s_tok = {20, 21, 22, 23, 24, 25}, s_tab = {0, 1, 2};
+  const std::vector<int32_t> drafts = {26, 27, 28};
+  BatchEntry spec{s_tok, 5, 4, s_tab, true};  // last token (pos 5) + 3 drafts (pos 6..8)
+  spec.drafts = drafts;
+  const std::vector<BatchEntry> entries = {
+      {p_tok, 0, 5, p_tab, true},  // a prefill
+      spec,
+  };
+  auto r = b.build(entries);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const ForwardBatch& fb = *r;
+  // Four one-token decode rows first, each seeing the positions up to its own.
+  EXPECT_EQ(fb.num_decodes, 4);
+  EXPECT_EQ(fb.num_requests(), 5);
+  EXPECT_THAT(v(fb.token_ids), ElementsAre(25, 26, 27, 28, 10, 11, 12, 13, 14));
+  EXPECT_THAT(v(fb.positions), ElementsAre(5, 6, 7, 8, 0, 1, 2, 3, 4));
+  EXPECT_THAT(v(fb.query_start), ElementsAre(0, 1, 2, 3, 4, 9));
+  EXPECT_THAT(v(fb.seq_lens), ElementsAre(6, 7, 8, 9, 5));
+  EXPECT_EQ(fb.max_blocks_per_seq, 3);
+  EXPECT_THAT(v(fb.block_tables), ElementsAre(0, 1, 0, 0, 1, 0, 0, 1, 0, 0, 1, 2, 3, 4, 0));
+  EXPECT_THAT(v(fb.slot_mapping), ElementsAre(1 * 4 + 1, 1 * 4 + 2, 1 * 4 + 3, 2 * 4 + 0, 3 * 4,
+                                              3 * 4 + 1, 3 * 4 + 2, 3 * 4 + 3, 4 * 4));
+  EXPECT_THAT(std::vector<uint8_t>(fb.is_prefill.begin(), fb.is_prefill.end()),
+              ElementsAre(0, 0, 0, 0, 1));
+  // Entry order: the prefill's last row, then the spec entry's four rows.
+  EXPECT_THAT(v(fb.sample_rows), ElementsAre(8, 0, 1, 2, 3));
+  EXPECT_EQ(b.sample_index(0), 0);
+  EXPECT_EQ(b.sample_index(1), 1);
+  EXPECT_TRUE(fb.validate(100, 8, 4).is_ok());
+
+  // rows_as_decodes without drafts: the same rows, only the last sampled.
+  BatchEntry catch_up{s_tok, 3, 3, s_tab, true};
+  catch_up.rows_as_decodes = true;
+  auto c = b.build(std::vector<BatchEntry>{catch_up});
+  ASSERT_TRUE(c.is_ok());
+  EXPECT_EQ(c->num_decodes, 3);
+  EXPECT_THAT(v(c->seq_lens), ElementsAre(4, 5, 6));
+  EXPECT_THAT(v(c->sample_rows), ElementsAre(2));
+
+  // Drafts must follow the last known token, all run, and sample.
+  BatchEntry bad = spec;
+  bad.num_new = 3;
+  EXPECT_FALSE(b.build(std::vector<BatchEntry>{bad}).is_ok());
+  bad = spec;
+  bad.sample = false;
+  EXPECT_FALSE(b.build(std::vector<BatchEntry>{bad}).is_ok());
+  bad = spec;
+  bad.num_computed = 4;
+  bad.num_new = 5;
+  EXPECT_FALSE(b.build(std::vector<BatchEntry>{bad}).is_ok());
+}
+
 TEST(BatchBuilder, RejectsShortBlockTableAndEmptyEntries) {
   BatchBuilder b(4);
   const std::vector<int32_t> tok = {1, 2, 3, 4, 5}, tab = {0};

@@ -131,5 +131,41 @@ TEST(GraphConsistency, BatchedMixedPrefillAndDecodeEqualsAlone) {
   }
 }
 
+// Speculative verification: the last token and d drafts in one entry give, row by row, the
+// logits of decoding those tokens one step at a time (bit for bit: the acceptance rule then
+// picks the very tokens decoding would).
+TEST(GraphConsistency, DraftRowsEqualDecodingOneByOne) {
+  auto runner = open_runner();
+  if (!runner) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
+  const int64_t V = runner->config().vocab_size;
+  const std::vector<int32_t> seq = tokens(41, 6);  // 36 known tokens + 5 more
+  const std::vector<int32_t> table = contiguous_block_table(0, 41, runner->block_size());
+  BatchBuilder builder(runner->block_size());
+  auto run_entry = [&](const BatchEntry& e) {
+    auto batch = builder.build(std::vector<BatchEntry>{e});
+    EXPECT_TRUE(batch.is_ok()) << batch.status().to_string();
+    auto logits = runner->execute(*batch);
+    EXPECT_TRUE(logits.is_ok()) << logits.status().to_string();
+    return std::vector<float>(logits->begin(), logits->end());
+  };
+  const std::span<const int32_t> all(seq);
+  (void)run_entry({all.first(35), 0, 35, table, true});
+  std::vector<std::vector<float>> one_by_one;
+  for (int32_t pos = 35; pos < 40; ++pos) {
+    one_by_one.push_back(run_entry({all.first(static_cast<size_t>(pos) + 1), pos, 1, table, true}));
+  }
+  // The same cache positions again, now as one check: token 35 then drafts 36..39.
+  BatchEntry check{all.first(36), 35, 5, table, true};
+  check.drafts = all.subspan(36, 4);
+  const std::vector<float> rows = run_entry(check);
+  ASSERT_EQ(rows.size(), static_cast<size_t>(5 * V));
+  for (size_t j = 0; j < 5; ++j) {
+    const std::vector<float> row(rows.begin() + static_cast<std::ptrdiff_t>(j * V),
+                                 rows.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
+    EXPECT_EQ(row, one_by_one[j]) << "row " << j << " max diff "
+                                  << max_abs_diff(row, one_by_one[j]);
+  }
+}
+
 }  // namespace
 }  // namespace llmserve

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -49,7 +50,9 @@ struct Tracked {
   std::vector<int32_t> prompt;
   int32_t max_tokens = 0;
   int32_t prefill_tokens = 0;  // scheduled while not decoding
-  int32_t decode_tokens = 0;
+  int32_t decode_tokens = 0;   // decode steps
+  int32_t draft_tokens = 0;    // drafts scheduled
+  int32_t accepted_tokens = 0;  // drafts accepted
   int32_t preemptions = 0;
   int32_t cached_tokens = -1;
   FinishReason reason = FinishReason::kNone;
@@ -84,8 +87,15 @@ class Harness {
       const Request* r = sched->find(id);
       if (r && r->status == RequestStatus::kRunning && r->is_decoding()) decoding.insert(id);
     }
+    if (drafter) {
+      for (uint64_t id : decoding) {
+        const std::vector<int32_t> d = drafter(*sched->find(id));
+        EXPECT_TRUE(sched->set_draft_tokens(id, d).is_ok());
+      }
+    }
     const SchedulerOutput& out = sched->schedule();
     int32_t total = 0;
+    num_tokens.clear();
     std::set<uint64_t> preempted(out.preempted_ids.begin(), out.preempted_ids.end());
     std::set<uint64_t> aborted;
     for (const auto& f : out.finished) {
@@ -98,23 +108,44 @@ class Harness {
       const Request& r = *s.request;
       EXPECT_GT(s.num_new_tokens, 0);
       EXPECT_EQ(s.num_computed_tokens, r.num_computed_tokens);
-      EXPECT_LE(s.num_computed_tokens + s.num_new_tokens, r.num_tokens());
+      const int32_t nd = s.num_draft_tokens();
+      EXPECT_LE(s.num_computed_tokens + s.num_new_tokens - nd, r.num_tokens());
       EXPECT_GE(static_cast<int64_t>(s.block_table.size()) * sched->kv_cache().block_size(),
                 s.num_computed_tokens + s.num_new_tokens);
-      EXPECT_EQ(s.sample,
-                s.num_computed_tokens + s.num_new_tokens == r.num_tokens() && r.max_tokens > 0);
+      EXPECT_EQ(s.sample, s.num_computed_tokens + s.num_new_tokens - nd == r.num_tokens() &&
+                              r.max_tokens > 0);
+      if (nd > 0) {
+        EXPECT_EQ(s.num_new_tokens, 1 + nd);
+        EXPECT_LE(r.num_output_tokens() + nd + 1, r.max_tokens);
+        EXPECT_LE(r.num_tokens() + nd + 1, cfg.max_model_len);
+      }
       EXPECT_FALSE(preempted.contains(s.request_id));
       total += s.num_new_tokens;
       Tracked& t = tracked[s.request_id];
       if (decoding.contains(s.request_id)) {
-        EXPECT_EQ(s.num_new_tokens, 1);
+        EXPECT_EQ(s.num_new_tokens, 1 + nd);
         t.decode_tokens += 1;
+        t.draft_tokens += nd;
         decoding.erase(s.request_id);
       } else {
         t.prefill_tokens += s.num_new_tokens;
       }
       if (s.is_new) t.cached_tokens = t.cached_tokens < 0 ? r.num_computed_tokens : t.cached_tokens;
-      if (s.sample) sampled.push_back(fake_next_token(r.prompt_token_ids, r.output_token_ids));
+      if (s.sample) {
+        // Verification as the engine does it: the model's token at each position, accepted
+        // while it equals the draft there.
+        std::vector<int32_t> out_so_far = r.output_token_ids;
+        int32_t n = 0;
+        for (int32_t j = 0; j <= nd; ++j) {
+          const int32_t tok = fake_next_token(r.prompt_token_ids, out_so_far);
+          sampled.push_back(tok);
+          out_so_far.push_back(tok);
+          ++n;
+          if (j == nd || tok != s.draft_tokens[static_cast<size_t>(j)]) break;
+          ++t.accepted_tokens;
+        }
+        num_tokens.push_back(n);
+      }
     }
     for (uint64_t id : decoding) {
       EXPECT_TRUE(preempted.contains(id) || aborted.contains(id))
@@ -127,7 +158,17 @@ class Harness {
     EXPECT_LE(sched->num_running(), cfg.max_num_seqs);
     EXPECT_LE(static_cast<int32_t>(out.scheduled.size()), cfg.max_num_seqs);
     max_step_tokens = std::max(max_step_tokens, total);
-    for (const auto& f : sched->update(out, sampled)) record_finish(f.request_id, f.reason);
+    for (const auto& f : sched->update(out, sampled, num_tokens)) {
+      record_finish(f.request_id, f.reason);
+    }
+    // Rollback: a running request that has sampled has exactly its last token uncomputed.
+    for (const ScheduledRequest& s : out.scheduled) {
+      const Request* r = sched->find(s.request_id);
+      if (r != nullptr && !r->is_finished() && s.sample) {
+        EXPECT_EQ(r->num_uncomputed_tokens(), 1) << "request " << s.request_id;
+        EXPECT_TRUE(r->draft_token_ids.empty());
+      }
+    }
     Status inv = sched->check_invariants();
     EXPECT_TRUE(inv.is_ok()) << inv.to_string();
     return out;
@@ -164,7 +205,10 @@ class Harness {
   std::unique_ptr<Scheduler> sched;
   std::map<uint64_t, Tracked> tracked;
   std::vector<int32_t> sampled;
+  std::vector<int32_t> num_tokens;  // per sampling entry, for update()
   int32_t max_step_tokens = 0;
+  // Drafts for a decoding request before each step (speculation off when unset).
+  std::function<std::vector<int32_t>(const Request&)> drafter;
 };
 
 }  // namespace llmserve::testing

@@ -1,0 +1,28 @@
+// Prompt-lookup drafts: the longest suffix of the tokens, between ngram_min and ngram_max long,
+// that occurred earlier in them; the drafts are the tokens that followed its most recent earlier
+// occurrence. No model, no state: O(tokens) per request and step.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/spec/proposer.h"
+
+namespace llmserve {
+
+// Up to max_drafts tokens (fewer when the occurrence is near the end; none without a match).
+std::vector<int32_t> ngram_drafts(std::span<const int32_t> tokens, int32_t ngram_min,
+                                  int32_t ngram_max, int32_t max_drafts);
+
+class NgramProposer final : public Proposer {
+ public:
+  NgramProposer(int32_t ngram_min, int32_t ngram_max) : min_(ngram_min), max_(ngram_max) {}
+  Status propose(std::span<const DraftRequest> requests,
+                 std::vector<std::vector<int32_t>>& drafts) override;
+
+ private:
+  int32_t min_, max_;
+};
+
+}  // namespace llmserve

@@ -1,0 +1,31 @@
+// A source of speculative drafts (DESIGN §6): before each step, up to max_drafts tokens to follow
+// each decoding request's known tokens. The engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/core/status.h"
+
+namespace llmserve {
+
+struct DraftRequest {
+  uint64_t seq_id = 0;              // the scheduler's request id
+  std::span<const int32_t> tokens;  // prompt + outputs so far (non-empty)
+  int32_t max_drafts = 0;           // >= 1
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  // drafts[i] gets at most requests[i].max_drafts tokens (empty: no proposal).
+  virtual Status propose(std::span<const DraftRequest> requests,
+                         std::vector<std::vector<int32_t>>& drafts) = 0;
+  // The sequence ended or was preempted: whatever the proposer keeps for it goes.
+  virtual void release(uint64_t /*seq_id*/) {}
+  // KV blocks the proposer's own cache holds (a draft model's); 0 once every sequence left.
+  virtual int64_t num_blocks_held() const { return 0; }
+};
+
+}  // namespace llmserve
