@@ -68,6 +68,10 @@ std::string format_report_table(const BenchStats& s, const BenchConfig& c) {
   t += distribution("TPOT", "ms", s.tpot_ms);
   t += distribution("ITL", "ms", s.itl_ms);
   t += distribution("E2EL", "ms", s.e2el_ms);
+  if (s.spec_acceptance_rate) {
+    t += line("Draft acceptance rate:", *s.spec_acceptance_rate);
+    t += line("Mean accepted length:", *s.spec_mean_accepted_length);
+  }
   for (const auto& e : s.errors) t += "error: " + e.substr(0, 300) + "\n";
   t += heading("", '=');
   return t;
@@ -107,6 +111,10 @@ nlohmann::json report_json(const BenchStats& s, const BenchConfig& c) {
           {"total_input_tokens", s.total_input_tokens},
           {"total_output_tokens", s.total_output_tokens},
           {"errors", s.errors},
+          {"spec_acceptance_rate",
+           s.spec_acceptance_rate ? nlohmann::json(*s.spec_acceptance_rate) : nullptr},
+          {"spec_mean_accepted_length",
+           s.spec_mean_accepted_length ? nlohmann::json(*s.spec_mean_accepted_length) : nullptr},
           {"config", config_json(c)}};
 }
 

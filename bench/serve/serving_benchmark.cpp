@@ -10,6 +10,7 @@
 #include "bench/serve/progress_bar.h"
 #include "bench/serve/report.h"
 #include "bench/serve/runner.h"
+#include "bench/serve/spec_metrics.h"
 #include "bench/serve/workload.h"
 
 namespace llmserve::bench {
@@ -49,6 +50,7 @@ Result<BenchStats> run_serving_benchmark(const BenchConfig& c, std::ostream& out
   const std::vector<BenchRequest> measured(all.begin() + c.warmup, all.end());
 
   RequestFn fn;
+  std::optional<HttpTarget> http;
   std::shared_ptr<GrpcDriver> grpc;
   if (!c.grpc.empty()) {
     grpc = std::make_shared<GrpcDriver>(GrpcTarget{c.grpc, c.api_key, c.model, c.timeout_s});
@@ -59,7 +61,10 @@ Result<BenchStats> run_serving_benchmark(const BenchConfig& c, std::ostream& out
     target.model = c.model;
     target.timeout_s = c.timeout_s;
     fn = [target](const BenchRequest& r) { return send_http_completion(target, r); };
+    http = target;
   }
+  const std::optional<SpecCounters> spec_before =
+      http ? scrape_spec_counters(*http) : std::optional<SpecCounters>();
 
   ProgressBar bar(stderr, c.progress && isatty(STDERR_FILENO) == 1);
   RunOptions opts;
@@ -71,6 +76,14 @@ Result<BenchStats> run_serving_benchmark(const BenchConfig& c, std::ostream& out
   bar.finish();
 
   BenchStats stats = compute_stats(run.results, run.duration_s, slo);
+  if (spec_before) {
+    if (auto after = scrape_spec_counters(*http)) {
+      if (auto spec = summarize_spec(*spec_before, *after)) {
+        stats.spec_acceptance_rate = spec->acceptance_rate;
+        stats.spec_mean_accepted_length = spec->mean_accepted_length;
+      }
+    }
+  }
   out << format_report_table(stats, c);
   if (!c.json_out.empty()) {
     std::ofstream f(c.json_out);

@@ -52,6 +52,8 @@ struct BenchStats {
   std::optional<double> goodput;      // good requests / s; set when the SLO names anything
   Distribution ttft_ms, tpot_ms, itl_ms, e2el_ms;
   std::vector<std::string> errors;  // the first few distinct failure messages
+  // From the daemon's /metrics over the run (HTTP targets that speculate).
+  std::optional<double> spec_acceptance_rate, spec_mean_accepted_length;
 };
 
 BenchStats compute_stats(const std::vector<RequestResult>& results, double duration_s,

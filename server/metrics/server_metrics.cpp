@@ -65,6 +65,20 @@ std::string ServerMetrics::render(const EngineStats& s, const EngineMetrics* m) 
   w.counter("llmserve_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
             static_cast<double>(s.prefix_cache_hits));
   w.counter("llmserve_engine_steps_total", "Engine steps run.", static_cast<double>(s.steps));
+  w.counter("llmserve_spec_decode_num_drafts_total",
+            "Speculative checks: a request verifying drafts in a step.",
+            static_cast<double>(s.spec_num_drafts));
+  w.counter("llmserve_spec_decode_num_draft_tokens_total", "Draft tokens verified.",
+            static_cast<double>(s.spec_num_draft_tokens));
+  w.counter("llmserve_spec_decode_num_accepted_tokens_total", "Draft tokens accepted.",
+            static_cast<double>(s.spec_num_accepted_tokens));
+  w.header("llmserve_spec_decode_num_accepted_tokens_per_pos_total", "counter",
+           "Draft tokens accepted by position in their check (0 = the first draft).");
+  for (size_t p = 0; p < s.spec_accepted_per_position.size(); ++p) {
+    w.sample("llmserve_spec_decode_num_accepted_tokens_per_pos_total",
+             {{"position", std::to_string(p)}},
+             static_cast<double>(s.spec_accepted_per_position[p]));
+  }
   {
     std::lock_guard lock(mu_);
     w.header("llmserve_http_requests_total", "counter", "HTTP requests by route and status code.");

@@ -120,7 +120,9 @@ def test_dashboard_shows_the_serving_metrics():
         assert re.search(rf"histogram_quantile\(0\.99, .*llmserve_{hist}_bucket", joined), hist
     for counter in ("generation_tokens_total", "prompt_tokens_total", "preemptions_total",
                     "requests_rejected_total", "prefix_cache_hits_total",
-                    "prefix_cache_queries_total"):
+                    "prefix_cache_queries_total", "spec_decode_num_draft_tokens_total",
+                    "spec_decode_num_accepted_tokens_total", "spec_decode_num_drafts_total",
+                    "spec_decode_num_accepted_tokens_per_pos_total"):
         assert re.search(rf"rate\(llmserve_{counter}\b", joined), counter
     for gauge in ("requests_running", "requests_waiting", "kv_cache_usage_ratio"):
         assert f"llmserve_{gauge}" in joined, gauge
