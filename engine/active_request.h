@@ -14,6 +14,7 @@
 #include "engine/request_stream.h"
 #include "engine/runner/sampling_state.h"
 #include "engine/runner/stop_checker.h"
+#include "engine/spec/draft_gate.h"
 
 namespace llmserve {
 
@@ -36,6 +37,7 @@ struct SampleSlot {
   int32_t num_generated = 0;
   FinishReason finish = FinishReason::kNone;
   std::optional<Clock::time_point> first_scheduled, first_token, last_token;
+  DraftGate draft_gate;  // speculative drafts per step for this sample
 
   bool finished() const { return finish != FinishReason::kNone; }
 };

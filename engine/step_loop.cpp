@@ -50,7 +50,8 @@ void StepLoop::propose_drafts() {
     if (r == nullptr || r->status != RequestStatus::kRunning || !r->is_decoding()) continue;
     const int32_t room = std::min({spec_.config.num_tokens, r->max_tokens - r->num_output_tokens() - 1,
                                    max_model_len - r->num_tokens() - 1});
-    if (room > 0) draft_requests_.push_back({seq, ref.slot->tokens, room});
+    const int32_t want = ref.slot->draft_gate.num_drafts(room);
+    if (want > 0) draft_requests_.push_back({seq, ref.slot->tokens, want});
   }
   if (draft_requests_.empty()) return;
   // Deterministic order (by_seq_ is a hash map): the draft model batches in this order.
@@ -83,6 +84,7 @@ void StepLoop::admit(PendingSubmit p) {
     auto slot = std::make_unique<SampleSlot>(
         next_seq_id_++, i, SamplingState(r.params, prompt, seed),
         StopChecker(tokenizer_, r.params, eos_ids_, max_new, context), prompt);
+    slot->draft_gate = DraftGate(spec_.config.draft_token_cost);
     by_seq_[slot->seq_id] = {&r, slot.get()};
     r.samples.push_back(std::move(slot));
   }
@@ -321,7 +323,9 @@ void StepLoop::gather_accepted(const SchedulerOutput& out) {
          ++p) {
       ++spec_accepted_per_position_[static_cast<size_t>(p)];
     }
-    ActiveRequest& req = *by_seq_.at(s.request_id).req;
+    const SampleRef& ref = by_seq_.at(s.request_id);
+    ref.slot->draft_gate.observe(s.num_draft_tokens(), accepted);
+    ActiveRequest& req = *ref.req;
     req.draft_tokens += s.num_draft_tokens();
     req.accepted_draft_tokens += accepted;
     ++req.verify_steps;

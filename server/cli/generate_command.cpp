@@ -51,6 +51,7 @@ struct GenerateOptions {
   int32_t spec_num_tokens = 4;
   int32_t spec_ngram_min = 1, spec_ngram_max = 4;
   std::string spec_draft_model;
+  double spec_draft_token_cost = 0.1;
 };
 
 EngineOptions engine_options(const GenerateOptions& o) {
@@ -67,6 +68,7 @@ EngineOptions engine_options(const GenerateOptions& o) {
   eo.speculative.ngram_max = o.spec_ngram_max;
   eo.speculative.draft_model = o.spec_draft_model;
   eo.speculative.max_running_requests = 1 << 20;
+  eo.speculative.draft_token_cost = o.spec_draft_token_cost;
   return eo;
 }
 
@@ -275,6 +277,9 @@ void add_generate_command(CLI::App& root, int& exit_code) {
       ->check(CLI::Range(1, 64));
   cmd->add_option("--speculative-draft-model", o->spec_draft_model,
                   "Draft model (.gguf or HF directory) for --speculative-method draft");
+  cmd->add_option("--speculative-draft-token-cost", o->spec_draft_token_cost,
+                  "One draft's cost relative to a decode step (0 = always draft k)")
+      ->check(CLI::Range(0.0, 100.0));
   cmd->callback([o, &exit_code] {
     if (!o->prompts_file.empty()) {
       exit_code = run_generate_prompts_file(engine_options(*o), o->prompts_file, o->sequential);

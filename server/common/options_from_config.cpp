@@ -37,6 +37,7 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.speculative.ngram_max = sp.ngram_max;
   o.speculative.draft_model = sp.draft_model;
   o.speculative.max_running_requests = sp.max_running_requests;
+  o.speculative.draft_token_cost = sp.draft_token_cost;
   if (o.speculative.method != SpecMethod::kNone) {
     LLMSERVE_RETURN_IF_ERROR(o.speculative.validate());
   }

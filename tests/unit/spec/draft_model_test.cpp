@@ -22,6 +22,7 @@ EngineOptions draft_options(const std::string& draft) {
   o.speculative.num_tokens = 4;
   o.speculative.draft_model = draft;
   o.speculative.max_running_requests = 64;
+  o.speculative.draft_token_cost = 0;  // draft every step: the most checks to verify
   return o;
 }
 

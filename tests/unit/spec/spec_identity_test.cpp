@@ -16,7 +16,8 @@ EngineOptions spec_options(SpecMethod method) {
   o.max_num_batched_tokens = 64;
   o.speculative.method = method;
   o.speculative.num_tokens = 4;
-  o.speculative.max_running_requests = 64;  // draft in full batches too
+  o.speculative.max_running_requests = 64;
+  o.speculative.draft_token_cost = 0;  // draft every step: the most checks to verify  // draft in full batches too
   if (method == SpecMethod::kDraft) o.speculative.draft_model = o.model_path;
   return o;
 }
