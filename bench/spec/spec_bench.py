@@ -407,7 +407,7 @@ def main():
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--prompts", default=os.path.join(HERE, "prompts.jsonl"))
     common.add_argument("--model", default=DEFAULT_MODEL)
-    common.add_argument("--llmserve", default="build/server/llmserve")
+    common.add_argument("--llmserve", default="build/llmserve")
     common.add_argument("--threads", type=int, default=2)
     common.add_argument("--rounds", type=int, default=3)
     common.add_argument("--num-tokens", type=int, default=4, help="draft length K")
@@ -435,6 +435,8 @@ def main():
     d.add_argument("--llmserve-methods", default="none,ngram")
     d.add_argument("--llamacpp-methods", default="none,ngram-simple")
     d.add_argument("--ctx", type=int, default=4096, help="llama-server -c (total, all slots)")
+    d.add_argument("--prefix-cache", action="store_true",
+                   help="leave prompt / prefix caching on in both servers (default: off)")
     d.add_argument("--timeout", type=float, default=600, help="seconds per request")
     d.add_argument("--llmserve-arg", action="append", default=[],
                    help="extra argument for llmserve serve (repeatable)")
