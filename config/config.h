@@ -84,7 +84,7 @@ struct SpeculativeSection {
   int ngram_max = 4;              // longest suffix it tries first
   std::string draft_model;        // method draft: GGUF file or HF directory, same vocabulary
   int max_running_requests = 8;   // above this many running requests a step drafts nothing
-  double draft_token_cost = 0.1;  // one draft's cost / a decode step's; 0 = always draft
+  double draft_token_cost = -1;   // one draft's cost / a decode step's; -1 = measured
 };
 
 struct LoggingSection {

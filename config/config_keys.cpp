@@ -343,10 +343,11 @@ std::vector<ConfigKey> build_table() {
                       "Above this many running requests a step drafts nothing (large batches "
                       "are compute-bound; speculation would slow them)."));
   t.push_back(double_key("speculative", "draft_token_cost", &C::speculative, &PS::draft_token_cost,
-                         0, 100, false,
+                         -1, 100, false,
                          "Cost of verifying (and for a draft model, making) one draft relative "
                          "to a decode step. Each request drafts only as many tokens as pay for "
-                         "themselves at its recent acceptance rate; 0 = always num_tokens."));
+                         "themselves at its recent acceptance rate; 0 = always num_tokens; -1 = "
+                         "measured at start-up (a timed decode step and check)."));
   // logging
   t.push_back(enum_key(
       "logging", "level", &C::logging, &LS::level,

@@ -13,6 +13,7 @@
 #include "engine/runner/stop_checker.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/spec/make_proposer.h"
+#include "engine/spec/verify_cost.h"
 #include "engine/tokenizer/load_tokenizer.h"
 #include "llmserve/kernels/act_precision.h"
 
@@ -86,6 +87,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.eos_ids = generation_eos_ids(*tokenizer, cfg);
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
   Speculation speculation{options.speculative, nullptr};
+  if (options.speculative.enabled() && options.speculative.draft_token_cost < 0) {
+    LLMSERVE_ASSIGN_OR_RETURN(speculation.config.draft_token_cost,
+                              measure_draft_token_cost(*runner, options.speculative.num_tokens));
+    spdlog::info("speculative: a check of {} drafts costs 1 + {:.3f} x {} decode steps (measured)",
+                 options.speculative.num_tokens, speculation.config.draft_token_cost,
+                 options.speculative.num_tokens);
+  }
   LLMSERVE_ASSIGN_OR_RETURN(speculation.proposer,
                             make_proposer(options.speculative, *tokenizer, *runner, ro));
 

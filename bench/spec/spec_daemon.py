@@ -3,12 +3,15 @@
 For every round, engine and method (the order rotates each round) it starts a fresh server,
 
     build/server/llmserve serve --model.path M --server.http-port PORT --server.grpc-port 0 \\
-        --engine.threads 2 [--speculative.method ngram --speculative.num-tokens 4]
+        --engine.threads 2 --no-engine.enable-prefix-caching \\
+        [--speculative.method ngram --speculative.num-tokens 4]
     build-llamacpp/build/bin/llama-server -m M --port PORT2 -t 2 -c CTX -np MAXCONC --kv-unified \\
-        --no-webui --spec-type none | --spec-type ngram-simple \\
+        --no-webui --no-cache-prompt --cache-ram 0 --spec-type none | --spec-type ngram-simple \\
         --spec-ngram-simple-size-n 3 --spec-ngram-simple-size-m 4
 
-(llama-server's draft length for ngram-simple is --spec-ngram-simple-size-m; --draft-max /
+(prompt caching is off in both, so a rerun pass or the T=0.7 pass after the greedy one does not
+find its prompts cached: --prefix-cache turns it back on; CTX = max(--ctx, 640 * MAXCONC);
+llama-server's draft length for ngram-simple is --spec-ngram-simple-size-m; --draft-max /
 --draft-min were removed upstream and only refer to draft models now as --spec-draft-n-max/-min;
 size-n is the exact n-gram looked up in prompt + output, and a draft needs size-m >= size-n),
 waits for it to be ready (GET /ready resp. /health = 200), sends one warm-up request, then for
@@ -86,6 +89,8 @@ class Server:
             argv = [args.llmserve, "serve", "--model.path", args.model,
                     "--server.http-port", str(self.port), "--server.grpc-port", "0",
                     "--engine.threads", str(args.threads)]
+            if not args.prefix_cache:
+                argv.append("--no-engine.enable-prefix-caching")
             if method != "none":
                 argv += ["--speculative.method", method,
                          "--speculative.num-tokens", str(args.num_tokens)]
@@ -95,7 +100,10 @@ class Server:
             ctx = max(args.ctx, 640 * max_conc)
             argv = [args.llamacpp, "-m", args.model, "--host", "127.0.0.1",
                     "--port", str(self.port), "-t", str(args.threads), "-c", str(ctx),
-                    "-np", str(max_conc), "--kv-unified", "--no-webui", "--spec-type", method]
+                    "-np", str(max_conc), "--kv-unified", "--no-webui"]
+            if not args.prefix_cache:
+                argv += ["--no-cache-prompt", "--cache-ram", "0"]
+            argv += ["--spec-type", method]
             if method in ("ngram-simple", "ngram-map-k", "ngram-map-k4v"):
                 argv += [f"--spec-{method}-size-n", str(min(NGRAM_N, args.num_tokens)),
                          f"--spec-{method}-size-m", str(args.num_tokens)]

@@ -20,8 +20,8 @@ struct SpecConfig {
   int32_t max_running_requests = 8;
   // Verifying (and, for a draft model, making) one draft relative to a decode step: each
   // request drafts only as many tokens as pay for themselves at its recent acceptance rate
-  // (DraftGate). 0 = always num_tokens.
-  double draft_token_cost = 0.1;
+  // (DraftGate). 0 = always num_tokens; < 0 = measured at start-up (verify_cost.h).
+  double draft_token_cost = -1;
 
   bool enabled() const { return method != SpecMethod::kNone && num_tokens > 0; }
 
@@ -35,8 +35,8 @@ struct SpecConfig {
     if (method == SpecMethod::kDraft && draft_model.empty()) {
       return invalid_argument("speculative.method draft needs speculative.draft_model");
     }
-    if (!(draft_token_cost >= 0 && draft_token_cost <= 100)) {
-      return invalid_argument("speculative.draft_token_cost must be in [0, 100]");
+    if (!(draft_token_cost >= -1 && draft_token_cost <= 100)) {
+      return invalid_argument("speculative.draft_token_cost must be in [-1, 100]");
     }
     if (max_running_requests < 0) {
       return invalid_argument("speculative.max_running_requests must be >= 0");

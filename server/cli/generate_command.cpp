@@ -51,7 +51,7 @@ struct GenerateOptions {
   int32_t spec_num_tokens = 4;
   int32_t spec_ngram_min = 1, spec_ngram_max = 4;
   std::string spec_draft_model;
-  double spec_draft_token_cost = 0.1;
+  double spec_draft_token_cost = -1;
 };
 
 EngineOptions engine_options(const GenerateOptions& o) {
@@ -278,8 +278,8 @@ void add_generate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--speculative-draft-model", o->spec_draft_model,
                   "Draft model (.gguf or HF directory) for --speculative-method draft");
   cmd->add_option("--speculative-draft-token-cost", o->spec_draft_token_cost,
-                  "One draft's cost relative to a decode step (0 = always draft k)")
-      ->check(CLI::Range(0.0, 100.0));
+                  "One draft's cost relative to a decode step (0 = always draft k, -1 = measure)")
+      ->check(CLI::Range(-1.0, 100.0));
   cmd->callback([o, &exit_code] {
     if (!o->prompts_file.empty()) {
       exit_code = run_generate_prompts_file(engine_options(*o), o->prompts_file, o->sequential);
