@@ -288,6 +288,9 @@ def daemon_mode(args):
                                       "concurrency": conc, "sampling": sampling,
                                       "attempts": attempt + 1})
                             passes.append(p)
+                            if args.out:  # a checkpoint, in case the run gets cut short
+                                with open(args.out + ".partial.json", "w") as f:
+                                    json.dump(passes, f)
                             print(f"round {rnd} {engine:8s} {method:12s} conc {conc:2d} "
                                   f"{sampling:6s} {p['completion_tokens']} tok in "
                                   f"{p['wall_s']:.1f}s = {p['throughput_tok_s']:.1f} tok/s, foreign CPU "

@@ -9,8 +9,8 @@
 namespace llmserve {
 
 Result<double> measure_draft_token_cost(ModelRunner& runner, int32_t num_tokens) {
-  constexpr int32_t kContext = 64;
-  constexpr int kRuns = 4;
+  constexpr int32_t kContext = 512;  // checks re-read the context once per row
+  constexpr int kRuns = 5;
   if (num_tokens < 1) return invalid_argument("measure_draft_token_cost: num_tokens < 1");
   std::vector<int32_t> tokens(static_cast<size_t>(kContext + num_tokens + 1));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(1 + i % 97);
