@@ -169,9 +169,63 @@ def main():
             print(f"DAEMON note {m.group(0)[:200]}")
     try:
         run_requests(checks, base, gp, cmd, args)
+        reference = spec_outputs(base)
+        checks.run("speculative (ngram) output equals off",
+                   lambda: spec_check(cmd, args, reference))
     except Exception as e:  # noqa: BLE001 - reported as a failed check, then a clean stop
         checks.add("requests", False, f"{type(e).__name__}: {e}")
     return finish(checks, args.out, proc)
+
+
+SPEC_PROMPTS = ["1 2 3 4 5 1 2 3 4 5 1 2 3 4 5 1 2 3", "Once upon a time there was a cat. Once "
+                "upon a time there was a dog. Once upon a time"]
+
+
+def spec_outputs(base):
+    """Greedy and seeded completions (text and logprobs) of SPEC_PROMPTS on one daemon."""
+    out = []
+    for prompt in SPEC_PROMPTS:
+        for kw in ({"temperature": 0}, {"temperature": 0.8, "top_p": 0.9, "seed": 7}):
+            body = dict(prompt=prompt, max_tokens=32, ignore_eos=True, logprobs=1, **kw)
+            c = json.loads(http(base, "/v1/completions", body)[1])["choices"][0]
+            out.append((c["text"], (c.get("logprobs") or {}).get("token_logprobs")))
+    return out
+
+
+def spec_check(cmd, args, reference):
+    """A second daemon with n-gram speculation (every step drafts) must give the same tokens."""
+    hp, gp = free_port(), free_port()
+    base = f"http://127.0.0.1:{hp}"
+    serve = cmd + ["serve", "--model", args.model, "--device", args.device, "--host", "127.0.0.1",
+                   "--http-port", str(hp), "--grpc-port", str(gp), "--max-num-seqs", "32",
+                   "--max-model-len", "2048", "--gpu-memory-utilization", "0.3",
+                   "--speculative.method", "ngram", "--speculative.draft-token-cost", "0",
+                   "--speculative.max-running-requests", "64"]
+    with open(os.path.join(args.out, "daemon-spec.log"), "w") as log:
+        proc = subprocess.Popen(serve, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        t0 = time.time()
+        while time.time() - t0 < args.ready_timeout and proc.poll() is None:
+            try:
+                if http(base, "/ready", timeout=2)[0] == 200:
+                    break
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.25)
+        got = spec_outputs(base)
+        m = parse_metrics(http(base, "/metrics")[1])
+        drafted = metric_sum(m, "llmserve_spec_decode_num_draft_tokens_total")
+        accepted = metric_sum(m, "llmserve_spec_decode_num_accepted_tokens_total")
+        same = sum(g == r for g, r in zip(got, reference))
+        ok = same == len(reference) and drafted > 0
+        return ok, (f"{same}/{len(reference)} completions identical (text and logprobs); drafts "
+                    f"{drafted:.0f}, accepted {accepted:.0f}")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def run_requests(checks, base, grpc_port, cmd, args):
