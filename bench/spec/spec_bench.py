@@ -7,7 +7,7 @@ engine mode: one stream, no HTTP. For every round (--rounds, default 3), samplin
 (greedy = temperature 0; T=0.7 seed 1234) and method (the order rotates each round so machine
 noise hits all alike) it runs
 
-    build/server/llmserve generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf \\
+    build/llmserve generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf \\
         --prompts-file FILE --sequential --threads 2 --speculative-method METHOD \\
         [--speculative-num-tokens K] [--speculative-draft-model PATH]
 

@@ -2,7 +2,7 @@
 
 For every round, engine and method (the order rotates each round) it starts a fresh server,
 
-    build/server/llmserve serve --model.path M --server.http-port PORT --server.grpc-port 0 \\
+    build/llmserve serve --model.path M --server.http-port PORT --server.grpc-port 0 \\
         --engine.threads 2 --no-engine.enable-prefix-caching \\
         [--speculative.method ngram --speculative.num-tokens 4]
     build-llamacpp/build/bin/llama-server -m M --port PORT2 -t 2 -c CTX -np MAXCONC --kv-unified \\
