@@ -250,7 +250,8 @@ def per_prompt(prompt, ln):
     spec = ln.get("spec") or {}
     draft, acc, steps = (spec.get("draft_tokens"), spec.get("accepted_tokens"),
                          spec.get("verify_steps"))
-    r.update({"completion_tokens": ct, "ttft_ms": ttft, "e2e_ms": e2e, "decode_tok_s": dec,
+    r.update({"prompt_tokens": ln.get("usage", {}).get("prompt_tokens"),
+              "completion_tokens": ct, "ttft_ms": ttft, "e2e_ms": e2e, "decode_tok_s": dec,
               "finish_reason": ln.get("finish_reason"), "token_ids": ln.get("token_ids"),
               "draft_tokens": draft, "accepted_tokens": acc, "verify_steps": steps,
               "acceptance": ratio(acc, draft), "mean_accepted_len": ratio(acc, steps)})

@@ -210,7 +210,8 @@ def stream_chat(port, model_name, prompt, sampling, timeout):
     else:
         ct = n_chunks
     span = (last - first) if first is not None else None
-    rec.update({"completion_tokens": ct, "content_chunks": n_chunks, "finish_reason": finish,
+    rec.update({"prompt_tokens": (usage or {}).get("prompt_tokens"),
+                "completion_tokens": ct, "content_chunks": n_chunks, "finish_reason": finish,
                 "ttft_ms": 1e3 * (first - t0) if first is not None else None,
                 "e2e_ms": 1e3 * (time.perf_counter() - t0),
                 "decode_tok_s": (ct - 1) / span if span and ct and ct > 1 else None,
