@@ -79,12 +79,12 @@ struct EngineSection {
 
 struct SpeculativeSection {
   SpeculativeMethod method = SpeculativeMethod::kNone;
-  int num_tokens = 4;             // drafts per request and step (k)
-  int ngram_min = 1;              // shortest suffix the n-gram lookup matches
-  int ngram_max = 4;              // longest suffix it tries first
-  std::string draft_model;        // method draft: GGUF file or HF directory, same vocabulary
-  int max_running_requests = 8;   // above this many running requests a step drafts nothing
-  double draft_token_cost = -1;   // one draft's cost / a decode step's; -1 = measured
+  int num_tokens = 4;            // drafts per request and step (k)
+  int ngram_min = 1;             // shortest suffix the n-gram lookup matches
+  int ngram_max = 4;             // longest suffix it tries first
+  std::string draft_model;       // method draft: GGUF file or HF directory, same vocabulary
+  int max_running_requests = 8;  // above this many running requests a step drafts nothing
+  double draft_token_cost = -1;  // one draft's cost / a decode step's; -1 = measured
 };
 
 struct LoggingSection {

@@ -321,13 +321,13 @@ std::vector<ConfigKey> build_table() {
                        {"cuda-graphs"}));
   // speculative
   using PS = SpeculativeSection;
-  t.push_back(enum_key("speculative", "method", &C::speculative, &PS::method,
-                       {SpeculativeMethod::kNone, SpeculativeMethod::kNgram,
-                        SpeculativeMethod::kDraft},
-                       "Speculative decoding: none, ngram (drafts copied from earlier in the "
-                       "prompt and output) or draft (a small model with the same vocabulary). "
-                       "The output is the same token for token as without it.",
-                       {"speculative-method"}));
+  t.push_back(
+      enum_key("speculative", "method", &C::speculative, &PS::method,
+               {SpeculativeMethod::kNone, SpeculativeMethod::kNgram, SpeculativeMethod::kDraft},
+               "Speculative decoding: none, ngram (drafts copied from earlier in the "
+               "prompt and output) or draft (a small model with the same vocabulary). "
+               "The output is the same token for token as without it.",
+               {"speculative-method"}));
   t.push_back(int_key("speculative", "num_tokens", &C::speculative, &PS::num_tokens, 1, 32,
                       "Drafts proposed per request and step, all checked in one forward pass.",
                       {"num-speculative-tokens"}));
@@ -411,7 +411,8 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const std::vector<std::string_view>& config_sections() {
-  static const std::vector<std::string_view> kSections = {"server", "model", "engine", "speculative", "logging"};
+  static const std::vector<std::string_view> kSections = {"server", "model", "engine",
+                                                          "speculative", "logging"};
   return kSections;
 }
 

@@ -64,7 +64,7 @@ struct ActiveRequest {
     return n;
   }
   Usage usage() const {
-    return {num_prompt_tokens, completion_tokens(), std::max(num_cached_prompt_tokens, 0),
+    return {num_prompt_tokens, completion_tokens(),   std::max(num_cached_prompt_tokens, 0),
             draft_tokens,      accepted_draft_tokens, verify_steps};
   }
   bool done() const { return num_finished == static_cast<int32_t>(samples.size()); }

@@ -75,9 +75,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
   // A request verifying k drafts samples k + 1 rows, each its own decode row in the batch.
-  const int64_t rows_per_seq = options.speculative.enabled() ? options.speculative.num_tokens + 1 : 1;
-  const int64_t max_rows =
-      std::min<int64_t>(int64_t{options.max_num_seqs} * rows_per_seq, options.max_num_batched_tokens);
+  const int64_t rows_per_seq =
+      options.speculative.enabled() ? options.speculative.num_tokens + 1 : 1;
+  const int64_t max_rows = std::min<int64_t>(int64_t{options.max_num_seqs} * rows_per_seq,
+                                             options.max_num_batched_tokens);
   ro.max_samples_per_step = std::max<int64_t>(max_rows, options.max_num_seqs);
   ro.use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_backend_available());
   ro.gpu_memory_utilization = options.gpu_memory_utilization;
@@ -145,10 +146,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       options.model_path, runner->backend(), ro.num_threads, options.cpu_matmul_precision,
       max_model_len, options.max_num_seqs, options.max_num_batched_tokens,
       options.enable_prefix_caching ? "on" : "off", options.enable_chunked_prefill ? "on" : "off");
-  return std::unique_ptr<Engine>(new LlmEngine(options, std::move(tokenizer),
-                                               std::move(chat_template), std::move(runner),
-                                               std::move(scheduler), max_model_len,
-                                               std::move(speculation)));
+  return std::unique_ptr<Engine>(
+      new LlmEngine(options, std::move(tokenizer), std::move(chat_template), std::move(runner),
+                    std::move(scheduler), max_model_len, std::move(speculation)));
 }
 
 }  // namespace llmserve

@@ -15,17 +15,17 @@ struct EngineStats {
   // gauges
   int64_t requests_running = 0;
   int64_t requests_waiting = 0;
-  int64_t kv_blocks_total = 0;        // usable blocks (null block excluded)
-  int64_t kv_blocks_free = 0;         // free or cached-evictable
-  double kv_cache_usage_ratio = 0;    // blocks held by requests / total
+  int64_t kv_blocks_total = 0;      // usable blocks (null block excluded)
+  int64_t kv_blocks_free = 0;       // free or cached-evictable
+  double kv_cache_usage_ratio = 0;  // blocks held by requests / total
   int64_t waiting_prompt_tokens = 0;
   // counters
-  uint64_t steps = 0;                 // engine steps run (readiness watchdog)
+  uint64_t steps = 0;  // engine steps run (readiness watchdog)
   uint64_t prompt_tokens = 0;
   uint64_t generation_tokens = 0;
   uint64_t preemptions = 0;
-  uint64_t prefix_cache_queries = 0;  // tokens looked up
-  uint64_t prefix_cache_hits = 0;     // tokens found
+  uint64_t prefix_cache_queries = 0;             // tokens looked up
+  uint64_t prefix_cache_hits = 0;                // tokens found
   std::array<uint64_t, 6> finished_by_reason{};  // indexed by FinishReason
   // Speculative decoding: checks (a request with drafts in a step), drafts verified, drafts
   // accepted, and accepted drafts by position (index 0 = the first draft of a check).
@@ -33,9 +33,9 @@ struct EngineStats {
   uint64_t spec_num_draft_tokens = 0;
   uint64_t spec_num_accepted_tokens = 0;
   std::vector<uint64_t> spec_accepted_per_position;  // [speculative.num_tokens]; empty when off
-  int64_t spec_draft_blocks_held = 0;                 // the draft model's own KV cache
+  int64_t spec_draft_blocks_held = 0;                // the draft model's own KV cache
   bool has_pending_work = false;
-  int64_t last_step_age_ms = 0;       // since the last step finished (or since start)
+  int64_t last_step_age_ms = 0;  // since the last step finished (or since start)
 };
 
 // Histograms (seconds unless noted), observed on the engine thread.

@@ -14,10 +14,10 @@
 namespace llmserve {
 
 struct GenerateRequest {
-  std::string external_id;                   // client-visible id ("cmpl-..."); may be empty
-  std::vector<int32_t> prompt_token_ids;     // non-empty; ids < vocab size
+  std::string external_id;                // client-visible id ("cmpl-..."); may be empty
+  std::vector<int32_t> prompt_token_ids;  // non-empty; ids < vocab size
   SamplingParams params;
-  int32_t priority = 0;                      // lower value is served first
+  int32_t priority = 0;                                           // lower value is served first
   std::optional<std::chrono::steady_clock::time_point> deadline;  // finish reason kTimeout after
 };
 
@@ -31,8 +31,8 @@ struct TopLogprob {
 
 struct TokenLogprob {
   int32_t token_id;
-  float logprob;                  // of the chosen token, after temperature/penalties (vLLM: raw)
-  std::vector<TopLogprob> top;    // the N most likely, descending
+  float logprob;                // of the chosen token, after temperature/penalties (vLLM: raw)
+  std::vector<TopLogprob> top;  // the N most likely, descending
 };
 
 struct Usage {
@@ -49,14 +49,14 @@ struct Usage {
 // One message on a RequestStream: the tokens and text one sample produced since the last one.
 struct StepOutput {
   uint64_t request_id = 0;
-  int32_t index = 0;                    // which of the n samples
-  std::vector<int32_t> token_ids;       // new tokens
-  std::string text;                     // new text (complete UTF-8; stop strings held back)
-  std::vector<TokenLogprob> logprobs;   // one per new token when requested
+  int32_t index = 0;                          // which of the n samples
+  std::vector<int32_t> token_ids;             // new tokens
+  std::string text;                           // new text (complete UTF-8; stop strings held back)
+  std::vector<TokenLogprob> logprobs;         // one per new token when requested
   FinishReason finish = FinishReason::kNone;  // set on the sample's last message
-  std::string stop_reason;              // the matched stop string, or the stop token id as text
-  Status error;                         // set with FinishReason::kError
-  Usage usage;                          // filled on every message: the request's totals so far
+  std::string stop_reason;  // the matched stop string, or the stop token id as text
+  Status error;             // set with FinishReason::kError
+  Usage usage;              // filled on every message: the request's totals so far
 };
 
 }  // namespace llmserve

@@ -48,8 +48,9 @@ void StepLoop::propose_drafts() {
     if (ref.slot->finished()) continue;
     const Request* r = scheduler_->find(seq);
     if (r == nullptr || r->status != RequestStatus::kRunning || !r->is_decoding()) continue;
-    const int32_t room = std::min({spec_.config.num_tokens, r->max_tokens - r->num_output_tokens() - 1,
-                                   max_model_len - r->num_tokens() - 1});
+    const int32_t room =
+        std::min({spec_.config.num_tokens, r->max_tokens - r->num_output_tokens() - 1,
+                  max_model_len - r->num_tokens() - 1});
     const int32_t want = ref.slot->draft_gate.num_drafts(room);
     if (want > 0) draft_requests_.push_back({seq, ref.slot->tokens, want});
   }
@@ -59,7 +60,8 @@ void StepLoop::propose_drafts() {
             [](const DraftRequest& a, const DraftRequest& b) { return a.seq_id < b.seq_id; });
   if (!spec_.proposer->propose(draft_requests_, drafts_).is_ok()) return;  // no drafts this step
   for (size_t i = 0; i < draft_requests_.size() && i < drafts_.size(); ++i) {
-    if (!drafts_[i].empty()) (void)scheduler_->set_draft_tokens(draft_requests_[i].seq_id, drafts_[i]);
+    if (!drafts_[i].empty())
+      (void)scheduler_->set_draft_tokens(draft_requests_[i].seq_id, drafts_[i]);
   }
 }
 

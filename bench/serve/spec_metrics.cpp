@@ -30,8 +30,8 @@ std::optional<SpecCounters> parse_spec_counters(const std::string& text) {
   while (std::getline(in, line)) {
     found += read_counter(line, "llmserve_spec_decode_num_drafts_total", c.drafts);
     found += read_counter(line, "llmserve_spec_decode_num_draft_tokens_total", c.draft_tokens);
-    found += read_counter(line, "llmserve_spec_decode_num_accepted_tokens_total",
-                          c.accepted_tokens);
+    found +=
+        read_counter(line, "llmserve_spec_decode_num_accepted_tokens_total", c.accepted_tokens);
   }
   if (found < 3) return std::nullopt;
   return c;

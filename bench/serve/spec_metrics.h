@@ -22,8 +22,8 @@ std::optional<SpecCounters> scrape_spec_counters(const HttpTarget& target);
 
 struct SpecSummary {
   double draft_tokens = 0, accepted_tokens = 0;
-  double acceptance_rate = 0;         // accepted / drafted
-  double mean_accepted_length = 0;    // accepted per check
+  double acceptance_rate = 0;       // accepted / drafted
+  double mean_accepted_length = 0;  // accepted per check
 };
 // after - before; nullopt when nothing was drafted.
 std::optional<SpecSummary> summarize_spec(const SpecCounters& before, const SpecCounters& after);

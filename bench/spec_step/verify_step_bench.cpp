@@ -1,7 +1,7 @@
-// LLMSERVE_BENCH_MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf build/bench/spec_step/bench_verify_step
-// Args: {context tokens, new tokens (1 = plain decode), 1 = decode rows / 0 = one prefill query}.
-// The prefill variant returns only its last row's logits (a lower bound on its cost: a check
-// needs all rows' logits).
+// LLMSERVE_BENCH_MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+// build/bench/spec_step/bench_verify_step Args: {context tokens, new tokens (1 = plain decode), 1 =
+// decode rows / 0 = one prefill query}. The prefill variant returns only its last row's logits (a
+// lower bound on its cost: a check needs all rows' logits).
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

@@ -37,9 +37,9 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
         static_cast<size_t>(e.num_computed) + static_cast<size_t>(e.num_new) > known) {
       return invalid_argument("batch builder: entry new tokens out of range");
     }
-    if (!e.drafts.empty() && (!e.sample || static_cast<size_t>(e.num_computed) + 1 !=
-                                               e.tokens.size() ||
-                              static_cast<size_t>(e.num_new) != e.drafts.size() + 1)) {
+    if (!e.drafts.empty() &&
+        (!e.sample || static_cast<size_t>(e.num_computed) + 1 != e.tokens.size() ||
+         static_cast<size_t>(e.num_new) != e.drafts.size() + 1)) {
       return invalid_argument(
           "batch builder: an entry with drafts must sample and run its last token and drafts");
     }

@@ -1,6 +1,5 @@
 #include "engine/runner/model_runner.h"
 
-
 #include <algorithm>
 #include <chrono>
 #include <climits>

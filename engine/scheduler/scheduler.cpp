@@ -113,9 +113,9 @@ void Scheduler::emit(Request& request, int32_t num_new_tokens, bool is_new) {
   s.num_new_tokens = num_new_tokens;
   s.block_table = kv_.block_table(request);
   if (request.is_decoding()) s.draft_tokens = request.draft_token_ids;
-  s.sample = request.num_computed_tokens + num_new_tokens - s.num_draft_tokens() ==
-                 request.num_tokens() &&
-             request.max_tokens > 0;
+  s.sample =
+      request.num_computed_tokens + num_new_tokens - s.num_draft_tokens() == request.num_tokens() &&
+      request.max_tokens > 0;
   s.is_new = is_new;
   output_.scheduled.push_back(s);
   auto& st = output_.stats;
@@ -168,9 +168,9 @@ void Scheduler::schedule_running(int32_t& budget) {
     int32_t num_new;
     if (r.is_decoding()) {
       --pending_decodes;
-      const int32_t room = std::min({budget - 1 - pending_decodes,
-                                     r.max_tokens - r.num_output_tokens() - 1,
-                                     config_.max_model_len - r.num_tokens() - 1});
+      const int32_t room =
+          std::min({budget - 1 - pending_decodes, r.max_tokens - r.num_output_tokens() - 1,
+                    config_.max_model_len - r.num_tokens() - 1});
       if (static_cast<int32_t>(r.draft_token_ids.size()) > room) {
         r.draft_token_ids.resize(static_cast<size_t>(std::max(room, 0)));
       }

@@ -17,10 +17,9 @@ Result<std::unique_ptr<Proposer>> make_proposer(const SpecConfig& config,
       return std::unique_ptr<Proposer>(new NgramProposer(config.ngram_min, config.ngram_max));
     case SpecMethod::kDraft: {
       LLMSERVE_ASSIGN_OR_RETURN(
-          auto draft, DraftModelProposer::create(config.draft_model, target_tokenizer,
-                                                 target_options,
-                                                 target.num_blocks() * target.block_size(),
-                                                 config.num_tokens));
+          auto draft,
+          DraftModelProposer::create(config.draft_model, target_tokenizer, target_options,
+                                     target.num_blocks() * target.block_size(), config.num_tokens));
       return std::unique_ptr<Proposer>(std::move(draft));
     }
   }

@@ -12,9 +12,9 @@ enum class SpecMethod : uint8_t { kNone, kNgram, kDraft };
 
 struct SpecConfig {
   SpecMethod method = SpecMethod::kNone;
-  int32_t num_tokens = 4;  // drafts proposed per request and step (k)
-  int32_t ngram_min = 1;   // shortest suffix the n-gram proposer matches
-  int32_t ngram_max = 4;   // longest suffix it tries first
+  int32_t num_tokens = 4;   // drafts proposed per request and step (k)
+  int32_t ngram_min = 1;    // shortest suffix the n-gram proposer matches
+  int32_t ngram_max = 4;    // longest suffix it tries first
   std::string draft_model;  // method draft: .gguf file or HF directory
   // Above this many running requests a step drafts nothing (large batches are compute-bound).
   int32_t max_running_requests = 8;

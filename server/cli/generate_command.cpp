@@ -105,7 +105,8 @@ int run_through_engine(const GenerateOptions& o) {
   std::cout << result.value("text", "") << "\n" << std::flush;
   const int generated = result["usage"].value("completion_tokens", 0);
   const double ttft = result.value("ttft_ms", 0.0), e2e = result.value("e2e_ms", 0.0);
-  const double decode_tps = generated > 1 && e2e > ttft ? 1000.0 * (generated - 1) / (e2e - ttft) : 0;
+  const double decode_tps =
+      generated > 1 && e2e > ttft ? 1000.0 * (generated - 1) / (e2e - ttft) : 0;
   char text[256];
   std::snprintf(text, sizeof text,
                 "stats: prompt %d tok, generated %d tok, ttft %.1f ms, decode %.1f tok/s",

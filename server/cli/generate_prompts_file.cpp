@@ -260,16 +260,16 @@ int run_prompts_file(Engine& engine, std::istream& in, std::ostream& out, bool s
 std::string spec_stats_line(const EngineStats& s) {
   if (s.spec_num_drafts == 0) return "";
   char line[256];
-  std::snprintf(line, sizeof line,
-                "speculative: %llu checks, %llu drafts, %llu accepted (acceptance rate %.3f, "
-                "mean accepted length %.2f)",
-                static_cast<unsigned long long>(s.spec_num_drafts),
-                static_cast<unsigned long long>(s.spec_num_draft_tokens),
-                static_cast<unsigned long long>(s.spec_num_accepted_tokens),
-                static_cast<double>(s.spec_num_accepted_tokens) /
-                    static_cast<double>(std::max<uint64_t>(s.spec_num_draft_tokens, 1)),
-                static_cast<double>(s.spec_num_accepted_tokens) /
-                    static_cast<double>(s.spec_num_drafts));
+  std::snprintf(
+      line, sizeof line,
+      "speculative: %llu checks, %llu drafts, %llu accepted (acceptance rate %.3f, "
+      "mean accepted length %.2f)",
+      static_cast<unsigned long long>(s.spec_num_drafts),
+      static_cast<unsigned long long>(s.spec_num_draft_tokens),
+      static_cast<unsigned long long>(s.spec_num_accepted_tokens),
+      static_cast<double>(s.spec_num_accepted_tokens) /
+          static_cast<double>(std::max<uint64_t>(s.spec_num_draft_tokens, 1)),
+      static_cast<double>(s.spec_num_accepted_tokens) / static_cast<double>(s.spec_num_drafts));
   return line;
 }
 

@@ -50,7 +50,8 @@ std::vector<SampleRow> chain(const SamplingParams& p, SamplingState& st,
   std::vector<SampleRow> rows;
   for (size_t j = 0; j < ref.size(); ++j) {
     int32_t draft = -1;
-    if (j + 1 < ref.size()) draft = static_cast<int32_t>(j) == wrong ? (ref[j] + 1) % kVocab : ref[j];
+    if (j + 1 < ref.size())
+      draft = static_cast<int32_t>(j) == wrong ? (ref[j] + 1) % kVocab : ref[j];
     rows.push_back({nullptr, &p, &st, draft});
   }
   return rows;
@@ -126,8 +127,10 @@ TEST(DraftChainsTest, ChainsOfDifferentSamplesAreIndependent) {
   }
   SamplingState a = fresh(p), b = fresh(p), c = fresh(p);
   // a: 2 rows with a wrong draft; b: one plain row; c: one plain row.
-  const std::vector<SampleRow> rows = {
-      {nullptr, &p, &a, kVocab + 5}, {nullptr, &p, &a, -1}, {nullptr, &p, &b, -1}, {nullptr, &p, &c, -1}};
+  const std::vector<SampleRow> rows = {{nullptr, &p, &a, kVocab + 5},
+                                       {nullptr, &p, &a, -1},
+                                       {nullptr, &p, &b, -1},
+                                       {nullptr, &p, &c, -1}};
   Sampler sampler(kVocab, {});
   const auto out = sample_chains(sampler, logits, rows);
   EXPECT_GE(out[0].token_id, 0);

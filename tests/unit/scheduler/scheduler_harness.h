@@ -49,9 +49,9 @@ inline std::vector<int32_t> tokens(int32_t n, int32_t seed) {
 struct Tracked {
   std::vector<int32_t> prompt;
   int32_t max_tokens = 0;
-  int32_t prefill_tokens = 0;  // scheduled while not decoding
-  int32_t decode_tokens = 0;   // decode steps
-  int32_t draft_tokens = 0;    // drafts scheduled
+  int32_t prefill_tokens = 0;   // scheduled while not decoding
+  int32_t decode_tokens = 0;    // decode steps
+  int32_t draft_tokens = 0;     // drafts scheduled
   int32_t accepted_tokens = 0;  // drafts accepted
   int32_t preemptions = 0;
   int32_t cached_tokens = -1;

@@ -17,7 +17,8 @@ EngineOptions spec_options(SpecMethod method) {
   o.speculative.method = method;
   o.speculative.num_tokens = 4;
   o.speculative.max_running_requests = 64;
-  o.speculative.draft_token_cost = 0;  // draft every step: the most checks to verify  // draft in full batches too
+  o.speculative.draft_token_cost =
+      0;  // draft every step: the most checks to verify  // draft in full batches too
   if (method == SpecMethod::kDraft) o.speculative.draft_model = o.model_path;
   return o;
 }
@@ -72,7 +73,8 @@ std::vector<Collected> run_batched(SpecMethod method, EngineStats* stats = nullp
 class SpecIdentity : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (test_model() != nullptr) reference_ = new std::vector<Collected>(run_batched(SpecMethod::kNone));
+    if (test_model() != nullptr)
+      reference_ = new std::vector<Collected>(run_batched(SpecMethod::kNone));
   }
   static void TearDownTestSuite() {
     delete reference_;
@@ -87,7 +89,8 @@ TEST_F(SpecIdentity, NgramBatchedEqualsOff) {
   EngineStats stats;
   const std::vector<Collected> got = run_batched(SpecMethod::kNgram, &stats);
   ASSERT_EQ(got.size(), reference_->size());
-  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], (*reference_)[i], "request " + std::to_string(i));
+  for (size_t i = 0; i < got.size(); ++i)
+    expect_same(got[i], (*reference_)[i], "request " + std::to_string(i));
   // Speculation really ran, with some drafts accepted and some rejected.
   EXPECT_GT(stats.spec_num_drafts, 100u);
   EXPECT_GT(stats.spec_num_accepted_tokens, 0u);
@@ -102,7 +105,8 @@ TEST_F(SpecIdentity, DraftModelBatchedEqualsOff) {
   EngineStats stats;
   const std::vector<Collected> got = run_batched(SpecMethod::kDraft, &stats);
   ASSERT_EQ(got.size(), reference_->size());
-  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], (*reference_)[i], "request " + std::to_string(i));
+  for (size_t i = 0; i < got.size(); ++i)
+    expect_same(got[i], (*reference_)[i], "request " + std::to_string(i));
   EXPECT_GT(stats.spec_num_drafts, 100u);
   EXPECT_GT(stats.spec_num_accepted_tokens, 0u);
 }

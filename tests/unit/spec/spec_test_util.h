@@ -35,8 +35,8 @@ inline std::vector<std::vector<int32_t>> grounded_prompts(const Tokenizer& tok) 
   };
   std::vector<std::vector<int32_t>> out;
   for (const char* task : kTasks) {
-    const std::string text = std::string("<|im_start|>user\n") + task +
-                             "<|im_end|>\n<|im_start|>assistant\n";
+    const std::string text =
+        std::string("<|im_start|>user\n") + task + "<|im_end|>\n<|im_start|>assistant\n";
     out.push_back(tok.encode(text, false, true));
   }
   return out;

@@ -20,8 +20,7 @@ struct Tensor {
   std::vector<float> data;
 };
 
-Tensor random_tensor(std::string name, std::vector<int64_t> shape, std::mt19937& rng,
-                     float scale) {
+Tensor random_tensor(std::string name, std::vector<int64_t> shape, std::mt19937& rng, float scale) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::normal_distribution<float> dist(0.0f, scale);
@@ -39,7 +38,8 @@ void write_safetensors(const std::string& path, const std::vector<Tensor>& tenso
   size_t offset = 0;
   for (const Tensor& t : tensors) {
     const size_t bytes = t.data.size() * sizeof(float);
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+    header[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string h = header.dump();
@@ -84,10 +84,14 @@ void write_tiny_draft(const std::string& dir, const TokenizerSpec& spec, int cha
     const std::string p = "model.layers." + std::to_string(l) + ".";
     t.push_back(ones(p + "input_layernorm.weight", kHidden));
     t.push_back(ones(p + "post_attention_layernorm.weight", kHidden));
-    t.push_back(random_tensor(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, rng, 0.2f));
-    t.push_back(random_tensor(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, 0.2f));
-    t.push_back(random_tensor(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, 0.2f));
-    t.push_back(random_tensor(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, rng, 0.2f));
+    t.push_back(
+        random_tensor(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, rng, 0.2f));
+    t.push_back(
+        random_tensor(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, 0.2f));
+    t.push_back(
+        random_tensor(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, rng, 0.2f));
+    t.push_back(
+        random_tensor(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, rng, 0.2f));
     t.push_back(random_tensor(p + "mlp.gate_proj.weight", {kFfn, kHidden}, rng, 0.2f));
     t.push_back(random_tensor(p + "mlp.up_proj.weight", {kFfn, kHidden}, rng, 0.2f));
     t.push_back(random_tensor(p + "mlp.down_proj.weight", {kHidden, kFfn}, rng, 0.2f));
