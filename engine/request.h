@@ -3,6 +3,7 @@
 // positions [0, num_computed_tokens) have their K/V in the request's KV blocks.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -70,6 +71,11 @@ struct Request {
                                      : output_token_ids[pos - num_prompt_tokens()];
   }
   bool is_finished() const { return status == RequestStatus::kFinished; }
+  // Drafts a check may verify without passing max_tokens or max_model_len (all accepted plus
+  // the sampled token); may be <= 0.
+  int32_t draft_room(int32_t max_model_len) const {
+    return std::min(max_tokens - num_output_tokens(), max_model_len - num_tokens()) - 1;
+  }
   // Tokens whose K/V must still be computed before the next token can be sampled.
   int32_t num_uncomputed_tokens() const { return num_tokens() - num_computed_tokens; }
   // Decoding: one token left to compute and it is a sampled one.

@@ -48,9 +48,7 @@ void StepLoop::propose_drafts() {
     if (ref.slot->finished()) continue;
     const Request* r = scheduler_->find(seq);
     if (r == nullptr || r->status != RequestStatus::kRunning || !r->is_decoding()) continue;
-    const int32_t room =
-        std::min({spec_.config.num_tokens, r->max_tokens - r->num_output_tokens() - 1,
-                  max_model_len - r->num_tokens() - 1});
+    const int32_t room = std::min(spec_.config.num_tokens, r->draft_room(max_model_len));
     const int32_t want = ref.slot->draft_gate.num_drafts(room);
     if (want > 0) draft_requests_.push_back({seq, ref.slot->tokens, want});
   }

@@ -169,8 +169,7 @@ void Scheduler::schedule_running(int32_t& budget) {
     if (r.is_decoding()) {
       --pending_decodes;
       const int32_t room =
-          std::min({budget - 1 - pending_decodes, r.max_tokens - r.num_output_tokens() - 1,
-                    config_.max_model_len - r.num_tokens() - 1});
+          std::min(budget - 1 - pending_decodes, r.draft_room(config_.max_model_len));
       if (static_cast<int32_t>(r.draft_token_ids.size()) > room) {
         r.draft_token_ids.resize(static_cast<size_t>(std::max(room, 0)));
       }
