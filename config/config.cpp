@@ -25,7 +25,17 @@ std::string_view to_string(CpuMatmulPrecision v) {
 }
 
 std::string_view to_string(KvCacheDtype v) {
-  return v == KvCacheDtype::kF32 ? "f32" : "f16";
+  switch (v) {
+    case KvCacheDtype::kF32:
+      return "f32";
+    case KvCacheDtype::kInt8:
+      return "int8";
+    case KvCacheDtype::kFp8:
+      return "fp8";
+    case KvCacheDtype::kF16:
+      break;
+  }
+  return "f16";
 }
 
 std::string_view to_string(DeviceKind v) {

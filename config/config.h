@@ -17,7 +17,7 @@ enum class DeviceKind { kAuto, kCpu, kCuda };
 // CPU matmul activations: q8x2 = two 8-bit passes (~16 bits, matches f32), q8 = one pass.
 enum class CpuMatmulPrecision { kQ8x2, kQ8 };
 // Element type of the KV cache: f16 halves its memory and the bytes attention reads per token.
-enum class KvCacheDtype { kF16, kF32 };
+enum class KvCacheDtype { kF16, kF32, kInt8, kFp8 };
 // Speculative decoding proposer: none, n-gram prompt lookup, or a draft model.
 enum class SpeculativeMethod { kNone, kNgram, kDraft };
 enum class LogLevel { kTrace, kDebug, kInfo, kWarn, kError };

@@ -285,11 +285,13 @@ std::vector<ConfigKey> build_table() {
   t.push_back(size_key("engine", "kv_cache_bytes", &C::engine, &ES::kv_cache_bytes, MiB, 64 * TiB,
                        "KV-cache memory on the CPU backend, bytes (units allowed).",
                        {"kv-cache-bytes"}));
-  t.push_back(enum_key("engine", "kv_cache_dtype", &C::engine, &ES::kv_cache_dtype,
-                       {KvCacheDtype::kF16, KvCacheDtype::kF32},
-                       "Element type of the KV cache: f16 (half the memory and attention reads; "
-                       "the CUDA backend's only type) or f32 (CPU only).",
-                       {"kv-cache-dtype"}));
+  t.push_back(
+      enum_key("engine", "kv_cache_dtype", &C::engine, &ES::kv_cache_dtype,
+               {KvCacheDtype::kF16, KvCacheDtype::kF32, KvCacheDtype::kInt8, KvCacheDtype::kFp8},
+               "Element type of the KV cache: f16 (bf16 on CUDA), f32 (CPU only), int8 "
+               "(CPU and CUDA: about half the bytes of f16, one f16 scale per token and "
+               "KV head) or fp8 (e4m3 with the same scales, CUDA only).",
+               {"kv-cache-dtype"}));
   t.push_back(double_key("engine", "gpu_memory_utilization", &C::engine,
                          &ES::gpu_memory_utilization, 0, 1, true,
                          "Fraction of GPU memory the engine may use (weights + activations + "

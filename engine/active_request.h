@@ -57,6 +57,10 @@ struct ActiveRequest {
   int32_t num_cached_prompt_tokens = -1;  // prefix-cache hit of sample 0 at admission
   bool stream_failed = false;             // the reader cancelled or the buffer overflowed
   int32_t draft_tokens = 0, accepted_draft_tokens = 0, verify_steps = 0;  // speculation
+  // params.prompt_logprobs >= 0: prompt positions 1.. scored so far (by sample 0's prefill), sent
+  // with sample 0's first message.
+  std::vector<TokenLogprob> prompt_logprobs;
+  bool prompt_logprobs_sent = false;
 
   int32_t completion_tokens() const {
     int32_t n = 0;

@@ -23,7 +23,7 @@ struct EngineOptions {
   std::string device = "auto";                // auto | cpu | cuda
   int32_t threads = 0;                        // CPU threads, 0 = all cores
   std::string cpu_matmul_precision = "q8x2";  // q8x2 | q8 (kernels/act_precision.h)
-  std::string kv_cache_dtype = "f16";         // f16 | f32 (f32: CPU only)
+  std::string kv_cache_dtype = "f16";         // f16 | f32 (CPU) | int8 | fp8 (CUDA)
   uint64_t kv_cache_bytes = 256ull << 20;     // CPU KV budget
   double gpu_memory_utilization = 0.9;
   bool cuda_graphs = true;  // CUDA: capture pure-decode steps
@@ -33,6 +33,8 @@ struct EngineOptions {
   int32_t max_model_len = 0;  // 0 = the model's context length
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
+  // Prompt tokens scored (prompt logprobs, echo) per step at most: the logits rows kept for them.
+  int32_t max_scored_tokens_per_step = 256;
   uint64_t seed = 0;                    // server seed for requests without one
   int32_t max_waiting_requests = 1024;  // submit() rejects beyond (RESOURCE_EXHAUSTED)
   int64_t max_waiting_tokens = 1 << 20;

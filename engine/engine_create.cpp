@@ -30,15 +30,18 @@ Status check_options(const EngineOptions& o) {
         "engine.device is cuda but no CUDA device is usable (no GPU or driver, or a binary built "
         "without CUDA); use engine.device auto or cpu");
   }
-  if (o.kv_cache_dtype != "f16" && o.kv_cache_dtype != "f32") {
-    return invalid_argument("engine: kv_cache_dtype must be f16 or f32, got '" + o.kv_cache_dtype +
-                            "'");
+  if (!kernels::parse_kv_dtype(o.kv_cache_dtype)) {
+    return invalid_argument("engine: kv_cache_dtype must be f16, f32, int8 or fp8, got '" +
+                            o.kv_cache_dtype + "'");
   }
   if (o.block_size < 1) return invalid_argument("engine: block_size must be >= 1");
   if (o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     return invalid_argument("engine: max_num_seqs and max_num_batched_tokens must be >= 1");
   }
   if (o.max_model_len < 0) return invalid_argument("engine: max_model_len must be >= 0");
+  if (o.max_scored_tokens_per_step < 1) {
+    return invalid_argument("engine: max_scored_tokens_per_step must be >= 1");
+  }
   return o.speculative.validate();
 }
 
@@ -69,8 +72,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                             options.cpu_matmul_precision + "'");
   }
   ro.matmul_precision = *precision;
-  ro.kv_cache_dtype =
-      options.kv_cache_dtype == "f32" ? kernels::KvDtype::kF32 : kernels::KvDtype::kF16;
+  ro.kv_cache_dtype = *kernels::parse_kv_dtype(options.kv_cache_dtype);
   ro.kv_cache_bytes = options.kv_cache_bytes;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
@@ -79,7 +81,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       options.speculative.enabled() ? options.speculative.num_tokens + 1 : 1;
   const int64_t max_rows = std::min<int64_t>(int64_t{options.max_num_seqs} * rows_per_seq,
                                              options.max_num_batched_tokens);
-  ro.max_samples_per_step = std::max<int64_t>(max_rows, options.max_num_seqs);
+  // Scored prompt rows (prompt logprobs) come on top of the sampled ones.
+  ro.max_samples_per_step =
+      std::max<int64_t>(max_rows, options.max_num_seqs) + options.max_scored_tokens_per_step;
   ro.use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_backend_available());
   ro.gpu_memory_utilization = options.gpu_memory_utilization;
   ro.max_num_seqs = static_cast<int>(std::max<int64_t>(max_rows, options.max_num_seqs));
@@ -98,19 +102,19 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   LLMSERVE_ASSIGN_OR_RETURN(speculation.proposer,
                             make_proposer(options.speculative, *tokenizer, *runner, ro));
 
-  const uint64_t per_token = cfg.kv_bytes_per_token(runner->kv_bytes_per_element());
+  const uint64_t per_token = cfg.kv_bytes_per_token(runner->kv_dtype());
   const auto num_blocks = static_cast<int32_t>(std::min<int64_t>(runner->num_blocks(), INT32_MAX));
   if (num_blocks < 2) {
     return invalid_argument(
         "engine: kv_cache_bytes " +
         std::to_string(ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes) +
         " holds " + std::to_string(num_blocks) + " KV blocks; at least 2 are needed (" +
-        cfg.kv_bytes_formula(runner->kv_bytes_per_element()) + ")");
+        cfg.kv_bytes_formula(runner->kv_dtype()) + ")");
   }
   spdlog::info(
       "KV cache: {}; block of {} tokens = {} bytes; budget {} bytes / {} = {} blocks "
       "(1 reserved) = {} tokens",
-      cfg.kv_bytes_formula(runner->kv_bytes_per_element()), options.block_size,
+      cfg.kv_bytes_formula(runner->kv_dtype()), options.block_size,
       per_token * static_cast<uint64_t>(options.block_size),
       ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes,
       per_token * static_cast<uint64_t>(options.block_size), num_blocks,
@@ -121,6 +125,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sc.max_num_seqs = options.max_num_seqs;
   sc.max_model_len = max_model_len;
   sc.enable_chunked_prefill = options.enable_chunked_prefill;
+  sc.max_scored_tokens_per_step = options.max_scored_tokens_per_step;
   LLMSERVE_ASSIGN_OR_RETURN(auto scheduler,
                             Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
                                                                  options.enable_prefix_caching)));

@@ -17,6 +17,8 @@ struct EngineStats {
   int64_t requests_waiting = 0;
   int64_t kv_blocks_total = 0;      // usable blocks (null block excluded)
   int64_t kv_blocks_free = 0;       // free or cached-evictable
+  int64_t kv_capacity_tokens = 0;   // usable blocks x block_size
+  uint64_t kv_bytes_per_token = 0;  // K + V of all layers, int8 / fp8 scales included
   double kv_cache_usage_ratio = 0;  // blocks held by requests / total
   int64_t waiting_prompt_tokens = 0;
   // counters

@@ -33,6 +33,7 @@ struct TokenLogprob {
   int32_t token_id;
   float logprob;                // of the chosen token, after temperature/penalties (vLLM: raw)
   std::vector<TopLogprob> top;  // the N most likely, descending
+  int32_t rank = 0;             // prompt logprobs: 1 + ids with a higher logit; 0 = not computed
 };
 
 struct Usage {
@@ -49,10 +50,13 @@ struct Usage {
 // One message on a RequestStream: the tokens and text one sample produced since the last one.
 struct StepOutput {
   uint64_t request_id = 0;
-  int32_t index = 0;                          // which of the n samples
-  std::vector<int32_t> token_ids;             // new tokens
-  std::string text;                           // new text (complete UTF-8; stop strings held back)
-  std::vector<TokenLogprob> logprobs;         // one per new token when requested
+  int32_t index = 0;                   // which of the n samples
+  std::vector<int32_t> token_ids;      // new tokens
+  std::string text;                    // new text (complete UTF-8; stop strings held back)
+  std::vector<TokenLogprob> logprobs;  // one per new token when requested
+  // params.prompt_logprobs >= 0: prompt tokens 1.. (the first has none), raw log-softmax, on the
+  // first message of sample 0 (its first token, or its only message when max_tokens is 0).
+  std::vector<TokenLogprob> prompt_logprobs;
   FinishReason finish = FinishReason::kNone;  // set on the sample's last message
   std::string stop_reason;  // the matched stop string, or the stop token id as text
   Status error;             // set with FinishReason::kError

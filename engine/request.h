@@ -57,6 +57,10 @@ struct Request {
   // Extra bytes mixed into every block hash (LoRA adapter, cache salt): requests with different
   // keys never share blocks. Empty for plain text requests.
   std::string cache_key;
+  // Prompt logprobs: each prompt token after the first is scored from the logits of the position
+  // before it; such a request skips the prefix cache (the rows must be computed) and is
+  // prefilled in chunks of at most SchedulerConfig::max_scored_tokens_per_step.
+  bool score_prompt = false;
   // Opaque handle to state kept by others (the sampler's slot); the scheduler never reads it.
   uint64_t user_handle = 0;
 

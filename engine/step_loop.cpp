@@ -102,6 +102,7 @@ void StepLoop::admit(PendingSubmit p) {
     sr.prompt_token_ids = prompt;
     sr.max_tokens = r.params.max_tokens;
     sr.group_id = n > 1 ? r.id : 0;
+    sr.score_prompt = slot->index == 0 && r.params.prompt_logprobs >= 0;
     Status st = scheduler_->add_request(std::move(sr));
     if (!st.is_ok()) {
       end_request(r.id, FinishReason::kError, std::move(st));
@@ -144,6 +145,10 @@ void StepLoop::abort_all() {
 
 void StepLoop::deliver(ActiveRequest& req, SampleSlot& slot, StepOutput out) {
   const bool last = out.finish != FinishReason::kNone;
+  if (slot.index == 0 && req.params.prompt_logprobs >= 0 && !req.prompt_logprobs_sent) {
+    out.prompt_logprobs = std::move(req.prompt_logprobs);
+    req.prompt_logprobs_sent = true;
+  }
   // The external id stops aborting the request before its reader can see the end: a cancel sent
   // after the client has the whole response finds nothing (404), not a finished request.
   if (last && req.done() && on_ended_) on_ended_(req.id, req.external_id);
@@ -227,16 +232,22 @@ bool StepLoop::step() {
     BatchEntry e{ref.slot->tokens, s.num_computed_tokens, s.num_new_tokens, s.block_table,
                  s.sample};
     e.drafts = s.draft_tokens;
+    e.num_scored = s.num_scored;
     entries_.push_back(e);
   }
   Result<ForwardBatch> batch = builder_.build(entries_);
   const auto t1 = Clock::now();
-  // Sample rows in entry order, which is the order of the batch's sample rows; an entry with
-  // d drafts has d + 1 rows chained by its drafts.
+  // Logits rows in entry order, which is the order of the batch's: an entry's scored prompt
+  // rows, then its sampled ones (with d drafts, d + 1 rows chained by its drafts).
   sample_rows_.clear();
   for (const ScheduledRequest& s : out.scheduled) {
-    if (!s.sample) continue;
     const SampleRef& ref = by_seq_.at(s.request_id);
+    for (int32_t i = 0; i < s.num_scored; ++i) {
+      SampleRow row{nullptr, &ref.req->params, &ref.slot->sampling, -1};
+      row.score = ref.slot->tokens[static_cast<size_t>(s.num_computed_tokens + i + 1)];
+      sample_rows_.push_back(row);
+    }
+    if (!s.sample) continue;
     for (int32_t j = 0; j <= s.num_draft_tokens(); ++j) {
       const int32_t draft = j < s.num_draft_tokens() ? s.draft_tokens[static_cast<size_t>(j)] : -1;
       sample_rows_.push_back(SampleRow{nullptr, &ref.req->params, &ref.slot->sampling, draft});
@@ -303,6 +314,10 @@ void StepLoop::gather_accepted(const SchedulerOutput& out) {
   first_row_.clear();
   size_t row = 0;
   for (const ScheduledRequest& s : out.scheduled) {
+    if (s.num_scored > 0) {
+      keep_prompt_logprobs(s, row);
+      row += static_cast<size_t>(s.num_scored);
+    }
     if (!s.sample) continue;
     const auto rows = static_cast<size_t>(s.num_draft_tokens()) + 1;
     int32_t kept = 0;
@@ -329,6 +344,18 @@ void StepLoop::gather_accepted(const SchedulerOutput& out) {
     req.draft_tokens += s.num_draft_tokens();
     req.accepted_draft_tokens += accepted;
     ++req.verify_steps;
+  }
+}
+
+// Appends the scored rows [row, row + num_scored) of one entry to its request's prompt logprobs;
+// rows scored before (a prompt recomputed after a preemption) are skipped.
+void StepLoop::keep_prompt_logprobs(const ScheduledRequest& s, size_t row) {
+  ActiveRequest& req = *by_seq_.at(s.request_id).req;
+  for (int32_t i = 0; i < s.num_scored && row + static_cast<size_t>(i) < results_.size(); ++i) {
+    std::optional<TokenLogprob>& lp = results_[row + static_cast<size_t>(i)].logprob;
+    const auto pos = static_cast<size_t>(s.num_computed_tokens + i);
+    if (req.prompt_logprobs_sent || pos != req.prompt_logprobs.size() || !lp) continue;
+    req.prompt_logprobs.push_back(std::move(*lp));
   }
 }
 
@@ -383,6 +410,8 @@ void StepLoop::fill_stats(EngineStats& s) const {
   s.requests_waiting = scheduler_->num_waiting();
   s.kv_blocks_total = kv.num_usable_blocks();
   s.kv_blocks_free = kv.num_free_blocks();
+  s.kv_capacity_tokens = int64_t{kv.num_usable_blocks()} * kv.block_size();
+  s.kv_bytes_per_token = runner_->config().kv_bytes_per_token(runner_->kv_dtype());
   s.kv_cache_usage_ratio = kv.usage();
   s.waiting_prompt_tokens = waiting_prompt_tokens();
   s.steps = steps_;

@@ -95,6 +95,7 @@ class StepLoop {
   void propose_drafts();
   // Tokens of the k-th sampling entry that stand: the leading kept rows of its chain.
   void gather_accepted(const SchedulerOutput& out);
+  void keep_prompt_logprobs(const ScheduledRequest& s, size_t row);
   void deliver_tokens(const ScheduledRequest& s, size_t first_row, int32_t count,
                       FinishReason sched_end, Clock::time_point now);
 

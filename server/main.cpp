@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   llmserve::cli::add_inspect_command(app, exit_code);
   llmserve::cli::add_bench_command(app, exit_code);
   llmserve::cli::add_generate_command(app, exit_code);
+  llmserve::cli::add_perplexity_command(app, exit_code);
 #ifdef LLMSERVE_HAVE_SERVER
   llmserve::cli::add_serve_command(app, exit_code);
 #endif

@@ -126,7 +126,8 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-matmul-precision", precision, "q8x2 or q8")
       ->check(CLI::IsMember({"q8x2", "q8"}));
   std::string kv_dtype = "f16";
-  app.add_option("--kv-cache-dtype", kv_dtype, "f16 or f32")->check(CLI::IsMember({"f16", "f32"}));
+  app.add_option("--kv-cache-dtype", kv_dtype, "f16, f32 or int8")
+      ->check(CLI::IsMember({"f16", "f32", "int8"}));
   CLI11_PARSE(app, argc, argv);
 
   EngineOptions o;

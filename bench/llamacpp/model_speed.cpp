@@ -89,7 +89,7 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
   const int64_t blocks_per_seq = (per_seq + ro.block_size - 1) / ro.block_size;
   LLMSERVE_ASSIGN_OR_RETURN(auto probe, load_model(model));
   ro.kv_cache_bytes = static_cast<uint64_t>(max_streams * blocks_per_seq * ro.block_size) *
-                      probe->config().kv_bytes_per_token(kernels::kv_dtype_bytes(g_kv_dtype));
+                      probe->config().kv_bytes_per_token(g_kv_dtype);
   probe.reset();
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(ro));
   BatchBuilder builder(ro.block_size);
@@ -149,11 +149,11 @@ int main(int argc, char** argv) {
   app.add_option("--precision", precision, "CPU matmul activations: q8x2 or q8")
       ->check(CLI::IsMember({"q8x2", "q8"}));
   std::string kv_dtype = "f16";
-  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache elements: f16 or f32")
-      ->check(CLI::IsMember({"f16", "f32"}));
+  app.add_option("--kv-cache-dtype", kv_dtype, "KV cache elements: f16, f32 or int8")
+      ->check(CLI::IsMember({"f16", "f32", "int8"}));
   CLI11_PARSE(app, argc, argv);
   g_precision = *kernels::parse_act_precision(precision);
-  g_kv_dtype = kv_dtype == "f32" ? kernels::KvDtype::kF32 : kernels::KvDtype::kF16;
+  g_kv_dtype = kernels::parse_kv_dtype(kv_dtype).value_or(kernels::KvDtype::kF16);
   std::vector<int32_t> prompt;
   if (!prompt_ids.empty()) {
     std::istringstream in(prompt_ids);

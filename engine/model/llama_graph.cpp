@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "llmserve/kernels/hadamard.h"
 #include "llmserve/kernels/rope.h"
 
 namespace llmserve {
@@ -115,6 +116,8 @@ Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t ma
                                          to_kernel_scaling(cfg_.rope_scaling));
   rope.interleaved = cfg_.rope_interleaved;
   ops_.set_rope(std::move(rope));
+  rotate_kv_ = kernels::kv_dtype_scaled(ops_.kv_cache_spec().dtype) &&
+               kernels::hadamard_supported(static_cast<int>(cfg_.head_dim));
   return Status::ok();
 }
 
@@ -160,9 +163,15 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
         qkv_out);
     ops_.rope(q_, nh, hd);
     ops_.rope(k_, nkv, hd);
+    if (rotate_kv_) {
+      ops_.rotate_heads(q_, nh, hd);
+      ops_.rotate_heads(k_, nkv, hd);
+      ops_.rotate_heads(v_, nkv, hd);
+    }
     ops_.write_kv(l, k_, v_);
     if (D > 0) ops_.decode_attention(l, q_, nh, scale, 0, D, attn_);
     if (D < B) ops_.prefill_attention(l, q_, nh, scale, D, B, attn_);
+    if (rotate_kv_) ops_.rotate_heads(attn_, nh, hd);
     ops_.matmul(attn_, T, L.wo, nullptr, o_);
     ops_.add_rms_norm(resid_, o_, L.ffn_norm, T, eps, h_);
     const Weight* gate_up[] = {&L.w_gate, &L.w_up};

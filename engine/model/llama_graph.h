@@ -55,6 +55,10 @@ class LlamaGraph {
   float *resid_ = nullptr, *h_ = nullptr, *q_ = nullptr, *k_ = nullptr, *v_ = nullptr;
   float *attn_ = nullptr, *o_ = nullptr, *gate_ = nullptr, *up_ = nullptr;
   float *s_resid_ = nullptr, *s_x_ = nullptr, *logits_ = nullptr;
+  // Quantized (int8 / fp8) KV cache with a power-of-two head_dim: q, k and v are rotated by the
+  // orthonormal Hadamard transform after RoPE and the attention output rotated back, which
+  // leaves the attention exact and spreads outlier channels before they are quantized.
+  bool rotate_kv_ = false;
 };
 
 }  // namespace llmserve

@@ -25,6 +25,15 @@ std::string ModelConfig::kv_bytes_formula(int bytes_per_element) const {
          " bytes = " + std::to_string(kv_bytes_per_token(bytes_per_element)) + " bytes/token";
 }
 
+std::string ModelConfig::kv_bytes_formula(kernels::KvDtype d) const {
+  if (!kernels::kv_dtype_scaled(d)) return kv_bytes_formula(kernels::kv_dtype_bytes(d));
+  return "2 x " + std::to_string(num_layers) + " layers x " + std::to_string(num_kv_heads) +
+         " kv_heads x (" + std::to_string(head_dim) + " head_dim x " +
+         std::to_string(kernels::kv_dtype_bytes(d)) + " byte + " +
+         std::to_string(kernels::kKvScaleBytes) +
+         " scale bytes) = " + std::to_string(kv_bytes_per_token(d)) + " bytes/token";
+}
+
 Status ModelConfig::validate() const {
   auto positive = [](int64_t v, const char* name) -> Status {
     if (v <= 0 || v > (int64_t{1} << 31)) {

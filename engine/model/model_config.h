@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "llmserve/kernels/kv_cache_ops.h"
 
 namespace llmserve {
 
@@ -54,6 +55,13 @@ struct ModelConfig {
   }
   // The same arithmetic spelled out: "2 x 30 layers x 3 kv_heads x 64 head_dim x 2 bytes = ...".
   std::string kv_bytes_formula(int bytes_per_element) const;
+  // Per token for a cache of dtype d, the per-(token, kv head) scales of int8 / fp8 included.
+  uint64_t kv_bytes_per_token(kernels::KvDtype d) const {
+    return 2ull * static_cast<uint64_t>(num_layers) * static_cast<uint64_t>(num_kv_heads) *
+           static_cast<uint64_t>(kernels::kv_head_row_bytes(d, head_dim));
+  }
+  // "2 x 30 layers x 3 kv_heads x (64 head_dim x 1 byte + 2 scale bytes) = 11160 bytes/token".
+  std::string kv_bytes_formula(kernels::KvDtype d) const;
 
   // Checks positivity and consistency (heads divide evenly, head_dim even, ...).
   Status validate() const;

@@ -70,7 +70,7 @@ class Ops {
   // Allocates the paged K and V caches, per layer [num_blocks, num_kv_heads, block_size, head_dim].
   virtual Status alloc_kv_cache(const KvCacheSpec& spec) = 0;
   virtual const KvCacheSpec& kv_cache_spec() const = 0;
-  virtual uint64_t kv_cache_bytes() const = 0;  // bytes held by K and V over all layers
+  virtual uint64_t kv_cache_bytes() const = 0;  // bytes held by K and V (and scales), all layers
   virtual void set_rope(RopeSpec spec) = 0;
 
   // --- one step ---
@@ -99,6 +99,9 @@ class Ops {
   }
   // Rotates x[T, heads, head_dim] in place at the batch positions (set_rope's spec).
   virtual void rope(float* x, int heads, int head_dim) = 0;
+  // The orthonormal Walsh-Hadamard rotation of every head row of x[T, heads, head_dim], in place
+  // (kernels/hadamard.h; its own inverse). Precondition: head_dim a power of two.
+  virtual void rotate_heads(float* x, int heads, int head_dim) = 0;
   // Scatters k, v [T, num_kv_heads, head_dim] into layer's cache at the batch slots.
   virtual void write_kv(int64_t layer, const float* k, const float* v) = 0;
   // Attention of requests [req_begin, req_end) of the batch; q/out [T, num_heads, head_dim]

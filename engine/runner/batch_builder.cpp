@@ -43,6 +43,10 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
       return invalid_argument(
           "batch builder: an entry with drafts must sample and run its last token and drafts");
     }
+    if (e.num_scored < 0 || e.num_scored > e.num_new - (e.sample ? 1 : 0) ||
+        (e.num_scored > 0 && e.expands())) {
+      return invalid_argument("batch builder: scored rows out of range");
+    }
     const size_t needed =
         (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
     if (e.block_table.size() < needed) {
@@ -62,6 +66,7 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   is_prefill_.clear();
   block_tables_.assign(num_rows * max_blocks, 0);
   sample_index_.assign(entries.size(), -1);
+  score_index_.assign(entries.size(), -1);
   first_row_.assign(entries.size(), -1);
 
   size_t b = 0;  // batch request (row of block_tables)
@@ -90,11 +95,15 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
       num_decodes += decode;
     }
   }
-  // Sample rows in entry order; an entry's rows are its last new token, or all of them with
-  // drafts.
+  // Logits rows in entry order; an entry's rows are its scored leading tokens, then its last new
+  // token when it samples, or all of them with drafts.
   sample_rows_.clear();
   for (size_t i = 0; i < entries.size(); ++i) {
     const BatchEntry& e = entries[i];
+    if (e.num_scored > 0) {
+      score_index_[i] = static_cast<int32_t>(sample_rows_.size());
+      for (int32_t j = 0; j < e.num_scored; ++j) sample_rows_.push_back(first_row_[i] + j);
+    }
     if (!e.sample) continue;
     sample_index_[i] = static_cast<int32_t>(sample_rows_.size());
     const int32_t last = first_row_[i] + e.num_new - 1;

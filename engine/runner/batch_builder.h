@@ -26,6 +26,9 @@ struct BatchEntry {
   // With drafts every new token is sampled (sample must be true) and runs as a decode row.
   std::span<const int32_t> drafts = {};
   bool rows_as_decodes = false;  // each new token its own decode row; only the last sampled
+  // Prompt scoring: the first num_scored new tokens' logits rows come back too, before the
+  // sampled row (num_scored < num_new when the entry samples, <= num_new otherwise).
+  int32_t num_scored = 0;
 
   bool expands() const { return rows_as_decodes || !drafts.empty(); }
   int32_t num_sampled() const { return !sample ? 0 : drafts.empty() ? 1 : num_new; }
@@ -41,11 +44,14 @@ class BatchBuilder {
   // First logits row of entry i of the last build() (its rows are consecutive), or -1 when it
   // does not sample.
   int32_t sample_index(size_t entry) const { return sample_index_[entry]; }
+  // First scored logits row of entry i (its num_scored rows come just before its sampled
+  // ones), or -1 when it scores none.
+  int32_t score_index(size_t entry) const { return score_index_[entry]; }
 
  private:
   int block_size_;
   std::vector<int32_t> token_ids_, positions_, query_start_, seq_lens_, block_tables_;
-  std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_, first_row_;
+  std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_, score_index_, first_row_;
   std::vector<uint8_t> is_prefill_;
   std::vector<size_t> order_;
 };

@@ -8,6 +8,7 @@
 #include "llmserve/kernels/activation.h"
 #include "llmserve/kernels/dequantize.h"
 #include "llmserve/kernels/embedding.h"
+#include "llmserve/kernels/hadamard.h"
 #include "llmserve/kernels/kv_cache_ops.h"
 #include "llmserve/kernels/matmul.h"
 #include "llmserve/kernels/norm.h"
@@ -78,14 +79,25 @@ Status CpuOps::alloc_kv_cache(const KvCacheSpec& spec) {
     return invalid_argument("cpu ops: KV cache sizes must be positive");
   }
   if (!k_cache_.empty()) return failed_precondition("cpu ops: KV cache already allocated");
-  // alloc() counts floats: an f16 layer takes half as many.
-  const int64_t elems = spec.num_blocks * spec.num_kv_heads * spec.block_size * spec.head_dim;
-  const int64_t per_layer = spec.dtype == kernels::KvDtype::kF16 ? (elems + 1) / 2 : elems;
+  if (spec.dtype == kernels::KvDtype::kFp8) {
+    return unimplemented("cpu ops: an fp8 KV cache needs the CUDA backend");
+  }
+  // alloc() counts floats: round each array's bytes up to whole floats.
+  const int64_t rows = spec.num_blocks * spec.num_kv_heads * spec.block_size;
+  const auto floats = [](int64_t bytes) { return (bytes + 3) / 4; };
+  const int64_t per_layer = floats(rows * spec.head_dim * kernels::kv_dtype_bytes(spec.dtype));
+  const bool scaled = kernels::kv_dtype_scaled(spec.dtype);
   for (int64_t l = 0; l < spec.num_layers; ++l) {
     LLMSERVE_ASSIGN_OR_RETURN(float* k, alloc(per_layer));
     LLMSERVE_ASSIGN_OR_RETURN(float* v, alloc(per_layer));
     k_cache_.push_back(k);
     v_cache_.push_back(v);
+    if (scaled) {
+      LLMSERVE_ASSIGN_OR_RETURN(float* ks, alloc(floats(rows * kernels::kKvScaleBytes)));
+      LLMSERVE_ASSIGN_OR_RETURN(float* vs, alloc(floats(rows * kernels::kKvScaleBytes)));
+      k_scales_.push_back(reinterpret_cast<uint16_t*>(ks));
+      v_scales_.push_back(reinterpret_cast<uint16_t*>(vs));
+    }
   }
   kv_spec_ = spec;
   return Status::ok();
@@ -94,8 +106,8 @@ Status CpuOps::alloc_kv_cache(const KvCacheSpec& spec) {
 uint64_t CpuOps::kv_cache_bytes() const {
   return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) *
          static_cast<uint64_t>(kv_spec_.num_blocks) * static_cast<uint64_t>(kv_spec_.num_kv_heads) *
-         static_cast<uint64_t>(kv_spec_.block_size) * static_cast<uint64_t>(kv_spec_.head_dim) *
-         static_cast<uint64_t>(kernels::kv_dtype_bytes(kv_spec_.dtype));
+         static_cast<uint64_t>(kv_spec_.block_size) *
+         static_cast<uint64_t>(kernels::kv_head_row_bytes(kv_spec_.dtype, kv_spec_.head_dim));
 }
 
 Status CpuOps::begin_step(const ForwardBatch& batch) {
@@ -157,20 +169,30 @@ void CpuOps::rope(float* x, int heads, int head_dim) {
       rope_.interleaved ? kernels::RopePairing::kAdjacent : kernels::RopePairing::kHalves);
 }
 
+void CpuOps::rotate_heads(float* x, int heads, int head_dim) {
+  kernels::hadamard_rows(x, batch_.num_tokens(), int64_t{heads} * head_dim, heads, head_dim);
+}
+
 void CpuOps::write_kv(int64_t layer, const float* k, const float* v) {
   const kernels::KvCacheShape shape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
                                     kv_spec_.head_dim, kv_spec_.dtype};
-  kernels::write_kv(shape, k, v, batch_.slot_mapping.data(), batch_.num_tokens(),
-                    k_cache_[static_cast<size_t>(layer)], v_cache_[static_cast<size_t>(layer)]);
+  const auto l = static_cast<size_t>(layer);
+  kernels::write_kv(shape, k, v, batch_.slot_mapping.data(), batch_.num_tokens(), k_cache_[l],
+                    v_cache_[l], k_scales_.empty() ? nullptr : k_scales_[l],
+                    v_scales_.empty() ? nullptr : v_scales_[l]);
 }
 
 kernels::PagedKv CpuOps::paged_kv(int64_t layer, int64_t req_begin) const {
+  const auto l = static_cast<size_t>(layer);
   return kernels::PagedKv{
       kernels::KvCacheShape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
                             kv_spec_.head_dim, kv_spec_.dtype},
-      k_cache_[static_cast<size_t>(layer)], v_cache_[static_cast<size_t>(layer)],
+      k_cache_[l],
+      v_cache_[l],
       batch_.block_tables.data() + req_begin * batch_.max_blocks_per_seq,
-      batch_.max_blocks_per_seq};
+      batch_.max_blocks_per_seq,
+      k_scales_.empty() ? nullptr : k_scales_[l],
+      v_scales_.empty() ? nullptr : v_scales_[l]};
 }
 
 void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,

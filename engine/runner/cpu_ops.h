@@ -3,7 +3,8 @@
 // repacked once into interleaved row groups (kernels/packed_weight.h) that matmul reads instead
 // (LLMSERVE_CPU_NO_PACK=1 turns that off, for comparisons); small non-f32 vectors (norm
 // weights, biases) get an f32 copy. The KV cache is per layer K and V of
-// [num_blocks, num_kv_heads, block_size, head_dim] f16 or f32 (KvCacheSpec::dtype). Everything is
+// [num_blocks, num_kv_heads, block_size, head_dim] f16, f32 or int8 (KvCacheSpec::dtype; int8 with
+// f16 scales per (slot, kv head) beside it, kv_cache_ops.h). Everything is
 // allocated at set-up; a step allocates nothing. Not thread-safe: one step at a time.
 #pragma once
 
@@ -40,6 +41,7 @@ class CpuOps final : public Ops {
   void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
                     std::span<const Weight* const> biases, std::span<float* const> ys) override;
   void rope(float* x, int heads, int head_dim) override;
+  void rotate_heads(float* x, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
   void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
                          int64_t req_begin, int64_t req_end, float* out) override;
@@ -69,6 +71,7 @@ class CpuOps final : public Ops {
   bool pack_ = true;
   std::unordered_map<const void*, kernels::PackedWeight> packed_;  // by source data pointer
   std::vector<void*> k_cache_, v_cache_;
+  std::vector<uint16_t*> k_scales_, v_scales_;  // int8: f16 scales per (slot, kv head)
   KvCacheSpec kv_spec_;
   RopeSpec rope_;
   ForwardBatch batch_;

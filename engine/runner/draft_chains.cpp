@@ -15,6 +15,11 @@ std::vector<SampleResult> sample_chains(Sampler& sampler, std::span<const float>
       rejected = row.draft >= 0;  // the chain's last row ends the skipping
       continue;
     }
+    if (row.score >= 0) {
+      out.push_back(
+          sampler.score(logits.subspan(s * v, v), row.score, row.params->prompt_logprobs));
+      continue;
+    }
     out.push_back(sampler.sample(logits.subspan(s * v, v), *row.params, *row.state));
     rejected = row.draft >= 0 && out.back().token_id != row.draft;
   }

@@ -93,6 +93,7 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   const int64_t blocks = (o.max_tokens_per_step + o.block_size - 1) / o.block_size + 1;
   KvCacheSpec spec{cfg.num_layers, blocks, static_cast<int>(cfg.num_kv_heads), o.block_size,
                    static_cast<int>(cfg.head_dim)};
+  spec.dtype = o.kv_cache_dtype;
   LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
   LLMSERVE_ASSIGN_OR_RETURN(
       *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, o.max_samples_per_step));
@@ -134,9 +135,10 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   LLMSERVE_RETURN_IF_ERROR(model->check_tensors());
   const ModelConfig& cfg = model->config();
   if (options.use_cuda) {
-    if (options.kv_cache_dtype != kernels::KvDtype::kF16) {
+    if (options.kv_cache_dtype == kernels::KvDtype::kF32) {
       return unimplemented(
-          "model runner: engine.kv_cache_dtype f32 is CPU-only; the CUDA backend stores bf16");
+          "model runner: engine.kv_cache_dtype f32 is CPU-only; the CUDA backend stores bf16, int8 "
+          "or fp8");
     }
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
     std::unique_ptr<ModelRunner> r(new ModelRunner());
@@ -149,15 +151,20 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
     return unimplemented("model runner: this binary was built without the CUDA backend");
 #endif
   }
-  const int elem_bytes = kernels::kv_dtype_bytes(options.kv_cache_dtype);
+  if (options.kv_cache_dtype == kernels::KvDtype::kFp8) {
+    return unimplemented(
+        "model runner: engine.kv_cache_dtype fp8 needs the CUDA backend; on the CPU use int8 (half "
+        "the bytes of f16), f16 or f32");
+  }
+  const kernels::KvDtype dtype = options.kv_cache_dtype;
   const uint64_t block_bytes =
-      cfg.kv_bytes_per_token(elem_bytes) * static_cast<uint64_t>(options.block_size);
+      cfg.kv_bytes_per_token(dtype) * static_cast<uint64_t>(options.block_size);
   const uint64_t num_blocks = block_bytes == 0 ? 0 : options.kv_cache_bytes / block_bytes;
   if (num_blocks == 0) {
     return invalid_argument("model runner: kv_cache_bytes " +
                             std::to_string(options.kv_cache_bytes) + " holds no block of " +
-                            std::to_string(block_bytes) + " bytes (" +
-                            cfg.kv_bytes_formula(elem_bytes) + " per token)");
+                            std::to_string(block_bytes) + " bytes (" + cfg.kv_bytes_formula(dtype) +
+                            " per token)");
   }
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->options_ = options;
@@ -197,7 +204,14 @@ Result<std::vector<SampleResult>> ModelRunner::execute_and_sample(const ForwardB
         "model runner: the sampler's eos ids differ from ModelRunnerOptions::eos_ids");
   }
   std::span<const float> logits;
-  if (device_sampler_ != nullptr) {
+  const bool scores =
+      std::any_of(rows.begin(), rows.end(), [](const SampleRow& r) { return r.score >= 0; });
+  if (device_sampler_ != nullptr && scores) {
+    // Scored prompt rows (prompt logprobs) are scored on the host, with the step's other rows.
+    LLMSERVE_ASSIGN_OR_RETURN(const float* device_logits, graph_->forward_logits(batch));
+    logits = ops_->to_host(device_logits, batch.num_samples() * config().vocab_size);
+    LLMSERVE_RETURN_IF_ERROR(ops_->step_status());
+  } else if (device_sampler_ != nullptr) {
     LLMSERVE_ASSIGN_OR_RETURN(const float* device_logits, graph_->forward_logits(batch));
     if (rows.empty()) return std::vector<SampleResult>();
     Result<std::vector<SampleResult>> sampled =

@@ -24,7 +24,7 @@ struct ModelRunnerOptions {
   int num_threads = 2;     // CPU threads, the caller included
   kernels::ActPrecision matmul_precision = kernels::ActPrecision::kQ8x2;  // CPU integer matmuls
   uint64_t kv_cache_bytes = 256ull << 20;  // K + V over all layers; sets num_blocks
-  kernels::KvDtype kv_cache_dtype = kernels::KvDtype::kF16;  // CPU; the CUDA backend stores bf16
+  kernels::KvDtype kv_cache_dtype = kernels::KvDtype::kF16;  // f16 is bf16 on CUDA; fp8: CUDA
   int block_size = 16;                                       // tokens per KV block
   int64_t max_tokens_per_step = 2048;                        // new tokens in one ForwardBatch
   int64_t max_samples_per_step = 256;                        // sampled rows in one ForwardBatch
@@ -73,9 +73,8 @@ class ModelRunner {
   int64_t max_samples_per_step() const { return options_.max_samples_per_step; }
   uint64_t kv_cache_bytes() const { return ops_->kv_cache_bytes(); }
   const char* backend() const { return options_.use_cuda ? "cuda" : "cpu"; }
-  int kv_bytes_per_element() const {
-    return options_.use_cuda ? 2 : kernels::kv_dtype_bytes(options_.kv_cache_dtype);
-  }
+  // The cache's element type (kF16 is bf16 on CUDA: the same bytes).
+  kernels::KvDtype kv_dtype() const { return options_.kv_cache_dtype; }
 
   ~ModelRunner();
 

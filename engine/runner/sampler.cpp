@@ -192,6 +192,17 @@ void Sampler::select_top_p(float top_p) {
   cand_.resize(std::max<size_t>(kept, 1));
 }
 
+SampleResult Sampler::score(std::span<const float> logits, int32_t token, int32_t n) {
+  SampleResult r;
+  r.token_id = token;
+  r.logprob = logprobs(logits, token, std::max(n, 0));
+  const float v = logits[static_cast<size_t>(token)];
+  int32_t higher = 0;
+  for (float x : logits) higher += x > v;
+  r.logprob->rank = higher + 1;
+  return r;
+}
+
 TokenLogprob Sampler::logprobs(std::span<const float> raw, int32_t token, int32_t n) {
   float max_logit = kNegInf;
   for (float v : raw) max_logit = std::max(max_logit, v);

@@ -36,6 +36,10 @@ struct SampleRow {
   // (-1); a row is sampled only while every earlier row of its chain drew its draft, so the
   // chain yields the accepted drafts and one sampled token, exactly as decoding one by one.
   int32_t draft = -1;
+  // Prompt scoring: the token at this row's next position. The row is not sampled (state is
+  // untouched, draft is -1); its result is that token with its raw logprob, rank and the top
+  // params->prompt_logprobs.
+  int32_t score = -1;
 };
 
 class Sampler {
@@ -50,6 +54,8 @@ class Sampler {
   SampleResult sample(std::span<const float> logits, const SamplingParams& params,
                       SamplingState& state);
   std::vector<SampleResult> sample_batch(std::span<const SampleRow> rows);
+  // The raw log-softmax of `token` with its rank and the top-n (a scored prompt row).
+  SampleResult score(std::span<const float> logits, int32_t token, int32_t n);
 
   int32_t vocab_size() const { return vocab_size_; }
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }

@@ -113,6 +113,12 @@ void Scheduler::emit(Request& request, int32_t num_new_tokens, bool is_new) {
   s.num_new_tokens = num_new_tokens;
   s.block_table = kv_.block_table(request);
   if (request.is_decoding()) s.draft_tokens = request.draft_token_ids;
+  if (request.score_prompt) {
+    const int32_t end =
+        std::min(request.num_computed_tokens + num_new_tokens, request.num_prompt_tokens() - 1);
+    s.num_scored = std::max(end - request.num_computed_tokens, 0);
+    scored_this_step_ += s.num_scored;
+  }
   s.sample =
       request.num_computed_tokens + num_new_tokens - s.num_draft_tokens() == request.num_tokens() &&
       request.max_tokens > 0;
@@ -147,6 +153,7 @@ const SchedulerOutput& Scheduler::schedule() {
   finished_since_step_.clear();
 
   int32_t budget = config_.max_num_batched_tokens;
+  scored_this_step_ = 0;
   schedule_running(budget);
   if (output_.preempted_ids.empty()) schedule_waiting(budget);
 
@@ -179,7 +186,12 @@ void Scheduler::schedule_running(int32_t& budget) {
       // Leave one token of budget for each decode still to come in this loop.
       const int32_t left = r.num_uncomputed_tokens();
       num_new = std::min(left, budget - pending_decodes);
-      if (num_new <= 0 || (!config_.enable_chunked_prefill && num_new < left)) continue;
+      if (r.score_prompt) {
+        num_new = std::min(num_new, score_room(r));
+        if (num_new <= 0) continue;
+      } else if (num_new <= 0 || (!config_.enable_chunked_prefill && num_new < left)) {
+        continue;
+      }
     }
     bool scheduled = true;
     while (!kv_.allocate(r, num_new)) {
@@ -201,6 +213,15 @@ void Scheduler::schedule_running(int32_t& budget) {
     emit(r, num_new, /*is_new=*/false);
     budget -= num_new;
   }
+}
+
+// New tokens a scoring request may run this step: its scored rows must fit in what is left of
+// max_scored_tokens_per_step (the row that samples, when the chunk ends the prompt, is extra).
+int32_t Scheduler::score_room(const Request& r) const {
+  const int32_t room = config_.max_scored_tokens_per_step - scored_this_step_;
+  if (room <= 0) return 0;
+  const int32_t to_score = r.num_prompt_tokens() - 1 - r.num_computed_tokens;
+  return to_score <= room ? r.num_uncomputed_tokens() : room;
 }
 
 // Prompt tokens a group sibling could take from the prefix cache: its full blocks, less the
@@ -236,10 +257,18 @@ void Scheduler::schedule_waiting(int32_t& budget) {
         continue;
       }
     }
-    const CachedPrefix prefix = kv_.find_cached_prefix(r);
+    const CachedPrefix prefix = r.score_prompt ? CachedPrefix{} : kv_.find_cached_prefix(r);
     const int32_t left = r.num_tokens() - prefix.num_tokens;
-    const int32_t num_new = std::min(left, budget);
-    if (!config_.enable_chunked_prefill && num_new < left) break;
+    int32_t num_new = std::min(left, budget);
+    if (r.score_prompt) {
+      num_new = std::min(num_new, score_room(r));
+      if (num_new <= 0) {
+        ++it;  // waits for a step with scoring room; others may go first
+        continue;
+      }
+    } else if (!config_.enable_chunked_prefill && num_new < left) {
+      break;
+    }
     if (!kv_.allocate(r, num_new, prefix)) break;
 
     it = waiting_.erase(it);

@@ -93,6 +93,7 @@ class Scheduler {
   void preempt(Request& request);
   void finish_request(Request& request, FinishReason reason);
   bool group_is_prefilling(uint64_t group_id);
+  int32_t score_room(const Request& r) const;
   int32_t shareable_prompt_tokens(const Request& r) const;
   void emit(Request& request, int32_t num_new_tokens, bool is_new);
 
@@ -105,6 +106,7 @@ class Scheduler {
   std::vector<uint64_t> finished_to_erase_;
   std::vector<FinishedRequest> finished_since_step_;
   std::vector<FinishedRequest> update_finished_;
+  int32_t scored_this_step_ = 0;  // scored prompt rows emitted in the current schedule()
   std::vector<uint64_t> prefilling_groups_;
   SchedulerOutput output_;
   uint64_t next_arrival_seq_ = 0;

@@ -21,6 +21,9 @@ struct ScheduledRequest {
   // A decode with drafts: new tokens are the last known token then these, every one sampled
   // (num_new_tokens = 1 + draft_tokens.size()). Valid until update().
   std::span<const int32_t> draft_tokens;
+  // Prompt scoring (Request::score_prompt): the first num_scored new tokens' logits are also
+  // returned, row i scoring prompt token num_computed_tokens + i + 1.
+  int32_t num_scored = 0;
 
   int32_t num_draft_tokens() const { return static_cast<int32_t>(draft_tokens.size()); }
 };

@@ -47,7 +47,7 @@ Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
   o.model_path = path;
   const int64_t blocks = (target_kv_tokens + o.block_size - 1) / o.block_size + 1;
   o.kv_cache_bytes = static_cast<uint64_t>(blocks) * static_cast<uint64_t>(o.block_size) *
-                     model->config().kv_bytes_per_token(kernels::kv_dtype_bytes(o.kv_cache_dtype));
+                     model->config().kv_bytes_per_token(o.kv_cache_dtype);
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), o));
   const auto num_blocks = static_cast<int32_t>(std::min<int64_t>(runner->num_blocks(), INT32_MAX));
   if (num_blocks < 2) return invalid_argument("speculative.draft_model: no room for KV blocks");

@@ -1,11 +1,14 @@
 // attend_partition with AVX-512 for head_dim % 16 == 0: each K and V row is loaded (and for an f16
-// cache converted) once for all the query heads that share it, scores of 8 keys come out of one
-// transposing reduction, and values accumulate 16 lanes per FMA. Built with AVX-512 flags (set on
-// this file alone in kernels/CMakeLists.txt); called only when the CPU has AVX-512F.
+// or int8 cache converted) once for all the query heads that share it, scores of 8 keys come out of
+// one transposing reduction, and values accumulate 16 lanes per FMA. int8 rows are used raw: the 8
+// scores are multiplied by their keys' scales after the reduction, and each V scale is folded into
+// its softmax weight after the running sum. Built with AVX-512 flags (set on this file alone in
+// kernels/CMakeLists.txt); called only when the CPU has AVX-512F.
 #include "kernels/cpu/avx512_intrinsics.h"
 
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/attention_core.h"
 
@@ -22,6 +25,10 @@ inline __m512 load16(const float* p) {
 }
 inline __m512 load16(const uint16_t* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+inline __m512 load16(const int8_t* p) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
 }
 
 // Lane i of the result = the sum of the 16 lanes of a[i], i < 8.
@@ -44,9 +51,11 @@ inline __m256 reduce8(const __m512* a) {
   return _mm512_castps512_ps256(_mm512_shuffle_f32x4(h, h, 0x08));
 }
 
-// s[g][j] = scale * q_g . k_j for g < Gc, j < n (8 keys at a time; rows past n repeat row n - 1).
+// s[g][j] = scale * q_g . k_j for g < Gc, j < n (8 keys at a time; rows past n repeat row n - 1);
+// times ks[j] for int8 rows.
 template <typename T, int Gc>
-void scores(const float* q, int D, const T* const* krows, int n, float scale, float (*s)[kTile]) {
+void scores(const float* q, int D, const T* const* krows, int n, float scale, const float* ks,
+            float (*s)[kTile]) {
   const __m256 vscale = _mm256_set1_ps(scale);
   for (int j0 = 0; j0 < n; j0 += 8) {
     const T* k[8];
@@ -63,7 +72,11 @@ void scores(const float* q, int D, const T* const* krows, int n, float scale, fl
         for (int g = 0; g < Gc; ++g) acc[g][j] = _mm512_fmadd_ps(qv[g], kv, acc[g][j]);
       }
     }
-    for (int g = 0; g < Gc; ++g) _mm256_store_ps(s[g] + j0, _mm256_mul_ps(reduce8(acc[g]), vscale));
+    for (int g = 0; g < Gc; ++g) {
+      __m256 d = reduce8(acc[g]);
+      if constexpr (std::is_same_v<T, int8_t>) d = _mm256_mul_ps(d, _mm256_load_ps(ks + j0));
+      _mm256_store_ps(s[g] + j0, _mm256_mul_ps(d, vscale));
+    }
   }
 }
 
@@ -140,13 +153,17 @@ struct Avx512Floats {
   static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
 };
 
+// ks / vs: the int8 K and V scales of the n rows (unused otherwise).
 template <typename T, int Gc>
 void tile_pass(const float* q, int D, const T* const* krows, const T* const* vrows, int n,
-               float scale, float* m, float* l, float* acc) {
+               float scale, const float* ks, const float* vs, float* m, float* l, float* acc) {
   alignas(64) float s[Gc][kTile];
-  scores<T, Gc>(q, D, krows, n, scale, s);
+  scores<T, Gc>(q, D, krows, n, scale, ks, s);
   float corr[Gc];
-  for (int g = 0; g < Gc; ++g) corr[g] = softmax_lanes<Avx512Floats>(s[g], n, m + g, l + g);
+  for (int g = 0; g < Gc; ++g) {
+    corr[g] = softmax_lanes<Avx512Floats>(s[g], n, m + g, l + g);
+    if constexpr (std::is_same_v<T, int8_t>) fold_scales(s[g], vs, n);
+  }
   accumulate<T, Gc>(acc, D, corr, vrows, n, s);
 }
 
@@ -160,21 +177,23 @@ void attend(const PagedKv& kv, const int32_t* table, int kv_head, const float* q
   clear_record(rec, G, D);
   const T* krows[kTile];
   const T* vrows[kTile];
+  alignas(32) float ks[kTile], vs[kTile];
   for (int64_t t0 = start; t0 < end; t0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, end - t0));
     tile_rows(kv, table, kv_head, t0, n, krows, vrows);
+    if constexpr (std::is_same_v<T, int8_t>) tile_scales(kv, table, kv_head, t0, n, ks, vs);
     for (int g0 = 0; g0 < G; g0 += kHeadsPerPass) {
       const float* qg = q + static_cast<int64_t>(g0) * D;
       float* ag = acc + static_cast<int64_t>(g0) * D;
       switch (std::min(kHeadsPerPass, G - g0)) {
         case 1:
-          tile_pass<T, 1>(qg, D, krows, vrows, n, scale, m + g0, l + g0, ag);
+          tile_pass<T, 1>(qg, D, krows, vrows, n, scale, ks, vs, m + g0, l + g0, ag);
           break;
         case 2:
-          tile_pass<T, 2>(qg, D, krows, vrows, n, scale, m + g0, l + g0, ag);
+          tile_pass<T, 2>(qg, D, krows, vrows, n, scale, ks, vs, m + g0, l + g0, ag);
           break;
         default:
-          tile_pass<T, 3>(qg, D, krows, vrows, n, scale, m + g0, l + g0, ag);
+          tile_pass<T, 3>(qg, D, krows, vrows, n, scale, ks, vs, m + g0, l + g0, ag);
           break;
       }
     }
@@ -185,10 +204,16 @@ void attend(const PagedKv& kv, const int32_t* table, int kv_head, const float* q
 
 void attend_partition_avx512(const PagedKv& kv, const int32_t* table, int kv_head, const float* q,
                              int G, float scale, int64_t start, int64_t end, float* rec) {
-  if (kv.shape.dtype == KvDtype::kF16) {
-    attend<uint16_t>(kv, table, kv_head, q, G, scale, start, end, rec);
-  } else {
-    attend<float>(kv, table, kv_head, q, G, scale, start, end, rec);
+  switch (kv.shape.dtype) {
+    case KvDtype::kF16:
+      attend<uint16_t>(kv, table, kv_head, q, G, scale, start, end, rec);
+      break;
+    case KvDtype::kInt8:
+      attend<int8_t>(kv, table, kv_head, q, G, scale, start, end, rec);
+      break;
+    default:  // kF32 (kFp8 is CUDA only)
+      attend<float>(kv, table, kv_head, q, G, scale, start, end, rec);
+      break;
   }
 }
 

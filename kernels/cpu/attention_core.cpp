@@ -17,11 +17,18 @@ inline __m256 load8(const float* p) {
 inline __m256 load8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
+inline __m256 load8(const int8_t* p) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
 inline float load1(const float* p) {
   return *p;
 }
 inline float load1(const uint16_t* p) {
   return _cvtsh_ss(*p);
+}
+inline float load1(const int8_t* p) {
+  return *p;
 }
 
 // acc[0..n) = acc * c + p * v
@@ -85,7 +92,8 @@ inline void scale_add_rows(float* acc, float c, const float* p, const T* const* 
 
 // Per tile of up to 32 keys: scores (8 keys per vector when head_dim % 8 == 0), the running max,
 // e^(s - max) vectorised, then acc rescaled once and accumulated. Lanes past n are zeroed after
-// the exponential, so they add nothing.
+// the exponential, so they add nothing. int8 rows: a score is scale * k_scale * (q . raw row), and
+// the V scale is folded into the weight once the running sum has it.
 template <typename T>
 void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
                   float scale, int64_t start, int64_t end, float* rec) {
@@ -99,20 +107,31 @@ void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const fl
   const T* krows[kTile];
   const T* vrows[kTile];
   const __m256 vscale = _mm256_set1_ps(scale);
+  constexpr bool kScaled = std::is_same_v<T, int8_t>;
+  alignas(32) float ks[kTile], vs[kTile];
 
   for (int64_t t0 = start; t0 < end; t0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, end - t0));
     tile_rows(kv, table, kv_head, t0, n, krows, vrows);
+    if constexpr (kScaled) tile_scales(kv, table, kv_head, t0, n, ks, vs);
     for (int g = 0; g < G; ++g) {
       const float* qg = q + static_cast<int64_t>(g) * D;
       int j = 0;
       if (vec) {
-        for (; j + 8 <= n; j += 8)
-          _mm256_store_ps(s + j, _mm256_mul_ps(dot8(qg, krows + j, D), vscale));
+        for (; j + 8 <= n; j += 8) {
+          __m256 d = dot8(qg, krows + j, D);
+          if constexpr (kScaled) d = _mm256_mul_ps(d, _mm256_load_ps(ks + j));
+          _mm256_store_ps(s + j, _mm256_mul_ps(d, vscale));
+        }
       }
-      for (; j < n; ++j) s[j] = dot_scalar(qg, krows[j], D) * scale;
+      for (; j < n; ++j) {
+        float d = dot_scalar(qg, krows[j], D);
+        if constexpr (kScaled) d *= ks[j];
+        s[j] = d * scale;
+      }
 
       const float corr = softmax_tile(s, n, m + g, l + g);
+      if constexpr (kScaled) fold_scales(s, vs, n);
       float* a = acc + static_cast<int64_t>(g) * D;
       if (vec) {
         scale_add_rows(a, corr, s, vrows, n, D);
@@ -133,10 +152,16 @@ void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, cons
     attend_partition_avx512(kv, table, kv_head, q, G, scale, start, end, rec);
     return;
   }
-  if (kv.shape.dtype == KvDtype::kF16) {
-    attend_typed<uint16_t>(kv, table, kv_head, q, G, scale, start, end, rec);
-  } else {
-    attend_typed<float>(kv, table, kv_head, q, G, scale, start, end, rec);
+  switch (kv.shape.dtype) {
+    case KvDtype::kF16:
+      attend_typed<uint16_t>(kv, table, kv_head, q, G, scale, start, end, rec);
+      break;
+    case KvDtype::kInt8:
+      attend_typed<int8_t>(kv, table, kv_head, q, G, scale, start, end, rec);
+      break;
+    default:  // kF32 (kFp8 is CUDA only)
+      attend_typed<float>(kv, table, kv_head, q, G, scale, start, end, rec);
+      break;
   }
 }
 

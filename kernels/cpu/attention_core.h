@@ -34,28 +34,55 @@ inline void clear_record(float* rec, int G, int D) {
   std::fill(rec + G, rec + partial_floats(G, D), 0.0f);
 }
 
-// Pointers to the K and V rows of positions [t0, t0 + n) of one request and kv head: rows of one
-// block are consecutive, so one table lookup per block, then steps of head_dim.
+// Calls fn(j, index, count) for each run [j, j + count) of positions t0 + j in [t0, t0 + n) that
+// lie in one block, index being the scale index (kv_scale_offset; times head_dim the row offset)
+// of the first: one table lookup per block, then consecutive rows.
+template <typename Fn>
+inline void for_each_block_run(const PagedKv& kv, const int32_t* table, int kv_head, int64_t t0,
+                               int n, Fn&& fn) {
+  const int bs = kv.shape.block_size;
+  int64_t blk = t0 / bs;
+  int off = static_cast<int>(t0 % bs);
+  for (int j = 0; j < n; off = 0, ++blk) {
+    const int count = std::min(n - j, bs - off);
+    fn(j, kv_scale_offset(kv.shape, int64_t{table[blk]} * bs + off, kv_head), count);
+    j += count;
+  }
+}
+
+// Pointers to the K and V rows of positions [t0, t0 + n) of one request and kv head.
 template <typename T>
 inline void tile_rows(const PagedKv& kv, const int32_t* table, int kv_head, int64_t t0, int n,
                       const T** krows, const T** vrows) {
   const T* k_cache = static_cast<const T*>(kv.k_cache);
   const T* v_cache = static_cast<const T*>(kv.v_cache);
-  const int bs = kv.shape.block_size;
   const int64_t D = kv.shape.head_dim;
-  int64_t blk = t0 / bs;
-  int off = static_cast<int>(t0 % bs);
-  for (int j = 0; j < n; off = 0, ++blk) {
-    const int64_t base = kv_cache_offset(kv.shape, int64_t{table[blk]} * bs, kv_head) + off * D;
-    const T* k = k_cache + base;
-    const T* v = v_cache + base;
-    const int count = std::min(n - j, bs - off);
+  for_each_block_run(kv, table, kv_head, t0, n, [&](int j, int64_t index, int count) {
+    const T* k = k_cache + index * D;
+    const T* v = v_cache + index * D;
     for (int i = 0; i < count; ++i) {
       krows[j + i] = k + i * D;
       vrows[j + i] = v + i * D;
     }
-    j += count;
-  }
+  });
+}
+
+// The K and V scales (int8 caches) of positions [t0, t0 + n) as floats, zero from n up to the
+// next multiple of 16 (ks and vs have room for it).
+inline void tile_scales(const PagedKv& kv, const int32_t* table, int kv_head, int64_t t0, int n,
+                        float* ks, float* vs) {
+  for_each_block_run(kv, table, kv_head, t0, n, [&](int j, int64_t index, int count) {
+    for (int i = 0; i < count; ++i) {
+      ks[j + i] = half_to_float(kv.k_scales[index + i]);
+      vs[j + i] = half_to_float(kv.v_scales[index + i]);
+    }
+  });
+  for (int j = n; j % 16 != 0; ++j) ks[j] = vs[j] = 0.0f;
+}
+
+// p[0..n) *= vs[0..n): folds the V scales into the softmax weights, after the running sum.
+inline void fold_scales(float* p, const float* vs, int n) {
+  for (int j = 0; j < n; ++j) p[j] *= vs[j];
 }
 
 // Online softmax over n scores s (aligned to the vector width V, room for a whole number of

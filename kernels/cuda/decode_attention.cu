@@ -7,9 +7,13 @@
 // 8 heads, online softmax in f32 on the accumulators, P^T back to an operand with movmatrix,
 // O^T += V^T P^T. Items that are a whole request write bf16 out, the others (o, max, sum) to
 // their workspace slot; the merge kernel combines a request's splits with log-sum-exp.
+// 8-bit caches (int8, e4m3): the loaders stream half the bytes into plain staging tiles (with the
+// rows' f16 scales); after each tile lands all threads convert it exactly to the bf16 tile the
+// mma code reads, and the scales enter in f32: K's multiplies the scores, V's the softmax weights
+// fed to O^T += V^T P^T (the row sum keeps the unscaled weights).
 #include "cuda_common.cuh"
-#include "llmserve/kernels/cuda/attention.h"
-#include "llmserve/kernels/cuda/decode_attention.h"
+#include "decode_attention_internal.cuh"
+#include "kv_quant.cuh"
 #include "llmserve/kernels/cuda/decode_plan.h"
 #include "tensor_core.cuh"
 
@@ -17,6 +21,7 @@ namespace llmserve::kernels::cuda {
 namespace {
 
 using detail::cp_async16;
+using detail::cp_async4;
 using detail::cp_async_commit;
 using detail::cp_async_wait;
 using detail::fast_exp2;
@@ -24,46 +29,39 @@ using detail::ldmatrix_x4;
 using detail::ldmatrix_x4_trans;
 using detail::mma_bf16;
 using detail::pack_bf16x2;
+using PartialArgs = detail::DecodePartialArgs;
+constexpr int kHeadTile = detail::kDecodeHeadTile;
+constexpr int kMaxHeadTiles = detail::kDecodeMaxHeadTiles;
 
 constexpr int kStages = 3;
 constexpr int kTileBytes = 8192;                      // bytes of K (and of V) per stage
 constexpr int kSmemBytes = kStages * 2 * kTileBytes;  // 48 KiB: no opt-in needed
-constexpr int kHeadTile = 8;                          // query heads per warp (the mma N)
-constexpr int kMaxHeadTiles = 8;                      // 64 heads, 16 warps per pass
 constexpr int kLoaders = 64;                          // the first two warps issue the copies
-constexpr int kMergeThreads = 128;
-constexpr float kLog2e = 1.4426950408889634f;
 
-template <int D>
+// EB: bytes per cached element, 2 (bf16) or 1 (int8, e4m3). Shared memory, bf16: kStages stages
+// of [K, V] bf16 tiles. 8-bit: the [K, V] bf16 tiles the mma reads, then kStages stages of
+// [K, V] staging tiles of cached bytes and [K, V] f16 scales of the tile's keys.
+template <int D, int EB>
 struct Geometry {
-  static constexpr int kChunks = D / 8;                   // 16-byte chunks in a row
+  static constexpr int kChunks = D / 8;                   // 16-byte chunks in a bf16 row
   static constexpr int kTileKeys = kTileBytes / (2 * D);  // 32 or 64
   static constexpr int kTileChunks = kTileKeys * kChunks;
+  static constexpr int kSrcChunks = D * EB / 16;  // 16-byte chunks in a cached row
+  static constexpr int kSrcTileChunks = kTileKeys * kSrcChunks;
   static constexpr int kWarpKeys = kTileKeys / 2;  // keys per warp per tile
-  static constexpr int kLoadRows = kTileChunks / kLoaders;
-  static constexpr int kLoadRowStride = kLoaders / kChunks;
+  static constexpr int kLoadRows = kSrcTileChunks / kLoaders;
+  static constexpr int kLoadRowStride = kLoaders / kSrcChunks;
   static constexpr int kAccRegs = D / 16 * 4;           // O^T accumulators per thread
   static constexpr int kScratch = (kAccRegs + 4) * 32;  // floats per head tile after the loop
+  static constexpr int kBf16Bytes = EB == 1 ? 2 * kTileChunks * 16 : 0;
+  static constexpr int kScaleBytes = EB == 1 ? 2 * kTileKeys * 2 : 0;  // per stage
+  static constexpr int kStageBytes = 2 * kSrcTileChunks * 16 + kScaleBytes;
+  static constexpr int kSmem = kBf16Bytes + kStages * kStageBytes;
   static_assert(kWarpKeys % 16 == 0, "whole 16-key mma steps");
   static_assert(kHeadTile * (D + 4) <= kScratch, "staged output fits the scratch");
-  static_assert(kMaxHeadTiles * kScratch * 4 <= kSmemBytes, "scratch fits the tiles");
-};
-
-struct PartialArgs {
-  const uint16_t* k_cache;
-  const uint16_t* v_cache;
-  const int32_t* block_tables;
-  int64_t bt_stride;
-  int num_kv_heads, block_size;
-  const float* q;
-  int64_t q_stride;
-  uint16_t* out;
-  int64_t out_stride;
-  const int32_t* plan;
-  float* ws_o;   // [capacity, num_heads, D] normalised partial outputs
-  float* ws_ml;  // [capacity, num_heads, 2] (max in log2 units, sum)
-  int num_heads, group, head_tiles, passes;
-  float scale_log2;
+  static_assert(kMaxHeadTiles * kScratch * 4 <= kSmem, "scratch fits the tiles");
+  static_assert(kSmem <= kSmemBytes, "no opt-in shared memory");
+  static_assert(kTileKeys / 2 <= kLoaders, "one scale pair per loader");
 };
 
 // The transpose of an 8x8 b16 matrix held in mma fragment layout, in the same layout.
@@ -77,7 +75,7 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
 // row % 8, so the 8 rows an ldmatrix phase reads hit 8 different bank groups.
 template <int D>
 __device__ __forceinline__ uint32_t chunk_offset(int row, int c) {
-  return static_cast<uint32_t>((row * Geometry<D>::kChunks + (c ^ (row & 7))) * 16);
+  return static_cast<uint32_t>((row * (D / 8) + (c ^ (row & 7))) * 16);
 }
 
 // Scale of the old state and of the new one when folding (m2, l2) into (m, l).
@@ -92,12 +90,14 @@ __device__ __forceinline__ void fold_factors(float& m, float& l, float m2, float
 }
 
 // 112 registers: no spills on sm_80 / sm_90, and 2 * kMaxHeadTiles warps fit an SM.
-template <int D>
+template <int D, KvDtype KT>
 __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
-  using Geo = Geometry<D>;
+  constexpr bool kQuant = KT != KvDtype::kF16;
+  using Geo = Geometry<D, kQuant ? 1 : 2>;
   constexpr int CH = Geo::kChunks, TK = Geo::kTileKeys, TC = Geo::kTileChunks;
+  constexpr int SCH = Geo::kSrcChunks, STC = Geo::kSrcTileChunks, RB = SCH * 16;
   constexpr int LR = Geo::kLoadRows, LRS = Geo::kLoadRowStride, NACC = Geo::kAccRegs;
-  extern __shared__ uint4 smem[];  // [kStages][K, V][TC] swizzled 16-byte chunks
+  extern __shared__ uint4 smem[];  // bf16: [kStages][K, V][TC] swizzled 16-byte chunks
 
   const int per_item = a.num_kv_heads * a.passes;
   const int item = static_cast<int>(blockIdx.x) / per_item;
@@ -136,12 +136,13 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
   for (int d = 0; d < D / 16; ++d) o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.0f;
   float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;  // heads 2tig, 2tig + 1
 
-  // Loader thread tid < kLoaders copies chunk tid % CH of rows tid / CH + r * LRS of each tile.
+  // Loader thread tid < kLoaders copies chunk tid % SCH of rows tid / SCH + r * LRS of each tile
+  // (8-bit: and loader tid < TK / 2 the scales of keys 2 tid, 2 tid + 1).
   const int32_t* bt = a.block_tables + b * a.bt_stride;
   const int num_tiles = (kv_end - kv_begin + TK - 1) / TK;
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const bool loader = tid < kLoaders;
-  const int lrow = tid / CH, lc = tid % CH;
+  const int lrow = tid / SCH, lc = tid % SCH;
   // Rows (of D elements) in the cache of the next tile's keys, -1 past the item's end; a layer's
   // cache holds fewer than 2^31 rows. (f_page, f_off): page index and offset of this thread's
   // first row of the next tile to fetch, walked without divisions.
@@ -150,6 +151,14 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
   int f_page = (kv_begin + lrow) / bs, f_off = kv_begin + lrow - f_page * bs;
   const int row_pages = LRS / bs, row_off = LRS - row_pages * bs;
   const int tile_pages = TK / bs, tile_off = TK - tile_pages * bs;
+  // 8-bit: the scale row of this thread's key pair of the next tile, -1 past the end. Keys pair
+  // up within a page: block_size and kv_begin (a block multiple) are even.
+  int32_t s_src = -1;
+  int s_page = 0, s_off = 0;
+  if constexpr (kQuant) {
+    s_page = (kv_begin + 2 * tid) / bs;
+    s_off = kv_begin + 2 * tid - s_page * bs;
+  }
   auto fetch = [&](int tile) {
     int page = f_page, off = f_off, t = kv_begin + tile * TK + lrow;
 #pragma unroll
@@ -169,16 +178,38 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
       f_off -= bs;
       ++f_page;
     }
+    if constexpr (kQuant) {
+      const int key = kv_begin + tile * TK + 2 * tid;
+      s_src = tid < TK / 2 && key < kv_end ? (bt[s_page] * a.num_kv_heads + kvh) * bs + s_off : -1;
+      s_page += tile_pages;
+      s_off += tile_off;
+      if (s_off >= bs) {
+        s_off -= bs;
+        ++s_page;
+      }
+    }
   };
   auto issue = [&](int stage) {
+    const uint32_t st = smem_base + Geo::kBf16Bytes + stage * Geo::kStageBytes;
 #pragma unroll
     for (int r = 0; r < LR; ++r) {
-      const uint32_t dst = smem_base + stage * 2 * TC * 16 + chunk_offset<D>(lrow + r * LRS, lc);
+      const int row = lrow + r * LRS;
+      const uint32_t dst =
+          st + (kQuant ? static_cast<uint32_t>((row * SCH + lc) * 16) : chunk_offset<D>(row, lc));
       const bool ok = src[r] >= 0;
-      const int64_t e = ok ? static_cast<int64_t>(src[r]) * D + lc * 8 : 0;
+      const int64_t e = ok ? static_cast<int64_t>(src[r]) * RB + lc * 16 : 0;
       const int bytes = ok ? 16 : 0;
       cp_async16(dst, a.k_cache + e, bytes);
-      cp_async16(dst + TC * 16, a.v_cache + e, bytes);
+      cp_async16(dst + STC * 16, a.v_cache + e, bytes);
+    }
+    if constexpr (kQuant) {
+      if (tid < TK / 2) {
+        const bool ok = s_src >= 0;
+        const int64_t e = ok ? s_src : 0;
+        const uint32_t dst = st + 2 * STC * 16 + tid * 4;
+        cp_async4(dst, a.k_scales + e, ok ? 4 : 0);
+        cp_async4(dst + TK * 2, a.v_scales + e, ok ? 4 : 0);
+      }
     }
   };
 
@@ -203,9 +234,23 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
     if (loader && next < num_tiles) issue(next % kStages);
     cp_async_commit();
 
-    const uint32_t sk = smem_base + (tile % kStages) * 2 * TC * 16;
-    const uint32_t sv = sk + TC * 16;
     const int valid = kv_end - (kv_begin + tile * TK);  // rows >= valid are past the item
+    uint32_t sk = smem_base + (tile % kStages) * 2 * TC * 16;
+    const uint16_t* ks = nullptr;  // 8-bit: this tile's K and V scales
+    const uint16_t* vs = nullptr;
+    if constexpr (kQuant) {
+      auto* bytes = reinterpret_cast<unsigned char*>(smem);
+      unsigned char* st = bytes + Geo::kBf16Bytes + (tile % kStages) * Geo::kStageBytes;
+      detail::convert_tile_to_bf16<KT, D>(st, bytes, 2 * STC, tid, static_cast<int>(blockDim.x),
+                                          [](int r, int c) { return chunk_offset<D>(r, c); });
+      auto* sc = reinterpret_cast<uint16_t*>(st + 2 * STC * 16);
+      if (tid < TK && tid >= valid) sc[tid] = sc[TK + tid] = 0;  // a pair's half past the end
+      ks = sc;
+      vs = sc + TK;
+      sk = smem_base;
+      __syncthreads();
+    }
+    const uint32_t sv = sk + TC * 16;
 #pragma unroll
     for (int step = 0; step < Geo::kWarpKeys / 16; ++step) {
       const int kb = kw * Geo::kWarpKeys + step * 16;  // first key row of this step
@@ -216,6 +261,14 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
         uint32_t ka[4];
         ldmatrix_x4(sk + chunk_offset<D>(kb + k_row, 2 * d + k_chunk), ka);
         mma_bf16(s, ka, qf[d][0], qf[d][1]);
+      }
+      if constexpr (kQuant) {
+        const float k0 = detail::scale_to_f32(ks[kb + g]),
+                    k1 = detail::scale_to_f32(ks[kb + g + 8]);
+        s[0] *= k0;
+        s[1] *= k0;
+        s[2] *= k1;
+        s[3] *= k1;
       }
       if (kb + g >= valid) s[0] = s[1] = -INFINITY;
       if (kb + g + 8 >= valid) s[2] = s[3] = -INFINITY;
@@ -243,8 +296,16 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
         o[d][3] *= al1;
       }
       // P^T (keys x heads) fragments -> P^T as the B operand: rows (keys) 2tig.., column g.
-      const uint32_t pb0 = movmatrix_trans(pack_bf16x2(p0, p1));
-      const uint32_t pb1 = movmatrix_trans(pack_bf16x2(p2, p3));
+      uint32_t pb0, pb1;
+      if constexpr (kQuant) {
+        const float v0 = detail::scale_to_f32(vs[kb + g]),
+                    v1 = detail::scale_to_f32(vs[kb + g + 8]);
+        pb0 = movmatrix_trans(pack_bf16x2(p0 * v0, p1 * v0));
+        pb1 = movmatrix_trans(pack_bf16x2(p2 * v1, p3 * v1));
+      } else {
+        pb0 = movmatrix_trans(pack_bf16x2(p0, p1));
+        pb1 = movmatrix_trans(pack_bf16x2(p2, p3));
+      }
 #pragma unroll
       for (int d = 0; d < D / 16; ++d) {
         uint32_t va[4];
@@ -328,150 +389,25 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
   }
 }
 
-struct MergeArgs {
-  const int32_t* plan;
-  int64_t merge_offset;  // decode_plan_merge_offset(capacity)
-  const float* ws_o;
-  const float* ws_ml;
-  uint16_t* out;
-  int64_t out_stride;
-  int num_heads;
-};
-
-// D / 4 threads per (request, head), 4 elements each; grid (head blocks, requests).
 template <int D>
-__global__ void __launch_bounds__(kMergeThreads) decode_merge_kernel(MergeArgs a) {
-  constexpr int TPH = D / 4, HPB = kMergeThreads / TPH;
-  const int b = static_cast<int>(blockIdx.y);
-  const int h = static_cast<int>(blockIdx.x) * HPB + static_cast<int>(threadIdx.x) / TPH;
-  const int t = static_cast<int>(threadIdx.x) % TPH;
-  if (h >= a.num_heads) return;
-  int first = 0, n = 0;
-  if (b < a.plan[1]) {
-    first = a.plan[a.merge_offset + b * kDecodePlanMergeInts];
-    n = a.plan[a.merge_offset + b * kDecodePlanMergeInts + 1];
+void* partial_kernel(KvDtype dtype, int* smem) {
+  switch (dtype) {
+    case KvDtype::kInt8:
+      *smem = Geometry<D, 1>::kSmem;
+      return reinterpret_cast<void*>(&decode_partial_kernel<D, KvDtype::kInt8>);
+    case KvDtype::kFp8:
+      *smem = Geometry<D, 1>::kSmem;
+      return reinterpret_cast<void*>(&decode_partial_kernel<D, KvDtype::kFp8>);
+    default:
+      *smem = Geometry<D, 2>::kSmem;
+      return reinterpret_cast<void*>(&decode_partial_kernel<D, KvDtype::kF16>);
   }
-  if (n == 1) return;  // the request's only item wrote its row
-  uint2* dst = reinterpret_cast<uint2*>(a.out + b * a.out_stride + h * D + t * 4);
-  if (n <= 0) {
-    *dst = make_uint2(0u, 0u);
-    return;
-  }
-  const int64_t row0 = static_cast<int64_t>(first) * a.num_heads + h;
-  float mx = -INFINITY;
-  for (int s = 0; s < n; ++s) mx = fmaxf(mx, a.ws_ml[(row0 + int64_t{s} * a.num_heads) * 2]);
-  float den = 0.0f, o0 = 0.0f, o1 = 0.0f, o2 = 0.0f, o3 = 0.0f;
-#pragma unroll 4
-  for (int s = 0; s < n; ++s) {
-    const int64_t row = row0 + int64_t{s} * a.num_heads;
-    const float2 ml = *reinterpret_cast<const float2*>(a.ws_ml + row * 2);
-    const float4 o = *reinterpret_cast<const float4*>(a.ws_o + row * D + t * 4);
-    const float w = ml.y * exp2f(ml.x - mx);
-    den += w;
-    o0 = fmaf(w, o.x, o0);
-    o1 = fmaf(w, o.y, o1);
-    o2 = fmaf(w, o.z, o2);
-    o3 = fmaf(w, o.w, o3);
-  }
-  const float inv = den > 0.0f ? 1.0f / den : 0.0f;
-  *dst = make_uint2(pack_bf16x2(o0 * inv, o1 * inv), pack_bf16x2(o2 * inv, o3 * inv));
-}
-
-// Head tiles per pass and passes for a group: passes * head_tiles * 8 >= group.
-struct CtaShape {
-  int head_tiles, passes;
-  int threads() const { return head_tiles * 2 * 32; }
-};
-
-CtaShape cta_shape(int group) {
-  constexpr int per_pass_max = kMaxHeadTiles * kHeadTile;
-  const int passes = (group + per_pass_max - 1) / per_pass_max;
-  const int per_pass = (group + passes - 1) / passes;
-  return {(per_pass + kHeadTile - 1) / kHeadTile, passes};
-}
-
-void* partial_kernel(int head_dim) {
-  return head_dim == 64 ? reinterpret_cast<void*>(&decode_partial_kernel<64>)
-                        : reinterpret_cast<void*>(&decode_partial_kernel<128>);
-}
-
-bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
 }  // namespace
 
-bool attention_supports_head_dim(int head_dim) {
-  return head_dim == 64 || head_dim == 128;
-}
-
-cudaError_t decode_attention(const DecodeAttentionParams& p, cudaStream_t stream) {
-  const PagedKvDevice& kv = p.kv;
-  if (p.num_requests < 0 || p.num_requests > 65535) return cudaErrorInvalidValue;
-  if (p.num_requests == 0) return cudaSuccess;
-  if (!attention_supports_head_dim(kv.head_dim) || kv.num_kv_heads <= 0 || p.num_heads <= 0 ||
-      p.num_heads % kv.num_kv_heads != 0 || kv.block_size <= 0 || p.plan_capacity <= 0 ||
-      kv.k_cache == nullptr || kv.v_cache == nullptr || kv.block_tables == nullptr ||
-      p.plan == nullptr || p.workspace == nullptr || !aligned16(p.q) || !aligned16(p.out) ||
-      !aligned16(p.workspace) || p.q_row_stride % 4 != 0 || p.out_row_stride % 8 != 0) {
-    return cudaErrorInvalidValue;
-  }
-  const int D = kv.head_dim, group = p.num_heads / kv.num_kv_heads;
-  const CtaShape shape = cta_shape(group);
-  const int64_t ctas = int64_t{p.plan_capacity} * kv.num_kv_heads * shape.passes;
-  if (ctas > 0x7fffffff) return cudaErrorInvalidValue;
-
-  PartialArgs a{};
-  a.k_cache = kv.k_cache;
-  a.v_cache = kv.v_cache;
-  a.block_tables = kv.block_tables;
-  a.bt_stride = kv.block_table_stride;
-  a.num_kv_heads = kv.num_kv_heads;
-  a.block_size = kv.block_size;
-  a.q = p.q;
-  a.q_stride = p.q_row_stride;
-  a.out = p.out;
-  a.out_stride = p.out_row_stride;
-  a.plan = p.plan;
-  a.ws_o = p.workspace;
-  a.ws_ml = p.workspace + int64_t{p.plan_capacity} * p.num_heads * D;
-  a.num_heads = p.num_heads;
-  a.group = group;
-  a.head_tiles = shape.head_tiles;
-  a.passes = shape.passes;
-  a.scale_log2 = p.scale * kLog2e;
-  void* args[] = {&a};
-  if (cudaError_t e =
-          cudaLaunchKernel(partial_kernel(D), dim3(static_cast<unsigned>(ctas)),
-                           dim3(static_cast<unsigned>(shape.threads())), args, kSmemBytes, stream);
-      e != cudaSuccess) {
-    return e;
-  }
-
-  const MergeArgs mg{p.plan,     decode_plan_merge_offset(p.plan_capacity),
-                     a.ws_o,     a.ws_ml,
-                     p.out,      p.out_row_stride,
-                     p.num_heads};
-  const int hpb = kMergeThreads / (D / 4);
-  const dim3 grid(static_cast<unsigned>((p.num_heads + hpb - 1) / hpb),
-                  static_cast<unsigned>(p.num_requests));
-  if (D == 64) {
-    decode_merge_kernel<64><<<grid, kMergeThreads, 0, stream>>>(mg);
-  } else {
-    decode_merge_kernel<128><<<grid, kMergeThreads, 0, stream>>>(mg);
-  }
-  return cudaGetLastError();
-}
-
-cudaError_t decode_attention_ctas_per_sm(int head_dim, int num_heads, int num_kv_heads,
-                                         int* ctas_per_sm) {
-  if (!attention_supports_head_dim(head_dim) || num_kv_heads <= 0 || num_heads <= 0 ||
-      num_heads % num_kv_heads != 0 || ctas_per_sm == nullptr) {
-    return cudaErrorInvalidValue;
-  }
-  const CtaShape shape = cta_shape(num_heads / num_kv_heads);
-  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(ctas_per_sm, partial_kernel(head_dim),
-                                                       shape.threads(), kSmemBytes);
+void* detail::decode_partial_kernel_for(int head_dim, KvDtype dtype, int* smem) {
+  return head_dim == 64 ? partial_kernel<64>(dtype, smem) : partial_kernel<128>(dtype, smem);
 }
 
 }  // namespace llmserve::kernels::cuda

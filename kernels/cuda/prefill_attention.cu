@@ -5,9 +5,15 @@
 // operands read with ldmatrix; S, P and O never leave registers (the S accumulators are the P
 // A-fragments once rounded to bf16). Online softmax in the log2 domain, rows reduced across each
 // quad of lanes; the causal mask only on diagonal tiles, tiles past a warp's last row skipped.
+// 8-bit caches (int8, e4m3): K/V bytes and their f16 scales land in double-buffered plain staging
+// tiles; once a tile is in, the CTA converts it exactly to one bf16 K/V tile (the layout above)
+// and the scales enter in f32: K's multiplies the scores, V's the softmax weights fed to PV (the
+// row sum keeps the unscaled weights).
 #include <cmath>
+#include <type_traits>
 
 #include "cuda_common.cuh"
+#include "kv_quant.cuh"
 #include "llmserve/kernels/cuda/prefill_attention.h"
 #include "tensor_core.cuh"
 
@@ -30,15 +36,21 @@ constexpr int kNT = kBN / 8;             // 8-key n-tiles of S
 constexpr int kMaxGridY = 65535, kMaxGridZ = 65535;
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Bytes: Q tile [kBM, D] bf16, then K stages 0/1 and V stages 0/1 of [kBN, D] bf16 each.
-template <int D>
+// Bytes: Q tile [kBM, D] bf16, then K stages 0/1 and V stages 0/1 of [kBN, D] bf16 each. EB 1
+// (8-bit caches): Q, one K and one V bf16 tile, then stages 0/1 of [K bytes, V bytes, K scales,
+// V scales] of kBN keys.
+template <int D, int EB = 2>
 struct Smem {
   static constexpr int kRowBytes = D * 2;
   static constexpr int kTile = kBN * kRowBytes;
+  static constexpr int kStages = EB == 2 ? 2 : 1;  // of the bf16 K/V tiles
   static constexpr int kQ = 0;
   static constexpr int kK = kQ + kBM * kRowBytes;
-  static constexpr int kV = kK + 2 * kTile;
-  static constexpr int kUsed = kV + 2 * kTile;
+  static constexpr int kV = kK + kStages * kTile;
+  static constexpr int kSrcTile = kBN * D * EB;  // 8-bit staging, per stage:
+  static constexpr int kStageBytes = EB == 2 ? 0 : 2 * kSrcTile + 2 * kBN * 2;  // + scales
+  static constexpr int kStage = kV + kStages * kTile;
+  static constexpr int kUsed = kStage + 2 * kStageBytes;
   static constexpr int kAlign = 256;  // the base is aligned at run time: see ldmatrix addressing
   static constexpr int kBytes = kUsed + kAlign;
 };
@@ -48,7 +60,7 @@ struct Smem {
 // the 8 chunks of a row that 8 threads write fall in 8 different bank groups.
 template <int D>
 __device__ __forceinline__ uint32_t swizzle(int r, int c) {
-  return static_cast<uint32_t>(r * Smem<D>::kRowBytes + ((c ^ (r & 7)) << 4));
+  return static_cast<uint32_t>(r * D * 2 + ((c ^ (r & 7)) << 4));
 }
 
 __device__ __forceinline__ float quad_max(float v) {
@@ -61,10 +73,13 @@ __device__ __forceinline__ float quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-template <int D>
+template <int D, KvDtype KT>
 __global__ void __launch_bounds__(kThreads, 2)
     prefill_attention_kernel(const PrefillAttentionParams p, const float scale_log2) {
-  using L = Smem<D>;
+  constexpr bool kQuant = KT != KvDtype::kF16;
+  constexpr int EB = kQuant ? 1 : 2;
+  using L = Smem<D, EB>;
+  using Elem = std::conditional_t<kQuant, uint8_t, uint16_t>;
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
   constexpr int kDT = D / 8;      // 8-wide n-tiles of O
   // The k-steps of S = QK^T stay a loop at head_dim 128, which keeps ptxas from hoisting the
@@ -104,18 +119,31 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 
   // Keys [t * kBN, t * kBN + kBN) into stage t % 2; keys past kv_end are zero-filled (their
-  // scores are masked, and V must hold no NaN: 0 * NaN would reach O). Thread: chunk column c of
-  // rows r0 + kRowsPerPass * pass; kRowsPerPass <= block_size, so a step crosses at most one
-  // page edge, and r % 8 == r0 % 8 (one swizzle for all passes).
-  constexpr int kRowsPerPass = kThreads / kChunks;
+  // scores are masked, and V must hold no NaN: 0 * NaN would reach O). Thread: 16-byte chunk
+  // column c of rows r0 + kRowsPerPass * pass. bf16: kRowsPerPass <= block_size, so a step crosses
+  // at most one page edge, and r % 8 == r0 % 8 (one swizzle for all passes). 8-bit: plain staging
+  // rows, and threads tid < kBN / 8 copy the scales of keys 8 tid.. 8 tid + 7 (one page, since
+  // block_size % 16 == 0).
+  constexpr int kSrcChunks = D * EB / 16;
+  constexpr int kRowsPerPass = kThreads / kSrcChunks;
   const int bs = p.kv.block_size;
-  const int c_load = tid % kChunks, r0_load = tid / kChunks;
+  const int c_load = tid % kSrcChunks, r0_load = tid / kSrcChunks;
   const int page_elems = p.kv.num_kv_heads * bs * D;
-  const int head_elems = kvh * bs * D + c_load * 8;
-  const uint32_t so0 = swizzle<D>(r0_load, c_load);
+  const int head_elems = kvh * bs * D + c_load * (16 / EB);
+  const uint32_t so0 = kQuant ? static_cast<uint32_t>((r0_load * kSrcChunks + c_load) * 16)
+                              : swizzle<D>(r0_load, c_load);
+  const int pass_pages = kRowsPerPass / bs, pass_off = kRowsPerPass - pass_pages * bs;
+  const Elem* const k_cache = static_cast<const Elem*>(p.kv.k_cache);
+  const Elem* const v_cache = static_cast<const Elem*>(p.kv.v_cache);
   const auto load_tile = [&](int t) {
-    const uint32_t sk = s_base + L::kK + (t & 1) * L::kTile + so0;
-    const uint32_t sv = s_base + L::kV + (t & 1) * L::kTile + so0;
+    uint32_t sk, sv;
+    if constexpr (kQuant) {
+      sk = s_base + L::kStage + (t & 1) * L::kStageBytes + so0;
+      sv = sk + L::kSrcTile;
+    } else {
+      sk = s_base + L::kK + (t & 1) * L::kTile + so0;
+      sv = s_base + L::kV + (t & 1) * L::kTile + so0;
+    }
     int j = t * kBN + r0_load;
     int pi = j / bs;
     int off = j - pi * bs;
@@ -125,14 +153,33 @@ __global__ void __launch_bounds__(kThreads, 2)
       // Past kv_end nothing is read; page 0 of the row (kv_end >= 1) keeps the address valid.
       const int64_t e =
           valid ? static_cast<int64_t>(__ldg(bt + pi)) * page_elems + head_elems + off * D : 0;
-      const uint32_t so = pass * kRowsPerPass * L::kRowBytes;
-      cp_async16(sk + so, p.kv.k_cache + e, valid ? 16 : 0);
-      cp_async16(sv + so, p.kv.v_cache + e, valid ? 16 : 0);
+      const uint32_t so = pass * kRowsPerPass * D * EB;
+      cp_async16(sk + so, k_cache + e, valid ? 16 : 0);
+      cp_async16(sv + so, v_cache + e, valid ? 16 : 0);
       j += kRowsPerPass;
-      off += kRowsPerPass;
+      if constexpr (kQuant) {
+        pi += pass_pages;
+        off += pass_off;
+      } else {
+        off += kRowsPerPass;
+      }
       if (off >= bs) {
         off -= bs;
         ++pi;
+      }
+    }
+    if constexpr (kQuant) {
+      if (tid < kBN / 8) {
+        const int key = t * kBN + 8 * tid;
+        const bool valid = key < kv_end;
+        int64_t e = 0;
+        if (valid) {
+          const int pg = key / bs;
+          e = (static_cast<int64_t>(__ldg(bt + pg)) * p.kv.num_kv_heads + kvh) * bs + key - pg * bs;
+        }
+        const uint32_t ss = s_base + L::kStage + (t & 1) * L::kStageBytes + 2 * L::kSrcTile;
+        cp_async16(ss + tid * 16, p.kv.k_scales + e, valid ? 16 : 0);
+        cp_async16(ss + kBN * 2 + tid * 16, p.kv.v_scales + e, valid ? 16 : 0);
       }
     }
     cp_async_commit();
@@ -173,12 +220,23 @@ __global__ void __launch_bounds__(kThreads, 2)
     cp_async_wait_all();
     __syncthreads();  // tile t (and Q) visible to all; all warps are done with tile t - 1
     if (t + 1 < n_tiles) load_tile(t + 1);
+    const uint16_t* ks = nullptr;  // 8-bit: this tile's K and V scales
+    const uint16_t* vs = nullptr;
+    if constexpr (kQuant) {
+      unsigned char* st = s_ptr + L::kStage + (t & 1) * L::kStageBytes;
+      detail::convert_tile_to_bf16<KT, D>(st, s_ptr + L::kK, 2 * kBN * kSrcChunks, tid, kThreads,
+                                          [](int r, int c) { return swizzle<D>(r, c); });
+      auto* sc = reinterpret_cast<uint16_t*>(st + 2 * L::kSrcTile);
+      if (tid < kBN && t * kBN + tid >= kv_end) sc[tid] = sc[kBN + tid] = 0;  // past a chunk's end
+      ks = sc;
+      vs = sc + kBN;
+      __syncthreads();
+    }
     // Warp-uniform: every key of the tile lies past the warp's last row.
     if (!warp_active || t * kBN > min(warp_first_pos + kWarpRows - 1, kv_end - 1)) continue;
-    const uint32_t k_addr =
-        s_base + L::kK + (t & 1) * L::kTile + k_row * L::kRowBytes + (k_sw << 4);
-    const uint32_t v_addr =
-        s_base + L::kV + (t & 1) * L::kTile + a_row * L::kRowBytes + (a_sw << 4);
+    const uint32_t tile_off = kQuant ? 0 : (t & 1) * L::kTile;
+    const uint32_t k_addr = s_base + L::kK + tile_off + k_row * L::kRowBytes + (k_sw << 4);
+    const uint32_t v_addr = s_base + L::kV + tile_off + a_row * L::kRowBytes + (a_sw << 4);
 
     float s[kMT][kNT][4];
 #pragma unroll
@@ -204,6 +262,20 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int mt = 0; mt < kMT; ++mt) {
           mma_bf16(s[mt][2 * np], qa[mt], kb[0], kb[1]);
           mma_bf16(s[mt][2 * np + 1], qa[mt], kb[2], kb[3]);
+        }
+      }
+    }
+
+    if constexpr (kQuant) {  // K's scale per key (column)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const float2 kf = __half22float2(*reinterpret_cast<const __half2*>(ks + nt * 8 + 2 * tq));
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          s[mt][nt][0] *= kf.x;
+          s[mt][nt][1] *= kf.y;
+          s[mt][nt][2] *= kf.x;
+          s[mt][nt][3] *= kf.y;
         }
       }
     }
@@ -257,12 +329,25 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (int kc = 0; kc < kBN / 16; ++kc) {
       uint32_t pa[kMT][4];  // A-fragment of keys [16 kc, 16 kc + 16) from S n-tiles 2 kc, 2 kc + 1
+      if constexpr (kQuant) {  // V's scale per key
+        const float2 va = __half22float2(*reinterpret_cast<const __half2*>(vs + kc * 16 + 2 * tq));
+        const float2 vb =
+            __half22float2(*reinterpret_cast<const __half2*>(vs + kc * 16 + 8 + 2 * tq));
 #pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        pa[mt][0] = pack_bf16x2(s[mt][2 * kc][0], s[mt][2 * kc][1]);
-        pa[mt][1] = pack_bf16x2(s[mt][2 * kc][2], s[mt][2 * kc][3]);
-        pa[mt][2] = pack_bf16x2(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
-        pa[mt][3] = pack_bf16x2(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+        for (int mt = 0; mt < kMT; ++mt) {
+          pa[mt][0] = pack_bf16x2(s[mt][2 * kc][0] * va.x, s[mt][2 * kc][1] * va.y);
+          pa[mt][1] = pack_bf16x2(s[mt][2 * kc][2] * va.x, s[mt][2 * kc][3] * va.y);
+          pa[mt][2] = pack_bf16x2(s[mt][2 * kc + 1][0] * vb.x, s[mt][2 * kc + 1][1] * vb.y);
+          pa[mt][3] = pack_bf16x2(s[mt][2 * kc + 1][2] * vb.x, s[mt][2 * kc + 1][3] * vb.y);
+        }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < kMT; ++mt) {
+          pa[mt][0] = pack_bf16x2(s[mt][2 * kc][0], s[mt][2 * kc][1]);
+          pa[mt][1] = pack_bf16x2(s[mt][2 * kc][2], s[mt][2 * kc][3]);
+          pa[mt][2] = pack_bf16x2(s[mt][2 * kc + 1][0], s[mt][2 * kc + 1][1]);
+          pa[mt][3] = pack_bf16x2(s[mt][2 * kc + 1][2], s[mt][2 * kc + 1][3]);
+        }
       }
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
@@ -300,13 +385,15 @@ __global__ void __launch_bounds__(kThreads, 2)
   }
 }
 
-template <int D>
+template <int D, KvDtype KT>
 cudaError_t launch(const PrefillAttentionParams& p, cudaStream_t stream) {
   // Set on every launch: the attribute belongs to the current device's context, and setting it
   // is cheap and allowed during stream capture.
-  const auto kernel = prefill_attention_kernel<D>;
-  if (const cudaError_t e = cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<D>::kBytes);
+  constexpr int kElemBytes = KT == KvDtype::kF16 ? 2 : 1;
+  constexpr int kSmem = Smem<D, kElemBytes>::kBytes;
+  const auto kernel = prefill_attention_kernel<D, KT>;
+  if (const cudaError_t e =
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
       e != cudaSuccess) {
     return e;
   }
@@ -318,8 +405,20 @@ cudaError_t launch(const PrefillAttentionParams& p, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(p.num_heads),
                   static_cast<unsigned>((p.max_q_len + kBM - 1) / kBM),
                   static_cast<unsigned>(p.num_seqs));
-  kernel<<<grid, kThreads, Smem<D>::kBytes, stream>>>(p, p.scale * kLog2e);
+  kernel<<<grid, kThreads, kSmem, stream>>>(p, p.scale * kLog2e);
   return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch(const PrefillAttentionParams& p, cudaStream_t stream) {
+  switch (p.kv.dtype) {
+    case KvDtype::kInt8:
+      return launch<D, KvDtype::kInt8>(p, stream);
+    case KvDtype::kFp8:
+      return launch<D, KvDtype::kFp8>(p, stream);
+    default:
+      return launch<D, KvDtype::kF16>(p, stream);
+  }
 }
 
 bool aligned(const void* ptr, uintptr_t bytes) {
@@ -328,8 +427,12 @@ bool aligned(const void* ptr, uintptr_t bytes) {
 
 }  // namespace
 
-int prefill_attention_smem_bytes(int head_dim) {
-  return head_dim == 64 ? Smem<64>::kBytes : head_dim == 128 ? Smem<128>::kBytes : 0;
+int prefill_attention_smem_bytes(int head_dim, KvDtype dtype) {
+  const int eb = kv_device_elem_bytes(dtype);
+  if (eb == 0) return 0;
+  if (head_dim == 64) return eb == 2 ? Smem<64>::kBytes : Smem<64, 1>::kBytes;
+  if (head_dim == 128) return eb == 2 ? Smem<128>::kBytes : Smem<128, 1>::kBytes;
+  return 0;
 }
 
 cudaError_t prefill_attention_check(const PrefillAttentionParams& p) {
@@ -346,8 +449,11 @@ cudaError_t prefill_attention_check(const PrefillAttentionParams& p) {
       p.num_seqs <= kMaxGridZ && p.max_q_len >= 0 &&
       (static_cast<int64_t>(p.max_q_len) + kBM - 1) / kBM <= kMaxGridY && p.scale > 0.0f &&
       std::isfinite(p.scale) && p.out != nullptr && aligned(p.out, 4) &&
-      p.out_row_stride % 2 == 0 && p.out_row_stride >= row;
-  return ok ? cudaSuccess : cudaErrorInvalidValue;
+      p.out_row_stride % 2 == 0 && p.out_row_stride >= row && kv_device_elem_bytes(kv.dtype) != 0;
+  const bool scales_ok =
+      kv_device_elem_bytes(kv.dtype) != 1 || (kv.k_scales != nullptr && kv.v_scales != nullptr &&
+                                              aligned(kv.k_scales, 16) && aligned(kv.v_scales, 16));
+  return ok && scales_ok ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 cudaError_t prefill_attention(const PrefillAttentionParams& p, cudaStream_t stream) {

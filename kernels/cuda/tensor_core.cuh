@@ -1,6 +1,6 @@
-// PTX helpers the tensor-core attention kernels share (device side only): 16-byte cp.async into
-// shared memory, ldmatrix, the m16n8k16 bf16 mma with f32 accumulators, bf16x2 packing and exp2.
-// Fragment layouts are the PTX ISA's.
+// PTX helpers the tensor-core attention kernels share (device side only): 16- and 4-byte cp.async
+// into shared memory, ldmatrix, the m16n8k16 bf16 mma with f32 accumulators, bf16x2 packing and
+// exp2. Fragment layouts are the PTX ISA's.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +11,12 @@ namespace llmserve::kernels::cuda::detail {
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes)
+               : "memory");
+}
+
+// Copies src_bytes (0 or 4) of src to shared address dst, zero-filling the rest of 4 bytes.
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
 }
 

@@ -13,5 +13,7 @@ void add_inspect_command(CLI::App& root, int& exit_code);
 // `llmserve bench` (bench/serve/): exit code 0 when any request completed, 1 when none did.
 void add_bench_command(CLI::App& root, int& exit_code);
 void add_generate_command(CLI::App& root, int& exit_code);
+// `llmserve perplexity`: exit code 0 with the estimate printed, 1 on any error.
+void add_perplexity_command(CLI::App& root, int& exit_code);
 
 }  // namespace llmserve::cli

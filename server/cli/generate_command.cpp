@@ -42,7 +42,7 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;
   int threads = 2;
   std::string precision = "q8x2";  // CPU matmul activations (kernels/act_precision.h)
-  std::string kv_dtype = "f16";    // KV cache elements: f16 | f32
+  std::string kv_dtype = "f16";    // KV cache elements: f16 | f32 | int8 | fp8
   std::string logits_out;
   std::string prompts_file;  // JSONL of requests run through the engine (generate_prompts_file.h)
   bool ignore_eos = false;
@@ -167,13 +167,15 @@ Status run(const GenerateOptions& o) {
   const auto precision = kernels::parse_act_precision(o.precision);
   if (!precision) return invalid_argument("--cpu-matmul-precision must be q8x2 or q8");
   ro.matmul_precision = *precision;
-  ro.kv_cache_dtype = o.kv_dtype == "f32" ? kernels::KvDtype::kF32 : kernels::KvDtype::kF16;
+  const auto kv_dtype = kernels::parse_kv_dtype(o.kv_dtype);
+  if (!kv_dtype) return invalid_argument("--kv-cache-dtype must be f16, f32, int8 or fp8");
+  ro.kv_cache_dtype = *kv_dtype;
   ro.max_tokens_per_step = std::min<int64_t>(static_cast<int64_t>(prompt.size()), 2048);
   ro.max_samples_per_step = 1;
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_new;
   const int64_t blocks = (total + ro.block_size - 1) / ro.block_size;
-  ro.kv_cache_bytes = static_cast<uint64_t>(blocks * ro.block_size) *
-                      cfg.kv_bytes_per_token(kernels::kv_dtype_bytes(ro.kv_cache_dtype));
+  ro.kv_cache_bytes =
+      static_cast<uint64_t>(blocks * ro.block_size) * cfg.kv_bytes_per_token(ro.kv_cache_dtype);
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
 
   SamplingParams params;
@@ -260,8 +262,9 @@ void add_generate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--cpu-matmul-precision", o->precision,
                   "q8x2 (default: two 8-bit activation passes, matches f32) or q8 (one pass)")
       ->check(CLI::IsMember({"q8x2", "q8"}));
-  cmd->add_option("--kv-cache-dtype", o->kv_dtype, "KV cache elements: f16 (default) or f32")
-      ->check(CLI::IsMember({"f16", "f32"}));
+  cmd->add_option("--kv-cache-dtype", o->kv_dtype,
+                  "KV cache elements: f16 (default), f32, int8 or fp8 (CUDA)")
+      ->check(CLI::IsMember({"f16", "f32", "int8", "fp8"}));
   cmd->add_option("--logits-out", o->logits_out,
                   "Write the last prompt position's logits here (float32 little-endian)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the model's stop tokens");

@@ -103,10 +103,14 @@ int run_inspect(const std::string& path, bool show_metadata) {
   os << "parameters:   " << m.parameter_count() << " (" << human(m.parameter_count(), "") << ")\n"
      << "weight bytes: " << m.weight_bytes() << " (" << human(m.weight_bytes(), "B") << ")\n"
      << "KV cache per token:\n"
-     << "  f16: " << c.kv_bytes_formula(2) << "\n"
-     << "  f32: " << c.kv_bytes_formula(4) << "\n"
-     << "  at max_context " << c.max_context
-     << " (f16): " << human(c.kv_bytes_per_token(2) * static_cast<uint64_t>(c.max_context), "B")
+     << "  f16:  " << c.kv_bytes_formula(kernels::KvDtype::kF16) << "\n"
+     << "  f32:  " << c.kv_bytes_formula(kernels::KvDtype::kF32) << "\n"
+     << "  int8: " << c.kv_bytes_formula(kernels::KvDtype::kInt8) << "\n"
+     << "  fp8:  " << c.kv_bytes_formula(kernels::KvDtype::kFp8) << " (CUDA)\n"
+     << "  at max_context " << c.max_context << ": f16 "
+     << human(c.kv_bytes_per_token(2) * static_cast<uint64_t>(c.max_context), "B") << ", int8 "
+     << human(c.kv_bytes_per_token(kernels::KvDtype::kInt8) * static_cast<uint64_t>(c.max_context),
+              "B")
      << " per sequence\n";
   std::cout << os.str();
   return 0;

@@ -84,13 +84,17 @@ class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateResponse> {
       if (o.finish == FinishReason::kError && failure.is_ok()) {
         failure = o.error.is_ok() ? internal_error("generation failed") : o.error;
       }
-      if (o.text.empty() && o.token_ids.empty() && o.finish == FinishReason::kNone) continue;
+      if (o.text.empty() && o.token_ids.empty() && o.prompt_logprobs.empty() &&
+          o.finish == FinishReason::kNone) {
+        continue;
+      }
       msg_.Clear();
       msg_.set_id(started_.id);
       msg_.set_index(o.index);
       msg_.set_text(o.text);
       for (int32_t t : o.token_ids) msg_.add_token_ids(t);
       fill_logprobs(o.logprobs, *tokenizer_, msg_.mutable_logprobs());
+      fill_logprobs(o.prompt_logprobs, *tokenizer_, msg_.mutable_prompt_logprobs());
       if (o.finish != FinishReason::kNone) {
         msg_.set_finish_reason(finish_reason_name(o.finish));
         msg_.set_stop_reason(o.stop_reason);
@@ -177,6 +181,12 @@ class CompleteReactor : public grpc::ServerUnaryReactor {
       c->mutable_text()->append(o.text);
       for (int32_t t : o.token_ids) c->add_token_ids(t);
       fill_logprobs(o.logprobs, tok, c->mutable_logprobs());
+      if (!o.prompt_logprobs.empty()) {
+        for (int32_t i = 0; i < n; ++i) {  // the samples share their prompt
+          fill_logprobs(o.prompt_logprobs, tok,
+                        resp_->mutable_choices(i)->mutable_prompt_logprobs());
+        }
+      }
       if (o.finish != FinishReason::kNone) {
         c->set_finish_reason(finish_reason_name(o.finish));
         c->set_stop_reason(o.stop_reason);

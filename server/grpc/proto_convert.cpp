@@ -46,6 +46,7 @@ json proto_request_to_json(const v1::GenerateRequest& r) {
   if (r.priority() != 0) j["priority"] = r.priority();
   if (r.include_stop_str_in_output()) j["include_stop_str_in_output"] = true;
   if (r.has_skip_special_tokens()) j["skip_special_tokens"] = r.skip_special_tokens();
+  if (r.has_prompt_logprobs()) j["prompt_logprobs"] = r.prompt_logprobs();
   return j;
 }
 
@@ -90,6 +91,7 @@ void fill_logprobs(const std::vector<TokenLogprob>& lps, const Tokenizer& tok,
     p->set_token_id(lp.token_id);
     p->set_token(utf8_sanitize(tok.token_bytes(lp.token_id)));
     p->set_logprob(lp.logprob);
+    p->set_rank(lp.rank);
     for (const auto& t : lp.top) {
       v1::TopLogprob* q = p->add_top_logprobs();
       q->set_token_id(t.token_id);

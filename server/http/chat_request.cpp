@@ -113,6 +113,16 @@ Result<ParsedChat> parse_chat_request(std::string_view body_text, const Tokenize
     if (!out.logprobs) return field_error("top_logprobs", "requires logprobs to be true");
   }
   out.fields.params.logprobs = out.logprobs ? out.top_logprobs : -1;
+  if (present(body, "echo")) {
+    const json& e = body.at("echo");
+    if (!e.is_boolean()) return field_error("echo", "expected a boolean");
+    if (e.get<bool>()) {
+      return field_error("echo",
+                         "echo is for /v1/completions; for the prompt's logprobs in a "
+                         "chat request use prompt_logprobs");
+    }
+  }
+  LLMSERVE_RETURN_IF_ERROR(require_completion(out.fields, out.fields.params.prompt_logprobs >= 0));
   bool add_generation_prompt = true;
   LLMSERVE_RETURN_IF_ERROR(
       json_fields::read_bool(body, "add_generation_prompt", &add_generation_prompt));

@@ -89,7 +89,7 @@ Result<ParsedCompletion> parse_completion_request(std::string_view body_text,
   if (present(body, "echo")) {
     const json& e = body.at("echo");
     if (!e.is_boolean()) return field_error("echo", "expected a boolean");
-    if (e.get<bool>()) return field_error("echo", "echo is not supported by this server");
+    out.echo = e.get<bool>();
   }
   if (present(body, "suffix")) {
     const json& s = body.at("suffix");
@@ -109,6 +109,14 @@ Result<ParsedCompletion> parse_completion_request(std::string_view body_text,
         json_fields::read_int32(body, "logprobs", 0, limits.max_logprobs, &out.logprobs));
   }
   out.fields.params.logprobs = out.logprobs;
+  SamplingParams& p = out.fields.params;
+  if (out.echo && p.n > 1) {
+    return field_error("echo", "echo with n > 1 is not supported (each prompt is echoed once)");
+  }
+  out.prompt_logprobs = p.prompt_logprobs;
+  // echo with logprobs scores the prompt with the same top-N.
+  if (out.echo && out.logprobs >= 0) p.prompt_logprobs = std::max(p.prompt_logprobs, out.logprobs);
+  LLMSERVE_RETURN_IF_ERROR(require_completion(out.fields, out.echo || p.prompt_logprobs >= 0));
   // Reject an oversized prompt list before tokenizing anything.
   if (present(body, "prompt") && body.at("prompt").is_array() && !body.at("prompt").empty() &&
       !body.at("prompt").front().is_number()) {
@@ -119,6 +127,14 @@ Result<ParsedCompletion> parse_completion_request(std::string_view body_text,
     }
   }
   LLMSERVE_ASSIGN_OR_RETURN(out.prompts, parse_prompts(body, tokenizer, limits));
+  if (out.echo) {
+    const json& pj = body.at("prompt");
+    for (size_t i = 0; i < out.prompts.size(); ++i) {
+      const json* s = pj.is_string() ? &pj : pj.at(i).is_string() ? &pj.at(i) : nullptr;
+      out.echo_texts.push_back(s != nullptr ? s->get<std::string>()
+                                            : tokenizer.decode(out.prompts[i]));
+    }
+  }
   size_t longest = 0;
   for (const auto& p : out.prompts) longest = std::max(longest, p.size());
   LLMSERVE_RETURN_IF_ERROR(fit_context(static_cast<int64_t>(longest), limits,

@@ -110,9 +110,10 @@ Status parse_generation_fields(const json& body, const RequestLimits& limits,
   }
   constexpr int32_t kMaxInt = std::numeric_limits<int32_t>::max();
   int32_t max_tokens = -1;
-  LLMSERVE_RETURN_IF_ERROR(read_int32(body, "max_tokens", 1, kMaxInt, &max_tokens));
-  LLMSERVE_RETURN_IF_ERROR(read_int32(body, "max_completion_tokens", 1, kMaxInt, &max_tokens));
-  if (max_tokens > 0) {
+  // 0 scores the prompt only (echo / prompt_logprobs): require_completion checks it.
+  LLMSERVE_RETURN_IF_ERROR(read_int32(body, "max_tokens", 0, kMaxInt, &max_tokens));
+  LLMSERVE_RETURN_IF_ERROR(read_int32(body, "max_completion_tokens", 0, kMaxInt, &max_tokens));
+  if (max_tokens >= 0) {
     f.max_tokens_given = true;
     p.max_tokens = max_tokens;
   }
@@ -145,6 +146,8 @@ Status parse_generation_fields(const json& body, const RequestLimits& limits,
       read_bool(body, "include_stop_str_in_output", &p.include_stop_str_in_output));
   LLMSERVE_RETURN_IF_ERROR(read_bool(body, "skip_special_tokens", &p.skip_special_tokens));
   LLMSERVE_RETURN_IF_ERROR(read_int32(body, "n", 1, limits.max_n, &p.n));
+  LLMSERVE_RETURN_IF_ERROR(
+      read_int32(body, "prompt_logprobs", 0, limits.max_logprobs, &p.prompt_logprobs));
   if (present(body, "best_of")) {
     int32_t best_of = p.n;
     LLMSERVE_RETURN_IF_ERROR(read_int32(body, "best_of", 1, limits.max_n, &best_of));
@@ -160,6 +163,9 @@ Status parse_generation_fields(const json& body, const RequestLimits& limits,
     Status st = read_bool(so, "include_usage", &f.include_usage);
     if (!st.is_ok()) return field_error("stream_options.include_usage", "expected a boolean");
   }
+  if (f.stream && p.prompt_logprobs >= 0) {
+    return field_error("prompt_logprobs", "is not available with stream: true (as in vLLM)");
+  }
   LLMSERVE_RETURN_IF_ERROR(read_int32(body, "priority", -1000000, 1000000, &f.priority));
   if (present(body, "timeout")) {
     double t = 0;
@@ -170,6 +176,16 @@ Status parse_generation_fields(const json& body, const RequestLimits& limits,
   LLMSERVE_RETURN_IF_ERROR(read_string(body, "user", &f.user));
   if (f.user.size() > 256) return field_error("user", "must be at most 256 bytes");
   *out = std::move(f);
+  return Status::ok();
+}
+
+Status require_completion(const GenerationFields& fields, bool scores_prompt) {
+  if (fields.max_tokens_given && fields.params.max_tokens == 0 && !scores_prompt) {
+    return json_fields::field_error(
+        "max_tokens",
+        "must be >= 1 (0 is allowed only to score the prompt: with echo or "
+        "prompt_logprobs)");
+  }
   return Status::ok();
 }
 

@@ -32,6 +32,9 @@ struct GenerationFields {
 Status parse_generation_fields(const nlohmann::json& body, const RequestLimits& limits,
                                GenerationFields* out);
 
+// max_tokens 0 (prompt processing only) unless the request scores its prompt: INVALID_ARGUMENT.
+Status require_completion(const GenerationFields& fields, bool scores_prompt);
+
 // Prompt of `prompt_tokens` tokens: fills params.max_tokens when not given (`default_max`, or
 // the room left when `default_max` <= 0), and rejects prompts that do not fit with OUT_OF_RANGE
 // (OpenAI code context_length_exceeded; the message names both numbers).

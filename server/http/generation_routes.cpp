@@ -25,6 +25,9 @@ struct Prepared {
   GenerationFields fields;
   std::vector<std::vector<int32_t>> prompts;
   int32_t logprobs = -1;
+  int32_t prompt_logprobs = -1;  // as asked (echo may score the prompt without it)
+  bool echo = false;
+  std::vector<std::string> echo_texts;
 };
 
 int64_t unix_now() {
@@ -114,12 +117,16 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
     prep.fields = std::move(parsed->fields);
     prep.prompts = std::move(parsed->prompts);
     prep.logprobs = parsed->logprobs;
+    prep.echo = parsed->echo;
+    prep.prompt_logprobs = parsed->prompt_logprobs;
+    prep.echo_texts = std::move(parsed->echo_texts);
   } else {
     auto parsed = parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
     if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
     prep.fields = std::move(parsed->fields);
     prep.prompts.push_back(std::move(parsed->prompt_token_ids));
     prep.logprobs = parsed->logprobs ? parsed->top_logprobs : -1;
+    prep.prompt_logprobs = prep.fields.params.prompt_logprobs;
   }
   Status valid = prep.fields.params.validate(limits.vocab_size, limits.max_logprobs);
   if (!valid.is_ok()) return send_status_error(res, valid, retry);
@@ -136,6 +143,12 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   rc.n = prep.fields.params.n;
   rc.num_prompts = prep.prompts.size();
   rc.logprobs = prep.logprobs;
+  rc.prompt_logprobs = prep.prompt_logprobs;
+  if (prep.echo) {
+    rc.echo = true;
+    rc.echo_texts = std::move(prep.echo_texts);
+    rc.prompt_ids = prep.prompts;
+  }
   rc.include_usage = prep.fields.include_usage;
   rc.tokenizer = &engine.tokenizer();
   const bool stream = prep.fields.stream;

@@ -17,7 +17,8 @@ json usage_json(const Usage& u) {
 ResponseBuilder::ResponseBuilder(ResponseContext ctx)
     : ctx_(std::move(ctx)),
       choices_(ctx_.num_prompts * static_cast<size_t>(std::max(ctx_.n, 1))),
-      usage_(ctx_.num_prompts) {}
+      usage_(ctx_.num_prompts),
+      prompt_lps_(ctx_.num_prompts) {}
 
 size_t ResponseBuilder::choice_index(size_t prompt_index, const StepOutput& out) const {
   const size_t i = prompt_index * static_cast<size_t>(std::max(ctx_.n, 1)) +
@@ -27,6 +28,9 @@ size_t ResponseBuilder::choice_index(size_t prompt_index, const StepOutput& out)
 
 void ResponseBuilder::note_usage(size_t prompt_index, const StepOutput& out) {
   if (prompt_index < usage_.size()) usage_[prompt_index] = out.usage;
+  if (!out.prompt_logprobs.empty() && prompt_index < prompt_lps_.size()) {
+    prompt_lps_[prompt_index] = out.prompt_logprobs;
+  }
   if (out.finish == FinishReason::kError && error_.is_ok()) {
     error_ = out.error.is_ok() ? internal_error("generation failed") : out.error;
   }
@@ -85,6 +89,14 @@ json ResponseBuilder::logprobs_json(const std::vector<TokenLogprob>& lps,
               {"text_offset", std::move(text_offset)}};
 }
 
+json concat_logprobs(const json& a, const json& b) {
+  json out = a;
+  for (const char* key : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) {
+    for (const auto& x : b.at(key)) out[key].push_back(x);
+  }
+  return out;
+}
+
 json ResponseBuilder::chunk_base() const {
   json j = {{"id", ctx_.id},
             {"object", ctx_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
@@ -99,6 +111,19 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
   note_usage(prompt_index, out);
   const size_t ci = choice_index(prompt_index, out);
   Choice& c = choices_[ci];
+  // Completions with echo: the first chunk of a choice starts with its prompt.
+  std::string text = out.text;
+  json echo_lp;
+  const bool echo_now = ctx_.kind == ApiKind::kCompletion && ctx_.echo && !c.echo_sent;
+  if (echo_now) {
+    c.echo_sent = true;
+    text = echo_text(prompt_index) + text;
+    if (ctx_.logprobs >= 0) {
+      size_t bytes = 0;
+      echo_lp = echo_logprobs(prompt_index, &bytes);
+      c.bytes += bytes;
+    }
+  }
   std::vector<size_t> offsets;
   for (const auto& lp : out.logprobs) {
     offsets.push_back(c.bytes);
@@ -135,11 +160,13 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
     }
     return chunks;
   }
-  if (!out.text.empty() || want_lp || finished) {
+  if (!text.empty() || want_lp || finished || !echo_lp.is_null()) {
     json j = chunk_base();
+    json lp = want_lp ? logprobs_json(out.logprobs, offsets) : json();
+    if (!echo_lp.is_null()) lp = lp.is_null() ? echo_lp : concat_logprobs(echo_lp, lp);
     json choice = {{"index", ci},
-                   {"text", out.text},
-                   {"logprobs", want_lp ? logprobs_json(out.logprobs, offsets) : json()},
+                   {"text", text},
+                   {"logprobs", std::move(lp)},
                    {"finish_reason", finished ? json(finish_reason_name(out.finish)) : json()}};
     if (finished && !out.stop_reason.empty()) choice["stop_reason"] = out.stop_reason;
     j["choices"].push_back(std::move(choice));
@@ -172,28 +199,48 @@ void ResponseBuilder::accumulate(size_t prompt_index, const StepOutput& out) {
 
 json ResponseBuilder::final_response() const {
   json choices = json::array();
+  const auto n = static_cast<size_t>(std::max(ctx_.n, 1));
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
     const json finish =
         c.finish == FinishReason::kNone ? json() : json(finish_reason_name(c.finish));
-    const json lp = ctx_.logprobs >= 0 ? logprobs_json(c.logprobs, c.text_offsets) : json();
+    const bool echo = ctx_.kind == ApiKind::kCompletion && ctx_.echo;
+    json lp;
+    if (ctx_.logprobs >= 0 && echo) {
+      size_t bytes = 0;
+      json prompt_part = echo_logprobs(i / n, &bytes);
+      std::vector<size_t> offsets = c.text_offsets;
+      for (size_t& o : offsets) o += bytes;
+      lp = concat_logprobs(prompt_part, logprobs_json(c.logprobs, offsets));
+    } else if (ctx_.logprobs >= 0) {
+      lp = logprobs_json(c.logprobs, c.text_offsets);
+    }
     if (ctx_.kind == ApiKind::kChat) {
       choices.push_back({{"index", i},
                          {"message", {{"role", "assistant"}, {"content", c.text}}},
                          {"logprobs", lp},
                          {"finish_reason", finish}});
     } else {
-      json choice = {{"index", i}, {"text", c.text}, {"logprobs", lp}, {"finish_reason", finish}};
+      json choice = {{"index", i},
+                     {"text", echo ? echo_text(i / n) + c.text : c.text},
+                     {"logprobs", lp},
+                     {"finish_reason", finish}};
       if (!c.stop_reason.empty()) choice["stop_reason"] = c.stop_reason;
+      if (ctx_.prompt_logprobs >= 0) choice["prompt_logprobs"] = prompt_logprobs_json(i / n);
       choices.push_back(std::move(choice));
     }
   }
-  return json{{"id", ctx_.id},
-              {"object", ctx_.kind == ApiKind::kChat ? "chat.completion" : "text_completion"},
-              {"created", ctx_.created},
-              {"model", ctx_.model},
-              {"choices", std::move(choices)},
-              {"usage", usage_json(total_usage())}};
+  json body = {{"id", ctx_.id},
+               {"object", ctx_.kind == ApiKind::kChat ? "chat.completion" : "text_completion"},
+               {"created", ctx_.created},
+               {"model", ctx_.model},
+               {"choices", std::move(choices)},
+               {"usage", usage_json(total_usage())}};
+  // vLLM puts a chat request's prompt logprobs beside its choices.
+  if (ctx_.kind == ApiKind::kChat && ctx_.prompt_logprobs >= 0) {
+    body["prompt_logprobs"] = prompt_logprobs_json(0);
+  }
+  return body;
 }
 
 }  // namespace llmserve

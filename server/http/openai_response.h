@@ -24,7 +24,13 @@ struct ResponseContext {
   int64_t created = 0;  // unix seconds
   int32_t n = 1;
   size_t num_prompts = 1;
-  int32_t logprobs = -1;  // -1 = none; else the top-N asked for
+  int32_t logprobs = -1;         // -1 = none; else the top-N asked for
+  int32_t prompt_logprobs = -1;  // vLLM's prompt_logprobs: N, or -1 = none
+  // Completions with echo: each prompt's text and ids come back before its completion (with
+  // logprobs, the prompt tokens' logprobs first, the first one null).
+  bool echo = false;
+  std::vector<std::string> echo_texts;
+  std::vector<std::vector<int32_t>> prompt_ids;
   bool include_usage = false;
   const Tokenizer* tokenizer = nullptr;  // for logprob token strings; may be null
 };
@@ -54,6 +60,7 @@ class ResponseBuilder {
     FinishReason finish = FinishReason::kNone;
     std::string stop_reason;
     bool role_sent = false;
+    bool echo_sent = false;
     size_t bytes = 0;  // for text_offset
   };
 
@@ -63,13 +70,21 @@ class ResponseBuilder {
   nlohmann::json logprobs_json(const std::vector<TokenLogprob>& lps,
                                const std::vector<size_t>& offsets) const;
   std::string token_string(int32_t id) const;
+  // The echoed prompt of one choice: its text, and with logprobs its tokens' legacy logprobs
+  // (offsets from 0; `bytes` gets their total).
+  std::string echo_text(size_t prompt_index) const;
+  nlohmann::json echo_logprobs(size_t prompt_index, size_t* bytes) const;
+  nlohmann::json prompt_logprobs_json(size_t prompt_index) const;  // vLLM's shape
 
   ResponseContext ctx_;
   std::vector<Choice> choices_;
-  std::vector<Usage> usage_;  // per prompt, latest totals
+  std::vector<Usage> usage_;                           // per prompt, latest totals
+  std::vector<std::vector<TokenLogprob>> prompt_lps_;  // per prompt: positions 1..
   Status error_;
 };
 
 nlohmann::json usage_json(const Usage& u);
+// Two legacy (completions) logprobs objects as one: a's entries, then b's.
+nlohmann::json concat_logprobs(const nlohmann::json& a, const nlohmann::json& b);
 
 }  // namespace llmserve

@@ -48,6 +48,12 @@ std::string ServerMetrics::render(const EngineStats& s, const EngineMetrics* m) 
           static_cast<double>(s.kv_blocks_total));
   w.gauge("llmserve_kv_cache_blocks_free", "Free or evictable KV-cache blocks.",
           static_cast<double>(s.kv_blocks_free));
+  w.gauge("llmserve_kv_cache_capacity_tokens",
+          "Tokens the usable KV-cache blocks hold (blocks x block size).",
+          static_cast<double>(s.kv_capacity_tokens));
+  w.gauge("llmserve_kv_cache_bytes_per_token",
+          "KV-cache bytes one token takes over all layers (K and V, int8/fp8 scales included).",
+          static_cast<double>(s.kv_bytes_per_token));
   w.counter("llmserve_prompt_tokens_total", "Prompt tokens processed.",
             static_cast<double>(s.prompt_tokens));
   w.counter("llmserve_generation_tokens_total", "Tokens generated.",

@@ -10,6 +10,7 @@
 #include "llmserve/kernels/cuda/attention.h"
 #include "llmserve/kernels/cuda/decode_attention.h"
 #include "llmserve/kernels/cuda/decode_plan.h"
+#include "llmserve/kernels/cuda/paged_kv.h"
 #include "llmserve/kernels/dequantize.h"
 
 namespace llmserve {
@@ -91,7 +92,7 @@ Status CudaOps::make_step_index(const KvCacheSpec& spec) {
   cfg.num_sms = num_sms_;
   LLMSERVE_RETURN_IF_ERROR(
       cuda_status(kc::decode_attention_ctas_per_sm(spec.head_dim, options_.num_heads,
-                                                   spec.num_kv_heads, &cfg.ctas_per_sm),
+                                                   spec.num_kv_heads, &cfg.ctas_per_sm, spec.dtype),
                   "decode attention occupancy"));
   const int capacity = kc::decode_plan_capacity(options_.max_num_seqs, cfg);
   StepIndexLimits limits;
@@ -265,21 +266,44 @@ Status CudaOps::alloc_kv_cache(const KvCacheSpec& spec) {
         "a multiple of 16 (got head_dim " +
         std::to_string(spec.head_dim) + ", block_size " + std::to_string(spec.block_size) + ")");
   }
-  const size_t per_layer = static_cast<size_t>(spec.num_blocks) * spec.num_kv_heads *
-                           spec.block_size * spec.head_dim * 2;
+  const int elem_bytes = kc::kv_device_elem_bytes(spec.dtype);
+  if (elem_bytes == 0) {
+    return unimplemented(std::string("cuda ops: KV cache dtype ") +
+                         kernels::kv_dtype_name(spec.dtype) +
+                         " is CPU-only (the CUDA backend stores bf16, int8 or fp8)");
+  }
+  const size_t rows = static_cast<size_t>(spec.num_blocks) * spec.num_kv_heads * spec.block_size;
+  const size_t per_layer = rows * static_cast<size_t>(spec.head_dim) * elem_bytes;
+  const size_t scale_bytes =
+      kernels::kv_dtype_scaled(spec.dtype) ? rows * kernels::kKvScaleBytes : 0;
+  auto alloc = [&](size_t bytes) -> Result<void*> {
+    void* p = nullptr;
+    if (cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
+      cudaGetLastError();
+      return resource_exhausted("cuda ops: cannot allocate the KV cache: " +
+                                std::string(cudaGetErrorString(e)));
+    }
+    kv_allocations_.push_back(p);
+    LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(p, 0, bytes, stream_), "KV cache clear"));
+    return p;
+  };
   for (int64_t l = 0; l < spec.num_layers; ++l) {
     for (auto* cache : {&k_cache_, &v_cache_}) {
-      void* p = nullptr;
-      if (cudaError_t e = cudaMalloc(&p, per_layer); e != cudaSuccess) {
-        cudaGetLastError();
+      Result<void*> p = alloc(per_layer);
+      if (!p.is_ok()) {
         release_kv_cache();
-        return resource_exhausted("cuda ops: cannot allocate the KV cache: " +
-                                  std::string(cudaGetErrorString(e)));
+        return p.status();
       }
-      kv_allocations_.push_back(p);
-      cache->push_back(static_cast<uint16_t*>(p));
-      LLMSERVE_RETURN_IF_ERROR(
-          cuda_status(cudaMemsetAsync(p, 0, per_layer, stream_), "KV cache clear"));
+      cache->push_back(p.value());
+    }
+    for (auto* scales : {&k_scales_, &v_scales_}) {
+      Result<void*> p =
+          scale_bytes > 0 ? alloc(scale_bytes) : Result<void*>(static_cast<void*>(nullptr));
+      if (!p.is_ok()) {
+        release_kv_cache();
+        return p.status();
+      }
+      scales->push_back(static_cast<uint16_t*>(p.value()));
     }
   }
   kv_spec_ = spec;
@@ -300,13 +324,19 @@ void CudaOps::release_kv_cache() {
   kv_allocations_.clear();
   k_cache_.clear();
   v_cache_.clear();
+  k_scales_.clear();
+  v_scales_.clear();
   kv_spec_ = KvCacheSpec{};
 }
 
 uint64_t CudaOps::kv_cache_bytes() const {
+  if (k_cache_.empty()) return 0;
+  // K and V: per (layer, slot, kv head) a head_dim row of elements and, quantized, its scale.
+  const auto row =
+      static_cast<uint64_t>(kernels::kv_head_row_bytes(kv_spec_.dtype, kv_spec_.head_dim));
   return 2ull * static_cast<uint64_t>(kv_spec_.num_layers) *
          static_cast<uint64_t>(kv_spec_.num_blocks) * static_cast<uint64_t>(kv_spec_.num_kv_heads) *
-         static_cast<uint64_t>(kv_spec_.block_size) * static_cast<uint64_t>(kv_spec_.head_dim) * 2;
+         static_cast<uint64_t>(kv_spec_.block_size) * row;
 }
 
 Result<KvMemoryPlan> CudaOps::plan_kv_cache(double gpu_memory_utilization) const {

@@ -3,7 +3,9 @@
 // each stored as one matrix (prepare_fused) and run as one cuBLAS GEMM (BF16 inputs, f32
 // accumulate and output) whose outputs the consumers read in place (FusedViews). GEMM inputs
 // are produced as BF16 by the ops before them (norms, silu_mul, attention; ops.h). The KV cache
-// is per layer K and V of [num_blocks, num_kv_heads, block_size, head_dim] BF16.
+// is per layer K and V of [num_blocks, num_kv_heads, block_size, head_dim] elements of
+// KvCacheSpec::dtype: kF16 as BF16, kInt8 or kFp8 (e4m3) with per-layer f16 scale arrays
+// [num_blocks, num_kv_heads, block_size] for K and V (paged_kv.h); kF32 is CPU-only.
 //
 // Per step: the index data (step_index.h) and the decode-attention plan are uploaded in one
 // copy plus one pitched copy of the block-table rows and columns in use. Pure-decode steps
@@ -28,6 +30,7 @@
 #include "engine/runner/fused_views.h"
 #include "engine/runner/step_index.h"
 #include "llmserve/kernels/cuda/decode_plan.h"
+#include "llmserve/kernels/cuda/paged_kv.h"
 
 namespace llmserve {
 
@@ -63,6 +66,7 @@ class CudaOps final : public Ops {
   void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
                     std::span<const Weight* const> biases, std::span<float* const> ys) override;
   void rope(float* x, int heads, int head_dim) override;
+  void rotate_heads(float* x, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
   void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
                          int64_t req_begin, int64_t req_end, float* out) override;
@@ -78,7 +82,8 @@ class CudaOps final : public Ops {
   // Frees the KV cache so alloc_kv_cache can size it again (after a profiling pass).
   void release_kv_cache();
   // Sizes the KV cache from the memory in use now (call after a profiling forward with the
-  // profiling cache still allocated; its bytes are not counted as peak use).
+  // profiling cache still allocated; its bytes are not counted as peak use). A block's bytes are
+  // those of the allocated cache's dtype, scales included.
   Result<KvMemoryPlan> plan_kv_cache(double gpu_memory_utilization) const;
   uint64_t kv_cache_bytes() const override;
   Status status() const { return error_; }
@@ -106,6 +111,9 @@ class CudaOps final : public Ops {
   void check(int cuda_error, const char* what);
   bool skip() const { return mode_ == Mode::kReplay || !error_.is_ok(); }
   int64_t rows(int64_t n) const;  // n scaled from the real to the padded batch in graph modes
+  // Layer `layer`'s cache with these block-table rows, for the attention kernels.
+  kernels::cuda::PagedKvDevice paged_kv(size_t layer, const int32_t* block_tables,
+                                        int64_t stride) const;
   // y[M, N] (row pitch ldy) = x[M, K] (bf16, row pitch x_stride) . W^T (+ bias, fused in).
   void gemm(const void* x_bf16, int64_t x_stride, int64_t M, const void* w, int64_t N, int64_t K,
             const float* bias, float* y, int64_t ldy);
@@ -122,7 +130,8 @@ class CudaOps final : public Ops {
   int num_sms_ = 0;
   std::vector<void*> allocations_;
   std::vector<void*> kv_allocations_;
-  std::vector<uint16_t*> k_cache_, v_cache_;
+  std::vector<void*> k_cache_, v_cache_;        // per layer, elements of kv_spec_.dtype
+  std::vector<uint16_t*> k_scales_, v_scales_;  // per layer, int8 / fp8 only
   KvCacheSpec kv_spec_;
   RopeSpec rope_;
   float* inv_freq_ = nullptr;

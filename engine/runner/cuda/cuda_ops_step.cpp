@@ -8,6 +8,7 @@
 #include "llmserve/kernels/cuda/decode_attention.h"
 #include "llmserve/kernels/cuda/decode_plan.h"
 #include "llmserve/kernels/cuda/elementwise.h"
+#include "llmserve/kernels/cuda/hadamard.h"
 #include "llmserve/kernels/cuda/norm.h"
 #include "llmserve/kernels/cuda/paged_kv.h"
 #include "llmserve/kernels/cuda/prefill_attention.h"
@@ -28,6 +29,22 @@ const uint16_t* as_bf16(const float* p) {
 }
 
 }  // namespace
+
+kc::PagedKvDevice CudaOps::paged_kv(size_t layer, const int32_t* block_tables,
+                                    int64_t stride) const {
+  kc::PagedKvDevice kv;
+  kv.k_cache = k_cache_[layer];
+  kv.v_cache = v_cache_[layer];
+  kv.block_tables = block_tables;
+  kv.block_table_stride = stride;
+  kv.num_kv_heads = kv_spec_.num_kv_heads;
+  kv.block_size = kv_spec_.block_size;
+  kv.head_dim = kv_spec_.head_dim;
+  kv.dtype = kv_spec_.dtype;
+  kv.k_scales = k_scales_[layer];
+  kv.v_scales = v_scales_[layer];
+  return kv;
+}
 
 int64_t CudaOps::rows(int64_t n) const {
   if (mode_ == Mode::kEager || real_rows_ == 0) return n;
@@ -194,6 +211,14 @@ void CudaOps::rope(float* x, int heads, int head_dim) {
         "rope");
 }
 
+void CudaOps::rotate_heads(float* x, int heads, int head_dim) {
+  if (skip()) return;
+  const FusedViews::View v = views_.resolve(x, static_cast<int64_t>(heads) * head_dim);
+  check(
+      kc::hadamard_rows(v.data, v.row_stride, rows(batch_.num_tokens()), heads, head_dim, stream_),
+      "hadamard");
+}
+
 void CudaOps::write_kv(int64_t layer, const float* k, const float* v) {
   if (skip()) return;
   const int64_t width = static_cast<int64_t>(kv_spec_.num_kv_heads) * kv_spec_.head_dim;
@@ -205,7 +230,8 @@ void CudaOps::write_kv(int64_t layer, const float* k, const float* v) {
   const auto l = static_cast<size_t>(layer);
   check(kc::write_kv(kv.data, vv.data, kv.row_stride, dev_idx_ + layout_.slots,
                      rows(batch_.num_tokens()), kv_spec_.num_kv_heads, kv_spec_.block_size,
-                     kv_spec_.head_dim, k_cache_[l], v_cache_[l], stream_),
+                     kv_spec_.head_dim, kv_spec_.dtype, k_cache_[l], v_cache_[l], k_scales_[l],
+                     v_scales_[l], stream_),
         "write_kv");
 }
 
@@ -218,10 +244,7 @@ void CudaOps::prefill_attention(int64_t layer, const float* q, int num_heads, fl
   views_.erase(out);
   const int64_t stride = layout_.block_table_stride;
   kc::PrefillAttentionParams p;
-  p.kv = kc::PagedKvDevice{
-      k_cache_[l],      v_cache_[l],           dev_idx_ + layout_.block_tables + req_begin * stride,
-      stride,           kv_spec_.num_kv_heads, kv_spec_.block_size,
-      kv_spec_.head_dim};
+  p.kv = paged_kv(l, dev_idx_ + layout_.block_tables + req_begin * stride, stride);
   p.q = qv.data;
   p.q_row_stride = qv.row_stride;
   p.out = as_bf16(out);
@@ -247,13 +270,7 @@ void CudaOps::decode_attention(int64_t layer, const float* q, int num_heads, flo
   const FusedViews::View qv = views_.resolve(q, width);
   views_.erase(out);
   kc::DecodeAttentionParams p;
-  p.kv = kc::PagedKvDevice{k_cache_[l],
-                           v_cache_[l],
-                           dev_idx_ + layout_.block_tables,
-                           layout_.block_table_stride,
-                           kv_spec_.num_kv_heads,
-                           kv_spec_.block_size,
-                           kv_spec_.head_dim};
+  p.kv = paged_kv(l, dev_idx_ + layout_.block_tables, layout_.block_table_stride);
   p.q = qv.data;  // decode request b owns row b (decodes come first)
   p.q_row_stride = qv.row_stride;
   p.out = as_bf16(out);

@@ -1,6 +1,7 @@
 // CudaOps: the parts that run without a GPU (graph buckets, KV-memory arithmetic, clean failure
 // without a device) and, with one, whole steps of a model against the CPU backend: the first
-// forward's logits, 32 greedy tokens, and CUDA-graph replay against eager execution.
+// forward's logits, 32 greedy tokens, CUDA-graph replay against eager execution, and the same
+// with int8 / fp8 KV caches.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -155,7 +156,8 @@ struct Backend {
 
 constexpr int kBlocksPerSeq = 8;  // 128 tokens per request
 
-Backend make_backend(const LoadedModel& model, bool cuda, int num_seqs) {
+Backend make_backend(const LoadedModel& model, bool cuda, int num_seqs,
+                     kernels::KvDtype dtype = kernels::KvDtype::kF16) {
   Backend b;
   if (cuda) {
     CudaOpsOptions o;
@@ -172,9 +174,14 @@ Backend make_backend(const LoadedModel& model, bool cuda, int num_seqs) {
     b.ops = std::make_unique<CpuOps>(2);
   }
   const ModelConfig& c = model.config();
-  KvCacheSpec spec{c.num_layers, static_cast<int64_t>(num_seqs) * kBlocksPerSeq,
-                   static_cast<int>(c.num_kv_heads), 16, static_cast<int>(c.head_dim)};
-  EXPECT_TRUE(b.ops->alloc_kv_cache(spec).is_ok());
+  KvCacheSpec spec{c.num_layers,
+                   static_cast<int64_t>(num_seqs) * kBlocksPerSeq,
+                   static_cast<int>(c.num_kv_heads),
+                   16,
+                   static_cast<int>(c.head_dim),
+                   dtype};
+  const Status st = b.ops->alloc_kv_cache(spec);
+  EXPECT_TRUE(st.is_ok()) << st.message();
   auto g = LlamaGraph::create(model, *b.ops, 256, 16);
   EXPECT_TRUE(g.is_ok()) << g.status().message();
   if (g.is_ok()) b.graph = std::move(g.value());
@@ -342,6 +349,82 @@ TEST(CudaOpsModel, EveryGraphBucketEqualsEager) {
     }
   }
   EXPECT_EQ(ops.num_decode_graphs(), ops.graph_buckets().size());
+}
+
+// int8 and fp8 (e4m3) KV caches: the bytes CudaOps reports (elements plus f16 scales: what
+// plan_kv_cache divides the budget by), prefill and mixed steps against the CPU backend (int8:
+// the CPU's int8 cache; fp8, CUDA-only: the CPU's f16 cache, so the bound holds the e4m3 error),
+// and decode graphs captured, replayed and padded equal to eager steps.
+TEST(CudaOpsModel, QuantizedKvCacheStepsAndGraphs) {
+  LLMSERVE_REQUIRE_CUDA();
+  using kernels::KvDtype;
+  std::string which;
+  auto model = test_model(&which);
+  ASSERT_NE(model, nullptr);
+  const ModelConfig& c = model->config();
+  constexpr int kSeqs = 4;
+  for (KvDtype dt : {KvDtype::kInt8, KvDtype::kFp8}) {
+    const std::string name = which + " " + kernels::kv_dtype_name(dt) + " KV cache";
+    // The CPU's int8 cache against its f16 one: 0.007 on the dummy model; e4m3 errs ~9x int8.
+    const double tol = dt == KvDtype::kInt8 ? 3e-2 : 1.5e-1;
+    Backend gpu = make_backend(*model, true, kSeqs, dt);
+    Backend cpu = make_backend(*model, false, kSeqs, dt == KvDtype::kInt8 ? dt : KvDtype::kF16);
+    ASSERT_TRUE(cpu.graph && gpu.graph) << name;
+    auto& ops = static_cast<CudaOps&>(*gpu.ops);
+    EXPECT_EQ(ops.kv_cache_bytes(), 2ull * static_cast<uint64_t>(c.num_layers) * kSeqs *
+                                        kBlocksPerSeq * static_cast<uint64_t>(c.num_kv_heads) * 16 *
+                                        static_cast<uint64_t>(c.head_dim + 2))
+        << name;
+    StepBatch pre;
+    pre.blocks_per_seq = kBlocksPerSeq;
+    std::vector<int> lens = {17, 40, 20, 33};
+    for (int r = 0; r < kSeqs; ++r) pre.add(r, prompt_of(r, lens[static_cast<size_t>(r)]), 0);
+    const auto pc = copy_of(cpu.graph->forward(pre.view()));
+    const auto pg = copy_of(gpu.graph->forward(pre.view()));
+    ASSERT_FALSE(pc.empty()) << name;
+    EXPECT_LT(rel_diff(pg, pc), tol) << name << ": four-prefill step";
+    StepBatch mixed;
+    mixed.blocks_per_seq = kBlocksPerSeq;
+    mixed.add(0, {5}, 17);
+    mixed.add(1, {6}, 40);
+    mixed.add(2, prompt_of(7, 30), 20);
+    mixed.add(3, {7}, 33);
+    const auto mc = copy_of(cpu.graph->forward(mixed.view()));
+    const auto mg = copy_of(gpu.graph->forward(mixed.view()));
+    ASSERT_EQ(mc.size(), mg.size()) << name;
+    EXPECT_LT(rel_diff(mg, mc), tol) << name << ": mixed prefill + decode step";
+    EXPECT_TRUE(ops.status().is_ok()) << ops.status().message();
+    lens = {18, 41, 50, 34};
+    auto decode = [&](int n) {
+      StepBatch d;
+      d.blocks_per_seq = kBlocksPerSeq;
+      for (int r = 0; r < n; ++r) {
+        d.add(r, {static_cast<int32_t>(10 + r)}, lens[static_cast<size_t>(r)]);
+      }
+      auto l = copy_of(gpu.graph->forward(d.view()));
+      EXPECT_TRUE(ops.status().is_ok()) << ops.status().message();
+      return l;
+    };
+    for (int bucket : ops.graph_buckets()) {
+      if (bucket > kSeqs) break;
+      ops.set_cuda_graphs(false);
+      const auto eager = decode(bucket);
+      ops.set_cuda_graphs(true);
+      ops.capture_next_step();
+      const auto captured = decode(bucket);
+      const auto replayed = decode(bucket);
+      ASSERT_EQ(eager.size(), replayed.size()) << name;
+      EXPECT_LT(rel_diff(replayed, eager), 1e-3) << name << " bucket " << bucket << ": replay";
+      EXPECT_EQ(captured, replayed) << name << " bucket " << bucket << ": two runs differ";
+      if (bucket > 1) {
+        ops.set_cuda_graphs(false);
+        const auto small_eager = decode(bucket - 1);
+        ops.set_cuda_graphs(true);
+        EXPECT_LT(rel_diff(decode(bucket - 1), small_eager), 1e-3)
+            << name << " bucket " << bucket << " padded";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Attention over the paged KV cache (layout in kv_cache_ops.h; f32 or f16 elements, f32
-// arithmetic), grouped-query: query head h
+// Attention over the paged KV cache (layout in kv_cache_ops.h; f32, f16 or int8 elements, f32
+// arithmetic; int8 rows are dequantized in registers), grouped-query: query head h
 // reads kv head h / (num_heads / num_kv_heads). Keys are split into fixed partitions of
 // kAttentionPartition positions whose partial softmax results are merged with log-sum-exp in
 // order, so a query's output depends only on its own inputs: prefill and decode kernels give
@@ -21,6 +21,8 @@ struct PagedKv {
   const void* v_cache;
   const int32_t* block_tables;  // [B, max_blocks_per_seq] block ids per request
   int64_t max_blocks_per_seq;
+  const uint16_t* k_scales = nullptr;  // int8: f16 scales, [num_blocks, num_kv_heads, block_size]
+  const uint16_t* v_scales = nullptr;
 };
 
 // Varlen causal attention. q/out: [T, num_heads, head_dim]; request b owns query rows

@@ -1,7 +1,8 @@
 // Paged decode attention on the GPU, twin of llmserve/kernels/attention.h decode_attention: one
-// query token per request at position seq_len - 1, over the bf16 pages of paged_kv.h, run from a
-// host plan (decode_plan.h). Grouped-query: query head h reads kv head h / (num_heads /
-// num_kv_heads); any group size. head_dim 64 or 128. Graph-capturable (no allocation, no sync).
+// query token per request at position seq_len - 1, over the bf16, int8 or e4m3 pages of
+// paged_kv.h (8-bit elements are read as such and dequantized on chip), run from a host plan
+// (decode_plan.h). Grouped-query: query head h reads kv head h / (num_heads / num_kv_heads); any
+// group size. head_dim 64 or 128. Graph-capturable (no allocation, no sync).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,7 +14,9 @@
 namespace llmserve::kernels::cuda {
 
 struct DecodeAttentionParams {
-  PagedKvDevice kv;  // block_tables rows: one per request row b
+  // block_tables rows: one per request row b. Caches 16-byte aligned; int8 / e4m3: scales
+  // 4-byte aligned and an even block_size.
+  PagedKvDevice kv;
   // q f32: head h of request b at q + b * q_row_stride + h * head_dim. out bf16 bits (round to
   // nearest even) at out + b * out_row_stride + h * head_dim. q, out, workspace 16-byte aligned;
   // q_row_stride a multiple of 4 floats, out_row_stride a multiple of 8 elements.
@@ -36,9 +39,9 @@ struct DecodeAttentionParams {
 // shape or alignment outside the above.
 cudaError_t decode_attention(const DecodeAttentionParams& p, cudaStream_t stream);
 
-// Resident CTAs per SM of the decode kernel for this shape on the current device (the plan's
-// DecodePlanConfig::ctas_per_sm).
+// Resident CTAs per SM of the decode kernel for this shape and cache dtype on the current device
+// (the plan's DecodePlanConfig::ctas_per_sm).
 cudaError_t decode_attention_ctas_per_sm(int head_dim, int num_heads, int num_kv_heads,
-                                         int* ctas_per_sm);
+                                         int* ctas_per_sm, KvDtype dtype = KvDtype::kF16);
 
 }  // namespace llmserve::kernels::cuda

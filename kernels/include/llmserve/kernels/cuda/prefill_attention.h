@@ -1,7 +1,7 @@
-// Varlen causal prefill attention over the paged bf16 KV cache (paged_kv.h), FlashAttention-2
-// style on bf16 tensor cores with f32 accumulation; twin of kernels::prefill_attention
-// (llmserve/kernels/attention.h). Grouped-query: query head h reads kv head
-// h / (num_heads / num_kv_heads), K/V never repeated.
+// Varlen causal prefill attention over the paged KV cache (paged_kv.h: bf16, or int8 / e4m3
+// dequantized on chip), FlashAttention-2 style on bf16 tensor cores with f32 accumulation; twin
+// of kernels::prefill_attention (llmserve/kernels/attention.h). Grouped-query: query head h reads
+// kv head h / (num_heads / num_kv_heads), K/V never repeated.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,7 +18,9 @@ namespace llmserve::kernels::cuda {
 // so its query i sits at position seq_lens[b] - q_len_b + i and attends positions 0..that one,
 // earlier pages included (chunked prefill, prefix-cache hits), through kv.block_tables row b.
 struct PrefillAttentionParams {
-  PagedKvDevice kv;  // head_dim 64 or 128; any block_size >= 1 (16 is the default)
+  // head_dim 64 or 128; block_size a multiple of 16; caches 16-byte aligned, and for int8 /
+  // e4m3 the scales too.
+  PagedKvDevice kv;
   // f32 rows [T, num_heads, head_dim], row r at q + r * q_row_stride (q may sit inside a fused
   // QKV buffer). q 16-byte aligned, q_row_stride a multiple of 4 and >= num_heads * head_dim.
   const float* q = nullptr;
@@ -39,9 +41,9 @@ struct PrefillAttentionParams {
 // alignment, strides, head_dim, head counts, scale); cudaErrorInvalidValue otherwise.
 cudaError_t prefill_attention_check(const PrefillAttentionParams& p);
 
-// Dynamic shared memory of one CTA in bytes (Q tile + double-buffered K/V tiles); 0 when
-// head_dim is not supported.
-int prefill_attention_smem_bytes(int head_dim);
+// Dynamic shared memory of one CTA in bytes (Q tile + double-buffered K/V tiles, or for 8-bit
+// caches their staging and one bf16 K/V tile); 0 when head_dim or dtype is not supported.
+int prefill_attention_smem_bytes(int head_dim, KvDtype dtype = KvDtype::kF16);
 
 // Launches on `stream` (graph-capturable). num_seqs == 0 or max_q_len == 0 launches nothing.
 cudaError_t prefill_attention(const PrefillAttentionParams& p, cudaStream_t stream);
