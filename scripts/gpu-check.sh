@@ -19,7 +19,8 @@
 # with LLMSERVE_REQUIRE_GPU=1: no GPU test may skip); oracle-make (tests/reference/gpu_oracle.py:
 # random-weight HF models and transformers' logits); oracle-test (llmserve on those models on
 # CUDA against them); daemon (`llmserve serve --device cuda` serving HTTP, SSE, gRPC and
-# /metrics); bench (bench_cuda: kernels, attention, the 8B-shaped model's decode); sdpa (torch
+# /metrics); kv-quant (perplexity with f16, int8 and fp8 KV pages on the device); bench
+# (bench_cuda: kernels, attention, the 8B-shaped model's decode); sdpa (torch
 # SDPA on the same attention shapes); then the report (scripts/gpu_check/report.py).
 #
 # Device tool call: run(command="scripts/gpu-check.sh run", carry=[".gpu-bundle"], timeout_s=540)
@@ -83,6 +84,7 @@ make_bundle() {
     --gguf models/SmolLM2-135M-Instruct.Q4_1.gguf --out "$tmp/tokenizer"
   cp tests/reference/gpu_oracle.py bench/cuda/torch_attention_bench.py \
     scripts/gpu_check/daemon_check.py scripts/gpu_check/report.py "$tmp/py/"
+  cp /usr/share/common-licenses/GPL-3 "$tmp/py/GPL-3.txt"  # the kv-quant stage's text
   {
     echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
       "($(git status --porcelain 2>/dev/null | grep -vc '^??' || true) tracked files changed)"
@@ -268,6 +270,34 @@ run_check() {
   write_report
 }
 
+# Quantized KV caches on the device: `llmserve perplexity --device cuda` of the random-weight
+# SmolLM2-shaped model over GPL-3 (ctx 512, 4 windows) with f16, int8 and fp8 pages; int8 and
+# fp8 must stay within 2 % of f16 (the real model does not fit the bundle).
+kv_quant_stage() {
+  local model=$1 t0=$SECONDS d out ppl f16="" rc=0 note=""
+  for d in f16 int8 fp8; do
+    out=$(timeout 60 "${bin[@]}" "$bundle/bin/llmserve" perplexity --model "$model" \
+      --file "$bundle/py/GPL-3.txt" --ctx 512 --chunks 4 --device cuda --kv-cache-dtype "$d" \
+      --json 2>>"$work/kv-quant.txt" | tail -1)
+    echo "KVQUANT $d $out" >>"$work/kv-quant.txt"
+    if ! ppl=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["ppl"])' "$out" \
+      2>/dev/null); then
+      rc=1
+      note+="$d failed; "
+      continue
+    fi
+    note+="$d ppl $ppl; "
+    if [[ $d == f16 ]]; then
+      f16=$ppl
+    elif [[ -n $f16 ]] && ! python3 -c \
+      'import sys; a, b = map(float, sys.argv[1:]); sys.exit(abs(b / a - 1) > 0.02)' "$f16" "$ppl"; then
+      rc=1
+      note+="($d more than 2 % from f16) "
+    fi
+  done
+  record kv-quant "$rc" "$((SECONDS - t0))" "$note"
+}
+
 gpu_stages() {
   local oracle_dir=$work/oracle nbench
   gtest_stage unit-tests 150 --gtest_filter='-HfOracle.*:GpuProbe.*'
@@ -289,6 +319,8 @@ gpu_stages() {
   note="$(grep -c '^DAEMON ok' "$work/daemon.txt") checks ok,"
   note+=" $(grep -c '^DAEMON FAIL' "$work/daemon.txt") failed"
   record daemon "$rc" "$secs" "$note"
+
+  kv_quant_stage "$oracle_dir/smollm2-135m-shape"
 
   run_timed bench 240 "${bin[@]}" "$bundle/bin/bench_cuda" --model-preset llama-3.1-8b
   nbench=$(grep -c '^BENCH ' "$work/bench.txt")

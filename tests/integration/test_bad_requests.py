@@ -43,7 +43,11 @@ def corpus():
         c.append((f"prompt {p!r}"[:40], cmpl(prompt=p), 400, "prompt"))
     c.append(("no prompt", raw("/v1/completions", '{"max_tokens":2}'), 400, "prompt"))
     # Unsupported features.
-    c += [("echo", cmpl(echo=True), 400, "echo"), ("suffix", cmpl(suffix="x"), 400, "suffix"),
+    c += [("echo n=2", cmpl(echo=True, n=2), 400, "echo"),
+          ("chat echo", chat(echo=True), 400, "echo"),
+          ("prompt_logprobs 21", cmpl(prompt_logprobs=21), 400, "prompt_logprobs"),
+          ("max_tokens 0", cmpl(max_tokens=0), 400, "max_tokens"),
+          ("suffix", cmpl(suffix="x"), 400, "suffix"),
           ("best_of", cmpl(best_of=3), 400, "best_of"),
           ("tools", chat(tools=[{"type": "function"}]), 400, "tools"),
           ("response_format", chat(response_format={"type": "json_object"}), 400,
