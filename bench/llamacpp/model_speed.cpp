@@ -117,7 +117,8 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
     std::vector<Seq> seqs;
     for (int s = 0; s < S; ++s) {
       std::vector<int32_t> p(static_cast<size_t>(stream_prompt));
-      for (int i = 0; i < stream_prompt; ++i) p[static_cast<size_t>(i)] = 1000 + 37 * s + 11 * i;
+      for (int i = 0; i < stream_prompt; ++i)
+        p[static_cast<size_t>(i)] = 1000 + (37 * s + 11 * i) % 30000;
       seqs.push_back({std::move(p), table(s), 0});
     }
     LLMSERVE_RETURN_IF_ERROR(step(*runner, builder, seqs));  // prefill, not timed

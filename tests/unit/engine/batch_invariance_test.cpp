@@ -10,8 +10,9 @@ namespace {
 constexpr size_t kPrompts = 16;
 constexpr int32_t kTokens = 16;
 
-void expect_batched_equals_alone(float temperature, float top_p) {
+void expect_batched_equals_alone(float temperature, float top_p, const char* kv_dtype = "f16") {
   EngineOptions o = small_options();
+  o.kv_cache_dtype = kv_dtype;
   o.enable_prefix_caching = false;  // every run computes its prompt from scratch
   auto engine = make_engine(o);
   ASSERT_NE(engine, nullptr);
@@ -55,6 +56,12 @@ TEST(EngineBatchInvariance, GreedyBatchedEqualsAlone) {
 TEST(EngineBatchInvariance, SeededSamplingBatchedEqualsAlone) {
   LLMSERVE_REQUIRE_MODEL();
   expect_batched_equals_alone(0.8f, 0.9f);
+}
+
+// Quantized pages change nothing about batching and chunked prefill: alone equals batched.
+TEST(EngineBatchInvariance, Int8KvGreedyBatchedEqualsAlone) {
+  LLMSERVE_REQUIRE_MODEL();
+  expect_batched_equals_alone(0.0f, 1.0f, "int8");
 }
 
 }  // namespace

@@ -11,9 +11,11 @@
 namespace llmserve::testing {
 namespace {
 
-// Bytes of one KV block of the default model on the CPU backend (f32 K and V).
+// Bytes of one KV block of the engine's cache dtype.
 uint64_t block_bytes(const Engine& e) {
-  return e.model_config().kv_bytes_per_token(4) * static_cast<uint64_t>(e.options().block_size);
+  const auto dtype = kernels::parse_kv_dtype(e.options().kv_cache_dtype);
+  return e.model_config().kv_bytes_per_token(dtype.value_or(kernels::KvDtype::kF32)) *
+         static_cast<uint64_t>(e.options().block_size);
 }
 
 std::vector<int32_t> prefix_of(const Tokenizer& tok, size_t n) {
@@ -28,9 +30,9 @@ std::vector<int32_t> prefix_of(const Tokenizer& tok, size_t n) {
   return ids;
 }
 
-TEST(EngineKvCache, SharedPrefixHitsCacheWithSameTokens) {
-  LLMSERVE_REQUIRE_MODEL();
+void expect_shared_prefix_hits(const char* kv_dtype) {
   EngineOptions o = small_options();
+  o.kv_cache_dtype = kv_dtype;
   auto cached = make_engine(o);
   ASSERT_NE(cached, nullptr);
   const Tokenizer& tok = cached->tokenizer();
@@ -64,11 +66,22 @@ TEST(EngineKvCache, SharedPrefixHitsCacheWithSameTokens) {
   expect_no_leak(*uncached);
 }
 
-TEST(EngineKvCache, PreemptionUnderTinyBudgetGivesSameTokens) {
+TEST(EngineKvCache, SharedPrefixHitsCacheWithSameTokens) {
   LLMSERVE_REQUIRE_MODEL();
+  expect_shared_prefix_hits("f16");
+}
+
+// Quantized pages are shared through the prefix cache like any other (their scales with them).
+TEST(EngineKvCache, Int8SharedPrefixHitsCacheWithSameTokens) {
+  LLMSERVE_REQUIRE_MODEL();
+  expect_shared_prefix_hits("int8");
+}
+
+void expect_preemption_keeps_tokens(const char* kv_dtype) {
   constexpr size_t kRequests = 8;
   constexpr int32_t kTokens = 16;
   EngineOptions o = small_options();
+  o.kv_cache_dtype = kv_dtype;
   auto large = make_engine(o);
   ASSERT_NE(large, nullptr);
   const auto prompts = distinct_prompts(large->tokenizer(), kRequests);
@@ -100,6 +113,16 @@ TEST(EngineKvCache, PreemptionUnderTinyBudgetGivesSameTokens) {
         << "request " << i;
   }
   expect_no_leak(*tiny);
+}
+
+TEST(EngineKvCache, PreemptionUnderTinyBudgetGivesSameTokens) {
+  LLMSERVE_REQUIRE_MODEL();
+  expect_preemption_keeps_tokens("f16");
+}
+
+TEST(EngineKvCache, Int8PreemptionUnderTinyBudgetGivesSameTokens) {
+  LLMSERVE_REQUIRE_MODEL();
+  expect_preemption_keeps_tokens("int8");
 }
 
 TEST(EngineKvCache, AbortMidDecodeFreesBlocks) {
