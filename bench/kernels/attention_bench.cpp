@@ -1,7 +1,7 @@
 // Paged attention with the default model's heads (9 query heads, 3 kv heads, head_dim 64,
 // block size 16): decode at several context lengths and batch sizes, and a prefill chunk.
-// The cache holds f32 or f16 elements (dtype 0 / 1). Counters: KV bytes read per second, and
-// GFLOP/s for prefill.
+// The cache holds f32, f16 or int8 elements (dtype 0 / 1 / 2). Counters: KV bytes read per
+// second (int8 scales included), and GFLOP/s for prefill.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -15,35 +15,33 @@ namespace {
 
 constexpr int kHeads = 9, kKvHeads = 3, kDim = 64, kBlock = 16;
 
+// The pages of B sequences of ctx tokens, written by write_kv in any dtype (int8 with its scales).
 struct Cache {
   KvCacheShape shape;
-  std::vector<float> k, v;
-  std::vector<uint16_t> k16, v16;
+  std::vector<uint8_t> k, v;
+  std::vector<uint16_t> k_scales, v_scales;
   std::vector<int32_t> tables;
   int64_t max_blocks;
   Cache(int64_t B, int64_t ctx, KvDtype dtype) {
     max_blocks = (ctx + kBlock - 1) / kBlock;
     shape = KvCacheShape{B * max_blocks, kKvHeads, kBlock, kDim, dtype};
-    k = random_vec(shape.num_blocks * kKvHeads * kBlock * kDim, 2);
-    v = random_vec(k.size(), 3);
-    if (dtype == KvDtype::kF16) {  // write_kv's conversion, one slot per row
-      k16.resize(k.size());
-      v16.resize(v.size());
-      const int64_t slots = shape.num_blocks * kBlock;
-      std::vector<int32_t> ids(static_cast<size_t>(slots));
-      std::iota(ids.begin(), ids.end(), 0);
-      write_kv(shape, k.data(), v.data(), ids.data(), slots, k16.data(), v16.data());
-      k = {};
-      v = {};
+    const int64_t slots = shape.num_blocks * kBlock;
+    const auto kf = random_vec(slots * kKvHeads * kDim, 2), vf = random_vec(kf.size(), 3);
+    k.resize(kf.size() * kv_dtype_bytes(dtype));
+    v.resize(k.size());
+    if (kv_dtype_scaled(dtype)) {
+      k_scales.resize(slots * kKvHeads);
+      v_scales.resize(k_scales.size());
     }
+    std::vector<int32_t> ids(static_cast<size_t>(slots));
+    std::iota(ids.begin(), ids.end(), 0);
+    write_kv(shape, kf.data(), vf.data(), ids.data(), slots, k.data(), v.data(), k_scales.data(),
+             v_scales.data());
     tables.resize(B * max_blocks);
     std::iota(tables.begin(), tables.end(), 0);
   }
   PagedKv view() const {
-    if (shape.dtype == KvDtype::kF16) {
-      return {shape, k16.data(), v16.data(), tables.data(), max_blocks};
-    }
-    return {shape, k.data(), v.data(), tables.data(), max_blocks};
+    return {shape, k.data(), v.data(), tables.data(), max_blocks, k_scales.data(), v_scales.data()};
   }
 };
 
@@ -59,11 +57,11 @@ void BM_DecodeAttention(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["GB/s"] =
-      benchmark::Counter(2e-9 * B * ctx * kKvHeads * kDim * kv_dtype_bytes(dtype),
+      benchmark::Counter(2e-9 * B * ctx * kKvHeads * kv_head_row_bytes(dtype, kDim),
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_DecodeAttention)
-    ->ArgsProduct({{256, 1024, 4096}, {1, 16}, {0, 1}})
+    ->ArgsProduct({{256, 1024, 4096}, {1, 16}, {0, 1, 2}})
     ->ArgNames({"ctx", "B", "dtype"})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
@@ -83,8 +81,16 @@ void BM_PrefillAttention(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * kHeads * kDim * T * (T + 1) / 2 * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
+// f16 against int8 at long contexts (the int8 pages' case: twice the tokens in the memory).
+BENCHMARK(BM_DecodeAttention)
+    ->Name("BM_DecodeAttentionKvDtype")
+    ->ArgsProduct({{2048, 8192}, {1, 16}, {1, 2}})
+    ->ArgNames({"ctx", "B", "dtype"})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 BENCHMARK(BM_PrefillAttention)
-    ->ArgsProduct({{128, 512, 2048}, {0, 1}})
+    ->ArgsProduct({{128, 512, 2048}, {0, 1, 2}})
     ->ArgNames({"T", "dtype"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
