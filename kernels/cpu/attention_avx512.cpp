@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/attention_core.h"
+#include "kernels/cpu/avx512_reduce.h"
 
 namespace llmserve::kernels::cpu {
 namespace {
@@ -29,26 +31,6 @@ inline __m512 load16(const uint16_t* p) {
 inline __m512 load16(const int8_t* p) {
   return _mm512_cvtepi32_ps(
       _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-
-// Lane i of the result = the sum of the 16 lanes of a[i], i < 8.
-inline __m256 reduce8(const __m512* a) {
-  __m512 b[4];
-  for (int i = 0; i < 4; ++i) {
-    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
-                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
-  }
-  __m512 c[2];
-  for (int i = 0; i < 2; ++i) {
-    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
-    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
-  }
-  // c[i]: keys 4i..4i+3 in each 128-bit lane, partial over that lane's columns.
-  const __m512 g =
-      _mm512_add_ps(_mm512_shuffle_f32x4(c[0], c[1], 0x44), _mm512_shuffle_f32x4(c[0], c[1], 0xEE));
-  const __m512 h = _mm512_add_ps(g, _mm512_shuffle_f32x4(g, g, 0xB1));
-  return _mm512_castps512_ps256(_mm512_shuffle_f32x4(h, h, 0x08));
 }
 
 // s[g][j] = scale * q_g . k_j for g < Gc, j < n (8 keys at a time; rows past n repeat row n - 1);
@@ -153,12 +135,29 @@ struct Avx512Floats {
   static float reduce_add(F v) { return _mm512_reduce_add_ps(v); }
 };
 
-// ks / vs: the int8 K and V scales of the n rows (unused otherwise).
+// The pass's query heads quantized for int8_scores_vnni (q: Gc rows of head_dim).
+struct Int8Query {
+  const int8_t* q;
+  const float* scale;
+  const int32_t* sum;
+};
+
+// ks / vs: the int8 K and V scales of the n rows (unused otherwise); iq: set for int8 rows on
+// VNNI.
 template <typename T, int Gc>
 void tile_pass(const float* q, int D, const T* const* krows, const T* const* vrows, int n,
-               float scale, const float* ks, const float* vs, float* m, float* l, float* acc) {
+               float scale, const float* ks, const float* vs, const Int8Query* iq, float* m,
+               float* l, float* acc) {
   alignas(64) float s[Gc][kTile];
-  scores<T, Gc>(q, D, krows, n, scale, ks, s);
+  if constexpr (std::is_same_v<T, int8_t>) {
+    if (iq != nullptr) {
+      int8_scores_vnni(iq->q, iq->scale, iq->sum, Gc, D, krows, n, scale, ks, &s[0][0], kTile);
+    } else {
+      scores<T, Gc>(q, D, krows, n, scale, ks, s);
+    }
+  } else {
+    scores<T, Gc>(q, D, krows, n, scale, ks, s);
+  }
   float corr[Gc];
   for (int g = 0; g < Gc; ++g) {
     corr[g] = softmax_lanes<Avx512Floats>(s[g], n, m + g, l + g);
@@ -178,6 +177,21 @@ void attend(const PagedKv& kv, const int32_t* table, int kv_head, const float* q
   const T* krows[kTile];
   const T* vrows[kTile];
   alignas(32) float ks[kTile], vs[kTile];
+  // int8 on VNNI: every query head quantized once per partition.
+  thread_local std::vector<int8_t> q8;
+  thread_local std::vector<float> q8_scale;
+  thread_local std::vector<int32_t> q8_sum;
+  static const bool vnni = attention_int8_vnni_available();
+  const bool use_vnni = std::is_same_v<T, int8_t> && vnni;
+  if (use_vnni) {
+    q8.resize(static_cast<size_t>(G) * D);
+    q8_scale.resize(static_cast<size_t>(G));
+    q8_sum.resize(static_cast<size_t>(G));
+    for (int g = 0; g < G; ++g) {
+      q8_scale[g] = quantize_query_int8(q + static_cast<int64_t>(g) * D, D,
+                                        q8.data() + static_cast<int64_t>(g) * D, &q8_sum[g]);
+    }
+  }
   for (int64_t t0 = start; t0 < end; t0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, end - t0));
     tile_rows(kv, table, kv_head, t0, n, krows, vrows);
@@ -185,15 +199,20 @@ void attend(const PagedKv& kv, const int32_t* table, int kv_head, const float* q
     for (int g0 = 0; g0 < G; g0 += kHeadsPerPass) {
       const float* qg = q + static_cast<int64_t>(g0) * D;
       float* ag = acc + static_cast<int64_t>(g0) * D;
+      Int8Query iq{};
+      if (use_vnni) {
+        iq = {q8.data() + static_cast<int64_t>(g0) * D, q8_scale.data() + g0, q8_sum.data() + g0};
+      }
+      const Int8Query* iqp = use_vnni ? &iq : nullptr;
       switch (std::min(kHeadsPerPass, G - g0)) {
         case 1:
-          tile_pass<T, 1>(qg, D, krows, vrows, n, scale, ks, vs, m + g0, l + g0, ag);
+          tile_pass<T, 1>(qg, D, krows, vrows, n, scale, ks, vs, iqp, m + g0, l + g0, ag);
           break;
         case 2:
-          tile_pass<T, 2>(qg, D, krows, vrows, n, scale, ks, vs, m + g0, l + g0, ag);
+          tile_pass<T, 2>(qg, D, krows, vrows, n, scale, ks, vs, iqp, m + g0, l + g0, ag);
           break;
         default:
-          tile_pass<T, 3>(qg, D, krows, vrows, n, scale, ks, vs, m + g0, l + g0, ag);
+          tile_pass<T, 3>(qg, D, krows, vrows, n, scale, ks, vs, iqp, m + g0, l + g0, ag);
           break;
       }
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -163,6 +165,27 @@ void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, cons
       attend_typed<float>(kv, table, kv_head, q, G, scale, start, end, rec);
       break;
   }
+}
+
+float quantize_query_int8(const float* q, int D, int8_t* out, int32_t* sum) {
+  float amax = 0.0f;
+  for (int i = 0; i < D; ++i) amax = std::max(amax, std::fabs(q[i]));
+  const float s = amax / 127.0f;
+  int32_t total = 0;
+  for (int i = 0; i < D; ++i) {
+    const float v = s > 0.0f ? std::nearbyint(q[i] / s) : 0.0f;
+    out[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+    total += out[i];
+  }
+  *sum = total;
+  return s;
+}
+
+bool attention_int8_vnni_available() {
+  __builtin_cpu_init();
+  const char* off = std::getenv("LLMSERVE_CPU_ATTENTION_NO_VNNI");
+  return attention_avx512_available() && __builtin_cpu_supports("avx512vnni") &&
+         __builtin_cpu_supports("avx512bw") && !(off != nullptr && std::strcmp(off, "1") == 0);
 }
 
 void merge_partials(const float* recs, int P, int G, int head_dim, float* out) {

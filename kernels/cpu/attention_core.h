@@ -28,6 +28,19 @@ void attend_partition_avx512(const PagedKv& kv, const int32_t* table, int kv_hea
 // True when the CPU has AVX-512F and LLMSERVE_CPU_ATTENTION_AVX2 is not set to 1.
 bool attention_avx512_available();
 
+// int8 pages on AVX-512 VNNI: q . k as integer dot products, q quantized per head by
+// quantize_query_int8 (symmetric, scale max|q| / 127, no f16 rounding), so the scores carry q's
+// rounding too. Used by attend_partition_avx512 when this is true: the CPU has AVX-512 VNNI and
+// LLMSERVE_CPU_ATTENTION_NO_VNNI is not 1.
+bool attention_int8_vnni_available();
+// q[D] -> out[D] in [-127, 127]; returns the scale (0 for a zero row) and sets *sum = sum(out).
+float quantize_query_int8(const float* q, int D, int8_t* out, int32_t* sum);
+// s[g * s_stride + j] = scale * q_scale[g] * ks[j] * (q_g . k_j), integer dot, for g < G <= 3 and
+// j < n (rounded up to 8: rows past n repeat row n - 1). q holds G rows of D; D % 16 == 0.
+void int8_scores_vnni(const int8_t* q, const float* q_scale, const int32_t* q_sum, int G, int D,
+                      const int8_t* const* krows, int n, float scale, const float* ks, float* s,
+                      int s_stride);
+
 // An empty partition record: running max -inf, sum 0, accumulators 0.
 inline void clear_record(float* rec, int G, int D) {
   std::fill(rec, rec + G, -std::numeric_limits<float>::infinity());

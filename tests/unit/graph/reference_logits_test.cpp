@@ -171,13 +171,16 @@ TEST_F(ReferenceLogits, GreedyContinuationsMatchTransformers) {
 }
 
 // An int8 KV cache rounds each key and value element by at most amax/254 of its (token, head)
-// row (after the Hadamard rotation that spreads outlier channels; f16 rounds by |x| 2^-11). A
-// score q.k then moves by up to |q|_1 amax/254 and an output by amax_v/254 where one key takes
-// all the weight: on SmolLM2 that is a few 0.1 of a logit, not f16's 0.01. Measured (printed):
-// 0.03-0.22 on the top-20 logits of 21 prompts, 0.43 on the 4-token "The quick brown fox" (short
-// prompts put nearly all attention on the first token, whose value row's rounding then reaches
-// the output whole). The bounds below hold those with a margin; the greedy continuations part
-// from the f16 cache's only at near-ties (measured largest f16 margin at a parting: 0.128).
+// row (after the Hadamard rotation that spreads outlier channels; f16 rounds by |x| 2^-11), and
+// on AVX-512 VNNI the query is rounded to int8 per head the same way for the integer q.k. A
+// score then moves by up to |q|_1 amax_k/254 (plus |k|_1 amax_q/254) and an output by
+// amax_v/254 where one key takes all the weight: on SmolLM2 a few 0.1 of a logit, not f16's
+// 0.01. Measured (printed): 0.03-0.23 on the top-20 logits of 21 prompts and 0.37 on the 4-token
+// "The quick brown fox" (short prompts put nearly all attention on the first token, whose value
+// row's rounding then reaches the output whole); without VNNI 0.43. The bounds below hold those
+// with a margin; the greedy continuations part from the f16 cache's only at near-ties
+// (measured: 20 of 22 identical, partings at f16 margins 0.008 and 0.005; without VNNI 18 of 22,
+// largest 0.128; without the rotation 15 of 22, largest 0.254).
 constexpr float kInt8Bound = 0.5f;
 constexpr float kInt8PartingMargin = 0.2f;
 

@@ -38,6 +38,8 @@
 namespace llmserve::kernels {
 namespace cpu {
 bool attention_avx512_available();  // kernels/cpu/attention_core.h
+bool attention_int8_vnni_available();
+float quantize_query_int8(const float* q, int D, int8_t* out, int32_t* sum);
 }  // namespace cpu
 namespace {
 
@@ -381,12 +383,24 @@ TEST_P(KvInt8Attention, PrefillAndDecodeMatchReferences) {
   prefill_attention(pool, s.view(), q.data(), qs.data(), s.seq_lens.data(), B, H, scale,
                     out.data());
   double worst_deq = 0, worst_ratio = 0;
+  // On VNNI the kernel rounds q per head (cpu::quantize_query_int8): the references read that q.
+  const bool vnni = avx512 && cpu::attention_int8_vnni_available();
+  SCOPED_TRACE(vnni ? "q rounded to int8 (VNNI)" : "f32 q");
+  std::vector<int8_t> q8(D);
+  std::vector<float> q_used(D);
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t i = 0; i < s.q_lens[b]; ++i) {
       const int64_t t = qs[b] + i, pos = s.seq_lens[b] - s.q_lens[b] + i;
       for (int h = 0; h < H; ++h) {
-        check_head(s, b, q.data() + (t * H + h) * D, h, pos, scale, out.data() + (t * H + h) * D,
-                   &worst_deq, &worst_ratio);
+        const float* qh = q.data() + (t * H + h) * D;
+        std::copy(qh, qh + D, q_used.begin());
+        if (vnni) {
+          int32_t sum = 0;
+          const float qscale = cpu::quantize_query_int8(qh, D, q8.data(), &sum);
+          for (int d = 0; d < D; ++d) q_used[d] = static_cast<float>(q8[d]) * qscale;
+        }
+        check_head(s, b, q_used.data(), h, pos, scale, out.data() + (t * H + h) * D, &worst_deq,
+                   &worst_ratio);
         if (HasFatalFailure()) return;
       }
     }
