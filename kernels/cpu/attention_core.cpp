@@ -171,10 +171,11 @@ float quantize_query_int8(const float* q, int D, int8_t* out, int32_t* sum) {
   float amax = 0.0f;
   for (int i = 0; i < D; ++i) amax = std::max(amax, std::fabs(q[i]));
   const float s = amax / 127.0f;
+  const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;  // a multiply per element (vectorizes)
   int32_t total = 0;
   for (int i = 0; i < D; ++i) {
-    const float v = s > 0.0f ? std::nearbyint(q[i] / s) : 0.0f;
-    out[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+    const float v = std::clamp(std::nearbyint(q[i] * inv), -127.0f, 127.0f);
+    out[i] = static_cast<int8_t>(v);
     total += out[i];
   }
   *sum = total;

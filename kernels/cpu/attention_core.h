@@ -29,7 +29,7 @@ void attend_partition_avx512(const PagedKv& kv, const int32_t* table, int kv_hea
 bool attention_avx512_available();
 
 // int8 pages on AVX-512 VNNI: q . k as integer dot products, q quantized per head by
-// quantize_query_int8 (symmetric, scale max|q| / 127, no f16 rounding), so the scores carry q's
+// quantize_query_int8: q -> rint(q * 127 / max|q|), scale max|q| / 127, so the scores carry q's
 // rounding too. Used by attend_partition_avx512 when this is true: the CPU has AVX-512 VNNI and
 // LLMSERVE_CPU_ATTENTION_NO_VNNI is not 1.
 bool attention_int8_vnni_available();
