@@ -81,9 +81,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       options.speculative.enabled() ? options.speculative.num_tokens + 1 : 1;
   const int64_t max_rows = std::min<int64_t>(int64_t{options.max_num_seqs} * rows_per_seq,
                                              options.max_num_batched_tokens);
-  // Scored prompt rows (prompt logprobs) come on top of the sampled ones.
-  ro.max_samples_per_step =
-      std::max<int64_t>(max_rows, options.max_num_seqs) + options.max_scored_tokens_per_step;
+  ro.max_samples_per_step = std::max<int64_t>(max_rows, options.max_num_seqs);
+  ro.max_scored_rows_per_step = options.max_scored_tokens_per_step;
   ro.use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_backend_available());
   ro.gpu_memory_utilization = options.gpu_memory_utilization;
   ro.max_num_seqs = static_cast<int>(std::max<int64_t>(max_rows, options.max_num_seqs));

@@ -60,7 +60,7 @@ struct ModelConfig {
     return 2ull * static_cast<uint64_t>(num_layers) * static_cast<uint64_t>(num_kv_heads) *
            static_cast<uint64_t>(kernels::kv_head_row_bytes(d, head_dim));
   }
-  // "2 x 30 layers x 3 kv_heads x (64 head_dim x 1 byte + 2 scale bytes) = 11160 bytes/token".
+  // "2 x 30 layers x 3 kv_heads x (64 head_dim x 1 byte + 2 scale bytes) = 11880 bytes/token".
   std::string kv_bytes_formula(kernels::KvDtype d) const;
 
   // Checks positivity and consistency (heads divide evenly, head_dim even, ...).

@@ -170,7 +170,7 @@ void CpuOps::rope(float* x, int heads, int head_dim) {
 }
 
 void CpuOps::rotate_heads(float* x, int heads, int head_dim) {
-  kernels::hadamard_rows(x, batch_.num_tokens(), int64_t{heads} * head_dim, heads, head_dim);
+  kernels::hadamard_rows(pool_, x, batch_.num_tokens(), int64_t{heads} * head_dim, heads, head_dim);
 }
 
 void CpuOps::write_kv(int64_t layer, const float* k, const float* v) {

@@ -29,12 +29,17 @@ bool cuda_backend_available() {
 
 namespace {
 
+// Logits rows one step may return: the sampled ones and the scored prompt rows.
+int64_t logits_rows(const ModelRunnerOptions& o) {
+  return o.max_samples_per_step + o.max_scored_rows_per_step;
+}
+
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
-// One prefill of max_tokens_per_step tokens (as sequence 0) sampling max_samples_per_step rows:
+// One prefill of max_tokens_per_step tokens (as sequence 0) returning every logits row it may:
 // the step with the largest activation footprint.
 Status profile_forward(LlamaGraph& graph, const ModelRunnerOptions& o, int64_t blocks) {
   const int64_t T = o.max_tokens_per_step;
-  const int64_t S = std::min<int64_t>(o.max_samples_per_step, T);
+  const int64_t S = std::min<int64_t>(logits_rows(o), T);
   std::vector<int32_t> tokens(static_cast<size_t>(T), 0), positions(static_cast<size_t>(T));
   std::vector<int32_t> slots(static_cast<size_t>(T)), samples(static_cast<size_t>(S));
   std::vector<int32_t> query_start{0, static_cast<int32_t>(T)}, seq_lens{static_cast<int32_t>(T)};
@@ -84,7 +89,7 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   CudaOpsOptions co;
   co.num_heads = static_cast<int>(cfg.num_heads);
   co.max_tokens = o.max_tokens_per_step;
-  co.max_samples = o.max_samples_per_step;
+  co.max_samples = logits_rows(o);
   co.max_num_seqs = o.max_num_seqs;
   co.max_model_len = std::max<int64_t>(o.max_model_len, o.max_tokens_per_step);
   co.cuda_graphs = o.cuda_graphs;
@@ -96,7 +101,7 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   spec.dtype = o.kv_cache_dtype;
   LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
   LLMSERVE_ASSIGN_OR_RETURN(
-      *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, o.max_samples_per_step));
+      *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, logits_rows(o)));
   // Before the profiling pass, so the KV budget sees the sampler's buffers.
   const std::vector<int32_t> eos = o.eos_ids.empty() ? config_eos_ids(cfg) : o.eos_ids;
   const int64_t sparse =
@@ -178,9 +183,9 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   spec.head_dim = static_cast<int>(cfg.head_dim);
   spec.dtype = options.kv_cache_dtype;
   LLMSERVE_RETURN_IF_ERROR(r->ops_->alloc_kv_cache(spec));
-  LLMSERVE_ASSIGN_OR_RETURN(r->graph_,
-                            LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step,
-                                               options.max_samples_per_step));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      r->graph_,
+      LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step, logits_rows(options)));
   return r;
 }
 
@@ -204,24 +209,22 @@ Result<std::vector<SampleResult>> ModelRunner::execute_and_sample(const ForwardB
         "model runner: the sampler's eos ids differ from ModelRunnerOptions::eos_ids");
   }
   std::span<const float> logits;
-  const bool scores =
-      std::any_of(rows.begin(), rows.end(), [](const SampleRow& r) { return r.score >= 0; });
-  if (device_sampler_ != nullptr && scores) {
-    // Scored prompt rows (prompt logprobs) are scored on the host, with the step's other rows.
-    LLMSERVE_ASSIGN_OR_RETURN(const float* device_logits, graph_->forward_logits(batch));
-    logits = ops_->to_host(device_logits, batch.num_samples() * config().vocab_size);
-    LLMSERVE_RETURN_IF_ERROR(ops_->step_status());
-  } else if (device_sampler_ != nullptr) {
+  if (device_sampler_ != nullptr) {
     LLMSERVE_ASSIGN_OR_RETURN(const float* device_logits, graph_->forward_logits(batch));
     if (rows.empty()) return std::vector<SampleResult>();
-    Result<std::vector<SampleResult>> sampled =
-        device_sampler_->sample(device_logits, parallel_chains_.prepare(rows));
-    if (sampled.is_ok()) parallel_chains_.finish(*sampled);
-    if (sampled.is_ok() || sampled.status().code() != StatusCode::kResourceExhausted) {
-      return sampled;
+    // Scored prompt rows (prompt logprobs) are scored on the host with the step's other rows.
+    const bool scores =
+        std::any_of(rows.begin(), rows.end(), [](const SampleRow& r) { return r.score >= 0; });
+    if (!scores) {
+      Result<std::vector<SampleResult>> sampled =
+          device_sampler_->sample(device_logits, parallel_chains_.prepare(rows));
+      if (sampled.is_ok()) parallel_chains_.finish(*sampled);
+      if (sampled.is_ok() || sampled.status().code() != StatusCode::kResourceExhausted) {
+        return sampled;
+      }
+      // Sparse edits over the device buffers (a repetition penalty over a very long prompt):
+      // this step samples on the host.
     }
-    // Sparse edits over the device buffers (a repetition penalty over a very long prompt):
-    // this step samples on the host.
     logits = ops_->to_host(device_logits, batch.num_samples() * config().vocab_size);
     LLMSERVE_RETURN_IF_ERROR(ops_->step_status());
   } else {

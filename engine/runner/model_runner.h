@@ -28,6 +28,9 @@ struct ModelRunnerOptions {
   int block_size = 16;                                       // tokens per KV block
   int64_t max_tokens_per_step = 2048;                        // new tokens in one ForwardBatch
   int64_t max_samples_per_step = 256;                        // sampled rows in one ForwardBatch
+  // Logits rows of scored prompt tokens (prompt logprobs) on top of the sampled ones: the graph
+  // has room for both; the device sampler, which never sees scored rows, for sampled ones only.
+  int64_t max_scored_rows_per_step = 0;
   // CUDA backend: KV cache sized by a profiling forward at max_tokens_per_step, as
   // (total x gpu_memory_utilization - peak use) / block bytes; kv_cache_bytes is then unused.
   bool use_cuda = false;

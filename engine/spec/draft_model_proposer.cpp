@@ -45,6 +45,7 @@ Result<std::unique_ptr<DraftModelProposer>> DraftModelProposer::create(
   LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(path));
   ModelRunnerOptions o = target;
   o.model_path = path;
+  o.max_scored_rows_per_step = 0;  // drafts never score a prompt
   const int64_t blocks = (target_kv_tokens + o.block_size - 1) / o.block_size + 1;
   o.kv_cache_bytes = static_cast<uint64_t>(blocks) * static_cast<uint64_t>(o.block_size) *
                      model->config().kv_bytes_per_token(o.kv_cache_dtype);

@@ -79,10 +79,6 @@ CtaShape cta_shape(int group) {
   return {(per_pass + kHeadTile - 1) / kHeadTile, passes};
 }
 
-bool quantized(KvDtype d) {
-  return d == KvDtype::kInt8 || d == KvDtype::kFp8;
-}
-
 bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
@@ -106,7 +102,7 @@ cudaError_t decode_attention(const DecodeAttentionParams& p, cudaStream_t stream
     return cudaErrorInvalidValue;
   }
   // 8-bit: scales copied in 4-byte pairs of keys, which needs an even block size.
-  if (quantized(kv.dtype) &&
+  if (kv_dtype_scaled(kv.dtype) &&
       (kv.k_scales == nullptr || kv.v_scales == nullptr || kv.block_size % 2 != 0 ||
        (reinterpret_cast<uintptr_t>(kv.k_scales) & 3u) != 0 ||
        (reinterpret_cast<uintptr_t>(kv.v_scales) & 3u) != 0)) {

@@ -62,8 +62,8 @@ cudaError_t write_kv(const float* k, const float* v, int64_t row_stride,
                      uint16_t* v_scales, cudaStream_t stream) {
   if (T <= 0) return cudaSuccess;
   if (row_stride < static_cast<int64_t>(num_kv_heads) * head_dim) return cudaErrorInvalidValue;
-  const bool scaled = dtype == KvDtype::kInt8 || dtype == KvDtype::kFp8;
-  if (kv_device_elem_bytes(dtype) == 0 || (scaled && (k_scales == nullptr || v_scales == nullptr)))
+  if (kv_device_elem_bytes(dtype) == 0 ||
+      (kv_dtype_scaled(dtype) && (k_scales == nullptr || v_scales == nullptr)))
     return cudaErrorInvalidValue;
   const auto grid = static_cast<unsigned>(T);
   auto* kb = static_cast<uint8_t*>(k_cache);

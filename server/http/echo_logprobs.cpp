@@ -2,6 +2,8 @@
 // logprobs before the completion's) and vLLM's `prompt_logprobs`.
 #include "server/http/openai_response.h"
 
+#include <algorithm>
+
 namespace llmserve {
 
 using nlohmann::json;
@@ -11,36 +13,32 @@ std::string ResponseBuilder::echo_text(size_t prompt_index) const {
 }
 
 json ResponseBuilder::echo_logprobs(size_t prompt_index, size_t* bytes) const {
-  json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
-       text_offset = json::array();
-  size_t at = 0;
-  auto add = [&](int32_t id, const TokenLogprob* lp) {
-    const std::string tok = token_string(id);
-    tokens.push_back(tok);
-    text_offset.push_back(at);
-    at += tok.size();
-    if (lp == nullptr) {
-      token_logprobs.push_back(nullptr);
-      top.push_back(nullptr);
-      return;
-    }
-    token_logprobs.push_back(lp->logprob);
-    json t = json::object();
-    const size_t n = std::min(lp->top.size(), static_cast<size_t>(std::max(ctx_.logprobs, 0)));
-    for (size_t j = 0; j < n; ++j) t[token_string(lp->top[j].token_id)] = lp->top[j].logprob;
-    top.push_back(std::move(t));
-  };
-  if (prompt_index < ctx_.prompt_ids.size() && !ctx_.prompt_ids[prompt_index].empty()) {
-    add(ctx_.prompt_ids[prompt_index].front(), nullptr);
+  // The prompt's scored tokens in the completion's shape, top lists cut to the `logprobs` asked
+  // for (the engine scored max(logprobs, prompt_logprobs)), after the first token's nulls.
+  std::vector<TokenLogprob> lps;
+  if (prompt_index < prompt_lps_.size()) lps = prompt_lps_[prompt_index];
+  const auto top = static_cast<size_t>(std::max(ctx_.logprobs, 0));
+  for (TokenLogprob& lp : lps) {
+    if (lp.top.size() > top) lp.top.resize(top);
   }
-  if (prompt_index < prompt_lps_.size()) {
-    for (const TokenLogprob& lp : prompt_lps_[prompt_index]) add(lp.token_id, &lp);
+  const bool has_first =
+      prompt_index < ctx_.prompt_ids.size() && !ctx_.prompt_ids[prompt_index].empty();
+  const std::string first = has_first ? token_string(ctx_.prompt_ids[prompt_index].front()) : "";
+  size_t at = first.size();
+  std::vector<size_t> offsets;
+  for (const TokenLogprob& lp : lps) {
+    offsets.push_back(at);
+    at += token_string(lp.token_id).size();
   }
   *bytes = at;
-  return json{{"tokens", std::move(tokens)},
-              {"token_logprobs", std::move(token_logprobs)},
-              {"top_logprobs", std::move(top)},
-              {"text_offset", std::move(text_offset)}};
+  json out = logprobs_json(lps, offsets);
+  if (has_first) {
+    out["tokens"].insert(out["tokens"].begin(), first);
+    out["token_logprobs"].insert(out["token_logprobs"].begin(), nullptr);
+    out["top_logprobs"].insert(out["top_logprobs"].begin(), nullptr);
+    out["text_offset"].insert(out["text_offset"].begin(), 0);
+  }
+  return out;
 }
 
 json ResponseBuilder::prompt_logprobs_json(size_t prompt_index) const {

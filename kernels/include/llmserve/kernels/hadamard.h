@@ -8,12 +8,16 @@
 
 #include <cstdint>
 
+#include "llmserve/kernels/thread_pool.h"
+
 namespace llmserve::kernels {
 
 inline bool hadamard_supported(int head_dim) {
   return head_dim >= 2 && (head_dim & (head_dim - 1)) == 0;
 }
 
-void hadamard_rows(float* x, int64_t rows, int64_t row_stride, int heads, int head_dim);
+// Rows split over `pool` when there are many (a prefill).
+void hadamard_rows(ThreadPool& pool, float* x, int64_t rows, int64_t row_stride, int heads,
+                   int head_dim);
 
 }  // namespace llmserve::kernels
