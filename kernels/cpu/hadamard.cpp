@@ -11,20 +11,17 @@ namespace {
 // a + b, the others a - b, as the scalar pass (pairs (j, j + len)) computes them.
 template <int kLen>
 inline __m256 butterfly_in_lanes(__m256 x) {
+  constexpr int kMask = kLen == 1 ? 0xAA : kLen == 2 ? 0xCC : 0xF0;
   __m256 y;
-  int mask;
   if constexpr (kLen == 1) {
     y = _mm256_permute_ps(x, 0xB1);  // swap neighbours
-    mask = 0xAA;
   } else if constexpr (kLen == 2) {
     y = _mm256_permute_ps(x, 0x4E);  // swap pairs
-    mask = 0xCC;
   } else {
     y = _mm256_permute2f128_ps(x, x, 1);  // swap halves
-    mask = 0xF0;
   }
   // Low lane i: x_i + x_{i+len}; high lane i: x_{i-len} - x_i (y holds x_{i-len} there).
-  return _mm256_blend_ps(_mm256_add_ps(x, y), _mm256_sub_ps(y, x), mask);
+  return _mm256_blend_ps(_mm256_add_ps(x, y), _mm256_sub_ps(y, x), kMask);
 }
 
 // One row of n (a power of two) floats, in place; vectors of 8 when n >= 8.
