@@ -75,6 +75,8 @@ struct EngineSection {
   uint64_t seed = 0;        // server seed for requests without their own
   int max_logprobs = 20;    // largest logprobs / top_logprobs a request may ask
   bool cuda_graphs = true;  // capture decode steps in CUDA graphs
+  int grammar_compile_threads = 2;  // structured outputs: grammar compile pool
+  int grammar_cache_size = 256;     // compiled grammars kept (LRU)
 };
 
 struct SpeculativeSection {

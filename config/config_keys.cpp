@@ -321,6 +321,14 @@ std::vector<ConfigKey> build_table() {
   t.push_back(bool_key("engine", "cuda_graphs", &C::engine, &ES::cuda_graphs,
                        "Capture decode steps in CUDA graphs (false = always eager).",
                        {"cuda-graphs"}));
+  t.push_back(int_key("engine", "grammar_compile_threads", &C::engine, &ES::grammar_compile_threads,
+                      1, 64,
+                      "Threads compiling structured-output grammars (JSON schema, regex, "
+                      "EBNF), apart from the engine thread.",
+                      {"grammar-compile-threads"}));
+  t.push_back(int_key("engine", "grammar_cache_size", &C::engine, &ES::grammar_cache_size, 1,
+                      1 << 20, "Compiled grammars kept for reuse (least recently used go first).",
+                      {"grammar-cache-size"}));
   // speculative
   using PS = SpeculativeSection;
   t.push_back(

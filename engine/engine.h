@@ -9,6 +9,7 @@
 #include "engine/core/status.h"
 #include "engine/engine_stats.h"
 #include "engine/generate_request.h"
+#include "engine/grammar/grammar_compiler.h"
 #include "engine/request_stream.h"
 #include "engine/spec/spec_config.h"
 
@@ -40,6 +41,8 @@ struct EngineOptions {
   int64_t max_waiting_tokens = 1 << 20;
   size_t stream_buffer = 4096;  // StepOutputs buffered per request before abort
   int32_t max_logprobs = 20;
+  int32_t grammar_compile_threads = 2;  // structured outputs (GrammarCompiler)
+  int32_t grammar_cache_size = 256;
   std::string chat_template_override;  // Jinja source; empty = the model's
   SpecConfig speculative;              // speculative decoding (off by default)
 };
@@ -60,6 +63,8 @@ class Engine {
 
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const ChatTemplate* chat_template() const = 0;  // null when the model has none
+  // Compiles structured-output grammars for this engine's tokenizer (thread-safe).
+  virtual GrammarCompiler& grammar_compiler() = 0;
   virtual const ModelConfig& model_config() const = 0;
   virtual int32_t max_model_len() const = 0;
   virtual const EngineOptions& options() const = 0;

@@ -3,12 +3,14 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/grammar/compiled_grammar.h"
 #include "engine/sampling_params.h"
 
 namespace llmserve {
@@ -19,6 +21,9 @@ struct GenerateRequest {
   SamplingParams params;
   int32_t priority = 0;                                           // lower value is served first
   std::optional<std::chrono::steady_clock::time_point> deadline;  // finish reason kTimeout after
+  // Structured outputs: every sample's tokens follow this grammar (GrammarCompiler makes it for
+  // this engine's tokenizer); it ends the sample with kStop when it reaches its end.
+  std::shared_ptr<const CompiledGrammar> grammar;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kTimeout, kError };

@@ -37,6 +37,9 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
       tokenizer_(std::move(tokenizer)),
       chat_template_(std::move(chat_template)),
       config_(runner->config()),
+      grammar_compiler_(std::make_unique<GrammarCompiler>(
+          *tokenizer_, static_cast<int32_t>(config_.vocab_size),
+          GrammarCompilerOptions{options.grammar_compile_threads, options.grammar_cache_size})),
       max_model_len_(max_model_len),
       intake_(options.max_waiting_requests, options.max_waiting_tokens),
       wedge_after_steps_(wedge_after_steps_from_env()) {
@@ -70,6 +73,11 @@ Status LlmEngine::validate(const GenerateRequest& r) const {
     }
   }
   LLMSERVE_RETURN_IF_ERROR(r.params.validate(vocab, options_.max_logprobs));
+  if (r.grammar && r.grammar->vocab_size() != vocab) {
+    return invalid_argument("the request's grammar was compiled for a vocab of " +
+                            std::to_string(r.grammar->vocab_size()) + " tokens, not " +
+                            std::to_string(vocab));
+  }
   const int64_t prompt = static_cast<int64_t>(r.prompt_token_ids.size());
   const int64_t total = prompt + r.params.max_tokens;
   if (prompt >= max_model_len_ || total > max_model_len_) {
@@ -128,6 +136,12 @@ EngineStats LlmEngine::stats() const {
   s.has_pending_work = s.has_pending_work || intake_.has_pending();
   s.requests_waiting += static_cast<int64_t>(intake_.num_pending());
   s.last_step_age_ms = (now_ns() - last_step_ns_.load()) / 1000000;
+  const GrammarCompilerStats g = grammar_compiler_->stats();
+  s.grammar_compiles = g.compiled;
+  s.grammar_cache_hits = g.cache_hits;
+  s.grammar_compile_errors = g.failed;
+  s.grammar_cache_entries = g.cached;
+  s.grammar_compile_seconds = g.compile_seconds;
   return s;
 }
 

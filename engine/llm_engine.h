@@ -37,6 +37,7 @@ class LlmEngine final : public Engine {
 
   const Tokenizer& tokenizer() const override { return *tokenizer_; }
   const ChatTemplate* chat_template() const override { return chat_template_.get(); }
+  GrammarCompiler& grammar_compiler() override { return *grammar_compiler_; }
   const ModelConfig& model_config() const override { return config_; }
   int32_t max_model_len() const override { return max_model_len_; }
   const EngineOptions& options() const override { return options_; }
@@ -63,6 +64,7 @@ class LlmEngine final : public Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
   ModelConfig config_;
+  std::unique_ptr<GrammarCompiler> grammar_compiler_;
   int32_t max_model_len_;
   std::string model_name_;
   EngineMetrics metrics_;

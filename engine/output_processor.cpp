@@ -27,7 +27,7 @@ StepOutput token_output(ActiveRequest& req, SampleSlot& slot, int32_t token,
   ++slot.num_generated;
   out.token_ids.push_back(token);
   if (logprob) out.logprobs.push_back(std::move(*logprob));
-  OutputDelta delta = slot.stop.append(token);
+  OutputDelta delta = slot.stop.append(token, slot.sampling.grammar_ended());
   out.text = std::move(delta.text);
   if (delta.finished()) {
     out.stop_reason = std::move(delta.stop_reason);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/grammar/token_bitmask.h"
 #include "engine/runner/logits_processor.h"
 #include "llmserve/kernels/softmax.h"
 
@@ -52,15 +53,26 @@ Sampler::Sampler(int32_t vocab_size, std::vector<int32_t> eos_ids)
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              SamplingState& state) {
   const bool greedy = params.temperature < kGreedyTemperature;
-  const bool processed = logits_processors_active(params, state);
+  TokenMatcher* matcher = state.matcher();
+  const bool processed = matcher != nullptr || logits_processors_active(params, state);
   if (!greedy || processed) {
     work_.assign(logits.begin(), logits.end());
+    if (matcher != nullptr) {
+      mask_.resize(static_cast<size_t>(token_bitmask_words(vocab_size_)));
+      matcher->fill_next_token_mask(mask_);
+      apply_token_bitmask(work_, mask_);
+    }
     apply_logits_processors(work_, params, state, eos_ids_);
   }
   state.rng().set_counter(static_cast<uint64_t>(state.num_generated()));
   const double u = state.rng().next_uniform();
   int32_t token =
       greedy ? argmax(processed ? std::span<const float>(work_) : logits) : draw(params, u);
+  if (token < 0 && matcher != nullptr) {  // the grammar's choices beat min_tokens masking
+    work_.assign(logits.begin(), logits.end());
+    apply_token_bitmask(work_, mask_);
+    token = argmax(work_);
+  }
   if (token < 0) token = argmax(logits);  // everything masked: fall back to the raw argmax
   if (token < 0) token = 0;
   SampleResult result;

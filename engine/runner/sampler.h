@@ -7,7 +7,10 @@
 // w = exp((logit - max) / T) (f32) and total = their sum (f64), the token is the first kept id
 // whose cumulative weight exceeds u * total (the last kept id if rounding leaves none), so the
 // device sampler can reproduce it. Each row's result depends only on that row, its params and
-// its state, never on the batch. Logprobs are the raw model log-softmax (vLLM's default), not
+// its state, never on the batch. A sample with a grammar (SamplingState::matcher) first has every
+// token its grammar does not allow next set to -inf; when the logits processors then leave no
+// token (min_tokens masking the end the grammar needs), the grammar wins: the most likely
+// allowed token is taken. Logprobs are the raw model log-softmax (vLLM's default), not
 // the processed distribution. Not thread-safe: one Sampler per thread (buffers are reused).
 #pragma once
 
@@ -75,6 +78,7 @@ class Sampler {
   std::vector<uint8_t> marks_;  // [vocab] scratch for sort_candidates_by_id, all zero between uses
   std::vector<float> weights_;  // [vocab]: exp((logit - max) / T), set for candidates
   std::vector<int32_t> ids_;    // scratch for logprob top-N
+  std::vector<uint32_t> mask_;  // a grammar's allowed-token bitmask
 };
 
 }  // namespace llmserve

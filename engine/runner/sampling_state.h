@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/grammar/token_matcher.h"
 #include "engine/runner/request_rng.h"
 #include "engine/sampling_params.h"
 
@@ -24,8 +26,15 @@ class SamplingState {
   static uint64_t resolve_seed(const SamplingParams& params, uint64_t server_seed,
                                uint64_t request_id, int32_t index);
 
-  // Records a sampled token (the Sampler calls this).
+  // Records a sampled token (the Sampler calls this); a grammar's matcher advances over it.
   void append(int32_t token_id);
+
+  // Structured outputs: the sample's grammar position (null when unconstrained).
+  void set_matcher(TokenMatcher matcher) { matcher_.emplace(std::move(matcher)); }
+  TokenMatcher* matcher() { return matcher_ ? &*matcher_ : nullptr; }
+  const TokenMatcher* matcher() const { return matcher_ ? &*matcher_ : nullptr; }
+  // The grammar reached its end (a stop token it allows was appended).
+  bool grammar_ended() const { return matcher_ && matcher_->is_terminated(); }
 
   int32_t num_generated() const { return num_generated_; }
   RequestRng& rng() { return rng_; }
@@ -39,6 +48,7 @@ class SamplingState {
   int32_t num_generated_ = 0;
   std::vector<int32_t> prompt_set_;
   std::unordered_map<int32_t, int32_t> output_counts_;
+  std::optional<TokenMatcher> matcher_;
 };
 
 }  // namespace llmserve

@@ -37,12 +37,12 @@ bool StopChecker::is_stop_token(int32_t token_id) const {
   return has(stop_token_ids_) || (!ignore_eos_ && has(eos_ids_));
 }
 
-OutputDelta StopChecker::append(int32_t token_id) {
+OutputDelta StopChecker::append(int32_t token_id, bool grammar_ended) {
   OutputDelta out;
   if (finished()) return out;
   ++num_tokens_;
   const bool stops_active = num_tokens_ > min_tokens_;
-  if (stops_active && is_stop_token(token_id)) {
+  if (grammar_ended || (stops_active && is_stop_token(token_id))) {
     if (include_stop_) add_text(detokenizer_.append(token_id), false, out);
     if (!finished()) {
       add_text(detokenizer_.flush(), true, out);

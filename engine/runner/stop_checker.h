@@ -42,8 +42,10 @@ class StopChecker {
               std::span<const int32_t> eos_ids, int32_t max_new_tokens,
               std::span<const int32_t> context = {});
 
-  // Feeds one sampled token; precondition: !finished().
-  OutputDelta append(int32_t token_id);
+  // Feeds one sampled token; precondition: !finished(). grammar_ended: the sample's grammar
+  // ended with this token, which then stops the sample as a stop token does (min_tokens and
+  // ignore_eos notwithstanding: nothing may follow).
+  OutputDelta append(int32_t token_id, bool grammar_ended = false);
   // Ends the sample early (abort, timeout): returns the text still held back.
   std::string flush();
 

@@ -28,6 +28,8 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
                                                          : std::numeric_limits<int64_t>::max();
   o.stream_buffer = static_cast<size_t>(std::max(c.server.stream_buffer_tokens, 1));
   o.max_logprobs = c.engine.max_logprobs;
+  o.grammar_compile_threads = c.engine.grammar_compile_threads;
+  o.grammar_cache_size = c.engine.grammar_cache_size;
   const SpeculativeSection& sp = c.speculative;
   o.speculative.method = sp.method == SpeculativeMethod::kNgram   ? SpecMethod::kNgram
                          : sp.method == SpeculativeMethod::kDraft ? SpecMethod::kDraft

@@ -85,6 +85,19 @@ std::string ServerMetrics::render(const EngineStats& s, const EngineMetrics* m) 
              {{"position", std::to_string(p)}},
              static_cast<double>(s.spec_accepted_per_position[p]));
   }
+  w.counter("llmserve_grammar_compiles_total",
+            "Structured-output grammars compiled (cache misses), errors included.",
+            static_cast<double>(s.grammar_compiles));
+  w.counter("llmserve_grammar_cache_hits_total",
+            "Structured-output requests whose grammar was compiled already (or in flight).",
+            static_cast<double>(s.grammar_cache_hits));
+  w.counter("llmserve_grammar_compile_errors_total",
+            "Grammars that did not compile (each a 400 naming its field).",
+            static_cast<double>(s.grammar_compile_errors));
+  w.counter("llmserve_grammar_compile_seconds_total", "Time spent compiling grammars.",
+            s.grammar_compile_seconds);
+  w.gauge("llmserve_grammar_cache_entries", "Compiled grammars kept for reuse.",
+          static_cast<double>(s.grammar_cache_entries));
   {
     std::lock_guard lock(mu_);
     w.header("llmserve_http_requests_total", "counter", "HTTP requests by route and status code.");

@@ -37,6 +37,7 @@ class FakeEngine : public Engine {
 
   const Tokenizer& tokenizer() const override { return tokenizer_; }
   const ChatTemplate* chat_template() const override { return nullptr; }
+  GrammarCompiler& grammar_compiler() override { return grammar_compiler_; }
   const ModelConfig& model_config() const override { return config_; }
   int32_t max_model_len() const override { return max_model_len_; }
   const EngineOptions& options() const override { return options_; }
@@ -63,6 +64,7 @@ class FakeEngine : public Engine {
 
   FakeTokenizer tokenizer_;
   ModelConfig config_;
+  GrammarCompiler grammar_compiler_{tokenizer_, FakeTokenizer::kVocab, GrammarCompilerOptions{1, 16}};
   EngineOptions options_;
   EngineMetrics metrics_;
   int32_t max_model_len_ = 256;

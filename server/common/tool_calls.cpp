@@ -1,0 +1,246 @@
+#include "server/common/tool_calls.h"
+
+#include <random>
+#include <set>
+
+namespace llmserve {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+Status tool_error(const std::string& field, const std::string& message) {
+  return invalid_argument(field + ": " + message);
+}
+
+bool valid_function_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<ToolFunction> parse_tool(const json& t, size_t i) {
+  const std::string where = "tools[" + std::to_string(i) + "]";
+  if (!t.is_object()) return tool_error(where, "expected an object");
+  if (!t.contains("type") || t["type"] != "function") {
+    return tool_error(where + ".type", "must be \"function\" (the only tool type)");
+  }
+  if (!t.contains("function") || !t["function"].is_object()) {
+    return tool_error(where + ".function", "is required and must be an object");
+  }
+  const json& f = t["function"];
+  ToolFunction out;
+  if (!f.contains("name") || !f["name"].is_string()) {
+    return tool_error(where + ".function.name", "is required and must be a string");
+  }
+  out.name = f["name"].get<std::string>();
+  if (!valid_function_name(out.name)) {
+    return tool_error(where + ".function.name",
+                      "'" + out.name + "' must be 1-64 of a-z, A-Z, 0-9, _ and -");
+  }
+  if (f.contains("description") && !f["description"].is_null()) {
+    if (!f["description"].is_string()) {
+      return tool_error(where + ".function.description", "expected a string");
+    }
+    out.description = f["description"].get<std::string>();
+  }
+  if (f.contains("parameters") && !f["parameters"].is_null()) {
+    if (!f["parameters"].is_object()) {
+      return tool_error(where + ".function.parameters", "expected a JSON Schema object");
+    }
+    out.parameters = f["parameters"];
+  } else {
+    out.parameters = json{{"type", "object"}, {"properties", json::object()}};
+  }
+  return out;
+}
+
+json call_schema(const ToolFunction& f) {
+  return json{{"type", "object"},
+              {"properties", {{"name", {{"const", f.name}}}, {"arguments", f.parameters}}},
+              {"required", {"name", "arguments"}},
+              {"additionalProperties", false}};
+}
+
+std::string call_id(uint64_t seed, size_t index) {
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + index + 1);
+  static const char* kHex = "0123456789abcdef";
+  std::string id = "call_";
+  for (int i = 0; i < 24; ++i) id += kHex[rng() & 15];
+  return id;
+}
+
+}  // namespace
+
+Result<ToolRequest> parse_tool_request(const json& body, size_t max_tools) {
+  ToolRequest out;
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    const json& tools = body["tools"];
+    if (!tools.is_array()) return tool_error("tools", "expected a list of tools");
+    if (tools.size() > max_tools) {
+      return tool_error("tools", "at most " + std::to_string(max_tools) + " tools are allowed");
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < tools.size(); ++i) {
+      LLMSERVE_ASSIGN_OR_RETURN(ToolFunction f, parse_tool(tools[i], i));
+      if (!names.insert(f.name).second) {
+        return tool_error("tools[" + std::to_string(i) + "].function.name",
+                          "'" + f.name + "' is defined twice");
+      }
+      out.tools.push_back(std::move(f));
+    }
+  }
+  out.choice = out.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const json& c = body["tool_choice"];
+    if (c.is_string()) {
+      const std::string s = c.get<std::string>();
+      if (s == "none") {
+        out.choice = ToolChoice::kNone;
+      } else if (s == "auto") {
+        out.choice = out.tools.empty() ? ToolChoice::kNone : ToolChoice::kAuto;
+      } else if (s == "required") {
+        out.choice = ToolChoice::kRequired;
+      } else {
+        return tool_error("tool_choice", "'" + s +
+                                             "' is not one of none, auto, required or "
+                                             "{\"type\": \"function\", \"function\": {\"name\"}}");
+      }
+    } else if (c.is_object()) {
+      if (!c.contains("type") || c["type"] != "function" || !c.contains("function") ||
+          !c["function"].is_object() || !c["function"].contains("name") ||
+          !c["function"]["name"].is_string()) {
+        return tool_error("tool_choice",
+                          "expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
+      }
+      out.choice = ToolChoice::kNamed;
+      out.named = c["function"]["name"].get<std::string>();
+      bool found = false;
+      for (const ToolFunction& f : out.tools) found = found || f.name == out.named;
+      if (!found) {
+        return tool_error("tool_choice", "the function '" + out.named + "' is not in tools");
+      }
+    } else {
+      return tool_error("tool_choice", "expected a string or an object");
+    }
+    if (out.choice == ToolChoice::kRequired && out.tools.empty()) {
+      return tool_error("tool_choice", "'required' needs at least one tool in tools");
+    }
+  }
+  if (body.contains("parallel_tool_calls") && !body["parallel_tool_calls"].is_null()) {
+    if (!body["parallel_tool_calls"].is_boolean()) {
+      return tool_error("parallel_tool_calls", "expected a boolean");
+    }
+    out.parallel_tool_calls = body["parallel_tool_calls"].get<bool>();
+  }
+  return out;
+}
+
+GrammarSpec tool_call_grammar(const ToolRequest& request) {
+  json items;
+  if (request.choice == ToolChoice::kNamed) {
+    for (const ToolFunction& f : request.tools) {
+      if (f.name == request.named) items = call_schema(f);
+    }
+  } else if (request.tools.size() == 1) {
+    items = call_schema(request.tools.front());
+  } else {
+    items = json{{"anyOf", json::array()}};
+    for (const ToolFunction& f : request.tools) items["anyOf"].push_back(call_schema(f));
+  }
+  json calls = {{"type", "array"}, {"items", items}, {"minItems", 1}};
+  if (!request.parallel_tool_calls) calls["maxItems"] = 1;
+  json schema = {{"type", "object"},
+                 {"properties", {{"tool_calls", calls}}},
+                 {"required", {"tool_calls"}},
+                 {"additionalProperties", false}};
+  if (request.choice == ToolChoice::kAuto) {
+    json reply = {{"type", "object"},
+                  {"properties", {{"response", {{"type", "string"}}}}},
+                  {"required", {"response"}},
+                  {"additionalProperties", false}};
+    schema = json{{"anyOf", {schema, reply}}};
+  }
+  GrammarSpec spec;
+  spec.kind = GrammarKind::kJsonSchema;
+  spec.text = schema.dump();
+  spec.field = "tools";
+  return spec;
+}
+
+std::string tool_system_prompt(const ToolRequest& request) {
+  json list = json::array();
+  for (const ToolFunction& f : request.tools) {
+    if (request.choice == ToolChoice::kNamed && f.name != request.named) continue;
+    json t = {{"name", f.name}, {"parameters", f.parameters}};
+    if (!f.description.empty()) t["description"] = f.description;
+    list.push_back(std::move(t));
+  }
+  std::string text =
+      "You can call these tools; each one's arguments follow its JSON Schema:\n" + list.dump(2) +
+      "\n\nReply with JSON only. To call tools: "
+      "{\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<the arguments>}}]}";
+  if (request.choice == ToolChoice::kAuto) {
+    text += ". To answer without a tool: {\"response\": \"<your answer>\"}";
+  }
+  text += request.parallel_tool_calls ? ". You may call several tools at once."
+                                      : ". Call one tool at a time.";
+  return text;
+}
+
+void add_tool_prompt(const ToolRequest& request, nlohmann::json& messages) {
+  const std::string prompt = tool_system_prompt(request);
+  if (!messages.empty() && messages[0].value("role", "") == "system" &&
+      messages[0]["content"].is_string()) {
+    messages[0]["content"] = messages[0]["content"].get<std::string>() + "\n\n" + prompt;
+    return;
+  }
+  messages.insert(messages.begin(), nlohmann::json{{"role", "system"}, {"content", prompt}});
+}
+
+ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed) {
+  ToolReply out;
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_object() && j.contains("tool_calls") && j["tool_calls"].is_array()) {
+    for (const json& c : j["tool_calls"]) {
+      if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) continue;
+      ToolCall call;
+      call.id = call_id(id_seed, out.calls.size());
+      call.name = c["name"].get<std::string>();
+      call.arguments = c.contains("arguments") ? c["arguments"].dump() : "{}";
+      out.calls.push_back(std::move(call));
+    }
+    if (!out.calls.empty()) return out;
+  }
+  if (j.is_object() && j.contains("response") && j["response"].is_string()) {
+    out.content = j["response"].get<std::string>();
+    return out;
+  }
+  out.content = text;
+  return out;
+}
+
+std::string tool_calls_as_reply_text(const nlohmann::json& tool_calls) {
+  json calls = json::array();
+  if (tool_calls.is_array()) {
+    for (const nlohmann::json& c : tool_calls) {
+      if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
+      const nlohmann::json& f = c["function"];
+      json args = json::object();
+      if (f.contains("arguments") && f["arguments"].is_string()) {
+        args = json::parse(f["arguments"].get<std::string>(), nullptr, false);
+        if (args.is_discarded()) args = f["arguments"];
+      } else if (f.contains("arguments")) {
+        args = f["arguments"];
+      }
+      calls.push_back({{"name", f.value("name", "")}, {"arguments", args}});
+    }
+  }
+  return json{{"tool_calls", calls}}.dump();
+}
+
+}  // namespace llmserve

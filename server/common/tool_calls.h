@@ -1,0 +1,73 @@
+// Tool calling on /v1/chat/completions, the generic way (llama.cpp's, for models whose chat
+// template has no tool format, SmolLM2 among them): the tools are described in a system
+// message and a JSON grammar makes the reply either {"tool_calls": [{"name", "arguments"}...]}
+// or, under tool_choice "auto", {"response": "..."}. `required` and a named function are
+// enforced by the grammar, so a call always parses and its arguments follow the function's
+// parameter schema.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/status.h"
+#include "engine/grammar/grammar_spec.h"
+
+namespace llmserve {
+
+struct ToolFunction {
+  std::string name;  // [a-zA-Z0-9_-]{1,64}
+  std::string description;
+  nlohmann::ordered_json parameters;  // a JSON Schema ({"type": "object"} when not given)
+};
+
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
+struct ToolRequest {
+  std::vector<ToolFunction> tools;  // empty: no tools asked
+  ToolChoice choice = ToolChoice::kAuto;
+  std::string named;             // kNamed: the function
+  bool parallel_tool_calls = true;
+
+  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
+};
+
+struct ToolCall {
+  std::string id;         // "call_..." (unique per call)
+  std::string name;
+  std::string arguments;  // JSON text of the arguments object
+};
+
+// The reply read back: tool calls, or text content (the "response" branch).
+struct ToolReply {
+  std::vector<ToolCall> calls;
+  std::string content;
+  bool is_call() const { return !calls.empty(); }
+};
+
+// Reads `tools`, `tool_choice` and `parallel_tool_calls` of a chat body (ordered: a schema's
+// properties keep the caller's order, which the output follows). Errors name the field
+// (tools[i].function.name, tool_choice, ...). At most `max_tools` tools.
+Result<ToolRequest> parse_tool_request(const nlohmann::ordered_json& body, size_t max_tools = 128);
+
+// The grammar the reply must follow (request.active() only).
+GrammarSpec tool_call_grammar(const ToolRequest& request);
+
+// The system text that describes the tools and the reply format to the model.
+std::string tool_system_prompt(const ToolRequest& request);
+
+// Adds tool_system_prompt to `messages` (to the first system message, or as a new first one).
+void add_tool_prompt(const ToolRequest& request, nlohmann::json& messages);
+
+// Reads a reply made under tool_call_grammar. Text that is not such a reply (a stop string cut
+// it, max_tokens hit) comes back as content. Ids are "call_<hex>" made from `id_seed` and the
+// call's index.
+ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed);
+
+// An assistant message's `tool_calls` as the generic format writes them, for the template.
+std::string tool_calls_as_reply_text(const nlohmann::json& tool_calls);
+
+}  // namespace llmserve
