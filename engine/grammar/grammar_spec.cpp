@@ -1,8 +1,20 @@
 #include "engine/grammar/grammar_spec.h"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
 
 namespace llmserve {
+
+namespace {
+
+// Each piece is length-prefixed so ("ab", "c") and ("a", "bc") hash apart.
+void update_sized(XXH3_state_t* state, const std::string& s) {
+  const uint64_t len = s.size();
+  XXH3_64bits_update(state, &len, sizeof(len));
+  XXH3_64bits_update(state, s.data(), s.size());
+}
+
+}  // namespace
 
 const char* grammar_kind_name(GrammarKind kind) {
   switch (kind) {
@@ -15,27 +27,22 @@ const char* grammar_kind_name(GrammarKind kind) {
     case GrammarKind::kChoice:
       return "choice";
     case GrammarKind::kEbnf:
-      return "grammar";
+      return "ebnf";
   }
-  return "grammar";
+  return "unknown";
 }
 
 uint64_t GrammarSpec::key() const {
-  XXH3_state_t* st = XXH3_createState();
-  XXH3_64bits_reset(st);
-  const auto k = static_cast<uint32_t>(kind);
-  XXH3_64bits_update(st, &k, sizeof k);
-  const uint64_t len = text.size();
-  XXH3_64bits_update(st, &len, sizeof len);
-  XXH3_64bits_update(st, text.data(), text.size());
-  for (const std::string& c : choices) {
-    const uint64_t n = c.size();
-    XXH3_64bits_update(st, &n, sizeof n);
-    XXH3_64bits_update(st, c.data(), c.size());
-  }
-  const uint64_t h = XXH3_64bits_digest(st);
-  XXH3_freeState(st);
-  return h;
+  XXH3_state_t state;
+  XXH3_INITSTATE(&state);
+  XXH3_64bits_reset(&state);
+  const uint32_t kind_code = static_cast<uint32_t>(kind);
+  XXH3_64bits_update(&state, &kind_code, sizeof(kind_code));
+  update_sized(&state, text);
+  const uint64_t count = choices.size();
+  XXH3_64bits_update(&state, &count, sizeof(count));
+  for (const auto& c : choices) update_sized(&state, c);
+  return XXH3_64bits_digest(&state);
 }
 
 }  // namespace llmserve

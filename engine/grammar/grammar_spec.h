@@ -27,6 +27,8 @@ struct GrammarSpec {
 
   // Stable over runs: kind, text and choices (not `field`).
   uint64_t key() const;
+
+  friend bool operator==(const GrammarSpec&, const GrammarSpec&) = default;
 };
 
 }  // namespace llmserve

@@ -6,6 +6,7 @@
 #include "engine/tokenizer/utf8.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_convert.h"
+#include "server/grpc/proto_request.h"
 
 namespace llmserve {
 
@@ -253,9 +254,10 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
   limits.max_model_len = engine.max_model_len();
   limits.max_logprobs = engine.options().max_logprobs;
   limits.model_name = state_.model_name();
-  LLMSERVE_ASSIGN_OR_RETURN(ParsedCompletion parsed,
+  LLMSERVE_ASSIGN_OR_RETURN(GenerationRequest parsed,
                             parse_proto_request(req, engine.tokenizer(), limits));
-  LLMSERVE_RETURN_IF_ERROR(parsed.fields.params.validate(limits.vocab_size, limits.max_logprobs));
+  // parsed.grammar (structured output) is parsed and validated; no engine applies it yet.
+  LLMSERVE_RETURN_IF_ERROR(parsed.params.validate(limits.vocab_size, limits.max_logprobs));
   s.id = req.request_id().empty() ? new_grpc_id() : req.request_id();
   auto deadline = steady_deadline(ctx);
   if (!deadline && state_.options().request_timeout_seconds > 0) {
@@ -264,7 +266,7 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
                    std::chrono::duration<double>(state_.options().request_timeout_seconds));
   }
   auto job = GenerationJob::start(
-      engine, make_generate_requests(parsed.fields, std::move(parsed.prompts), s.id, deadline));
+      engine, make_generate_requests(parsed, std::move(parsed.prompt_token_ids), s.id, deadline));
   if (!job.is_ok()) {
     if (job.status().code() == StatusCode::kResourceExhausted)
       metrics_.count_rejection("queue_full");

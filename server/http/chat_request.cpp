@@ -1,5 +1,6 @@
 #include "server/http/chat_request.h"
 
+#include "server/http/generation_fields.h"
 #include "server/http/json_fields.h"
 
 namespace llmserve {
@@ -80,10 +81,11 @@ Result<json> normalize_chat_messages(const json& messages) {
   return out;
 }
 
-Result<ParsedChat> parse_chat_request(std::string_view body_text, const Tokenizer& tokenizer,
-                                      const ChatRenderer& render, const RequestLimits& limits) {
+Result<GenerationRequest> parse_chat_request(std::string_view body_text, const Tokenizer& tokenizer,
+                                             const ChatRenderer& render,
+                                             const RequestLimits& limits) {
   LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text));
-  ParsedChat out;
+  GenerationRequest out;
   if (!present(body, "messages")) return field_error("messages", "is required");
   LLMSERVE_ASSIGN_OR_RETURN(json messages, normalize_chat_messages(body.at("messages")));
   if (present(body, "tools")) {
@@ -91,28 +93,21 @@ Result<ParsedChat> parse_chat_request(std::string_view body_text, const Tokenize
     if (!t.is_array()) return field_error("tools", "expected a list");
     if (!t.empty()) return field_error("tools", "tool calling is not supported by this server");
   }
-  if (present(body, "response_format")) {
-    const json& rf = body.at("response_format");
-    if (!rf.is_object() || !rf.contains("type") || !rf["type"].is_string()) {
-      return field_error("response_format", "expected an object with a string 'type'");
-    }
-    if (rf["type"] != "text") {
-      return field_error("response_format", "only {\"type\": \"text\"} is supported");
-    }
-  }
-  LLMSERVE_RETURN_IF_ERROR(parse_generation_fields(body, limits, &out.fields));
+  LLMSERVE_RETURN_IF_ERROR(read_generation_fields(body, limits, &out));
+  bool logprobs = false;
   if (present(body, "logprobs")) {
     if (!body.at("logprobs").is_boolean()) {
       return field_error("logprobs", "expected a boolean for chat completions");
     }
-    out.logprobs = body.at("logprobs").get<bool>();
+    logprobs = body.at("logprobs").get<bool>();
   }
+  int32_t top_logprobs = 0;
   if (present(body, "top_logprobs")) {
     LLMSERVE_RETURN_IF_ERROR(
-        json_fields::read_int32(body, "top_logprobs", 0, limits.max_logprobs, &out.top_logprobs));
-    if (!out.logprobs) return field_error("top_logprobs", "requires logprobs to be true");
+        json_fields::read_int32(body, "top_logprobs", 0, limits.max_logprobs, &top_logprobs));
+    if (!logprobs) return field_error("top_logprobs", "requires logprobs to be true");
   }
-  out.fields.params.logprobs = out.logprobs ? out.top_logprobs : -1;
+  if (logprobs) out.logprobs = top_logprobs;
   if (present(body, "echo")) {
     const json& e = body.at("echo");
     if (!e.is_boolean()) return field_error("echo", "expected a boolean");
@@ -122,17 +117,15 @@ Result<ParsedChat> parse_chat_request(std::string_view body_text, const Tokenize
                          "chat request use prompt_logprobs");
     }
   }
-  LLMSERVE_RETURN_IF_ERROR(require_completion(out.fields, out.fields.params.prompt_logprobs >= 0));
   bool add_generation_prompt = true;
   LLMSERVE_RETURN_IF_ERROR(
       json_fields::read_bool(body, "add_generation_prompt", &add_generation_prompt));
+  // The prompt is rendered after the cheap checks; a placeholder stands in until then.
+  out.prompt_texts.emplace_back();
+  LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));
   if (!render) return invalid_argument("this model has no chat template; use /v1/completions");
-  LLMSERVE_ASSIGN_OR_RETURN(out.prompt_text, render(messages, add_generation_prompt));
-  out.prompt_token_ids =
-      tokenizer.encode(out.prompt_text, /*add_special=*/false, /*parse_special=*/true);
-  if (out.prompt_token_ids.empty()) return field_error("messages", "rendered to an empty prompt");
-  LLMSERVE_RETURN_IF_ERROR(fit_context(static_cast<int64_t>(out.prompt_token_ids.size()), limits,
-                                       /*default_max=*/0, &out.fields));
+  LLMSERVE_ASSIGN_OR_RETURN(out.prompt_texts[0], render(messages, add_generation_prompt));
+  LLMSERVE_RETURN_IF_ERROR(prepare_prompts(tokenizer, limits, PromptStyle::kChat, &out));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/common/generation_job.h"
+#include "server/http/chat_request.h"
 #include "server/http/completion_request.h"
 #include "server/http/http_context.h"
 #include "server/http/openai_response.h"
@@ -20,15 +21,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
 constexpr auto kKeepAliveInterval = std::chrono::seconds(5);
-
-struct Prepared {
-  GenerationFields fields;
-  std::vector<std::vector<int32_t>> prompts;
-  int32_t logprobs = -1;
-  int32_t prompt_logprobs = -1;  // as asked (echo may score the prompt without it)
-  bool echo = false;
-  std::vector<std::string> echo_texts;
-};
 
 int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -110,28 +102,16 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   Engine& engine = *ctx.state.engine();
   const RequestLimits limits = ctx.limits();
 
-  Prepared prep;
-  if (kind == ApiKind::kCompletion) {
-    auto parsed = parse_completion_request(req.body, engine.tokenizer(), limits);
-    if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
-    prep.fields = std::move(parsed->fields);
-    prep.prompts = std::move(parsed->prompts);
-    prep.logprobs = parsed->logprobs;
-    prep.echo = parsed->echo;
-    prep.prompt_logprobs = parsed->prompt_logprobs;
-    prep.echo_texts = std::move(parsed->echo_texts);
-  } else {
-    auto parsed = parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
-    if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
-    prep.fields = std::move(parsed->fields);
-    prep.prompts.push_back(std::move(parsed->prompt_token_ids));
-    prep.logprobs = parsed->logprobs ? parsed->top_logprobs : -1;
-    prep.prompt_logprobs = prep.fields.params.prompt_logprobs;
-  }
-  Status valid = prep.fields.params.validate(limits.vocab_size, limits.max_logprobs);
+  auto parsed = kind == ApiKind::kCompletion
+                    ? parse_completion_request(req.body, engine.tokenizer(), limits)
+                    : parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
+  if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
+  GenerationRequest& request = *parsed;
+  // request.grammar (structured output) is parsed and validated; no engine applies it yet.
+  Status valid = request.params.validate(limits.vocab_size, limits.max_logprobs);
   if (!valid.is_ok()) return send_status_error(res, valid, retry);
-  auto deadline = request_deadline(req, prep.fields.timeout_seconds,
-                                   ctx.state.options().request_timeout_seconds);
+  auto deadline =
+      request_deadline(req, request.timeout_seconds, ctx.state.options().request_timeout_seconds);
   if (!deadline.is_ok()) return send_status_error(res, deadline.status(), retry);
 
   const std::string id = request_id_of(res);
@@ -140,21 +120,21 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   rc.id = id;
   rc.model = ctx.state.model_name();
   rc.created = unix_now();
-  rc.n = prep.fields.params.n;
-  rc.num_prompts = prep.prompts.size();
-  rc.logprobs = prep.logprobs;
-  rc.prompt_logprobs = prep.prompt_logprobs;
-  if (prep.echo) {
+  rc.n = request.params.n;
+  rc.num_prompts = request.prompt_token_ids.size();
+  rc.logprobs = request.logprobs.value_or(-1);
+  rc.prompt_logprobs = request.prompt_logprobs.value_or(-1);
+  if (request.echo) {
     rc.echo = true;
-    rc.echo_texts = std::move(prep.echo_texts);
-    rc.prompt_ids = prep.prompts;
+    rc.echo_texts = std::move(request.echo_texts);
+    rc.prompt_ids = request.prompt_token_ids;
   }
-  rc.include_usage = prep.fields.include_usage;
+  rc.include_usage = request.include_usage;
   rc.tokenizer = &engine.tokenizer();
-  const bool stream = prep.fields.stream;
+  const bool stream = request.stream;
 
   auto job = GenerationJob::start(
-      engine, make_generate_requests(prep.fields, std::move(prep.prompts), id, *deadline));
+      engine, make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline));
   if (!job.is_ok()) {
     if (job.status().code() == StatusCode::kResourceExhausted) {
       ctx.metrics.count_rejection("queue_full");

@@ -9,10 +9,10 @@
 #include <nlohmann/json.hpp>
 
 #include "server/common/api_keys.h"
+#include "server/common/request_limits.h"
 #include "server/common/server_state.h"
 #include "server/http/chat_request.h"
 #include "server/http/http_error.h"
-#include "server/http/request_limits.h"
 #include "server/metrics/server_metrics.h"
 
 namespace llmserve {

@@ -25,13 +25,6 @@ std::string type_name(const json& v) {
 
 }  // namespace
 
-Status field_error(std::string_view field, std::string_view message) {
-  std::string m(field);
-  m += ": ";
-  m += message;
-  return invalid_argument(std::move(m));
-}
-
 bool present(const json& body, const char* key) {
   auto it = body.find(key);
   return it != body.end() && !it->is_null();
@@ -103,6 +96,34 @@ Status read_string(const json& body, const char* key, std::string* out) {
   const json& v = body.at(key);
   if (!v.is_string()) return field_error(key, "expected a string, got " + type_name(v));
   *out = v.get<std::string>();
+  return Status::ok();
+}
+
+Status read_int32_value(const json& body, const char* key, int32_t* out) {
+  if (!present(body, key)) return Status::ok();
+  const json& v = body.at(key);
+  if (!v.is_number_integer()) return field_error(key, "expected an integer, got " + type_name(v));
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<uint64_t>() <= std::numeric_limits<int32_t>::max()
+                        : v.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                              v.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+  if (!fits) return field_error(key, "must be a 32-bit integer, got " + v.dump());
+  *out = static_cast<int32_t>(v.get<int64_t>());
+  return Status::ok();
+}
+
+Status read_double_value(const json& body, const char* key, double* out) {
+  if (!present(body, key)) return Status::ok();
+  const json& v = body.at(key);
+  if (!v.is_number()) return field_error(key, "expected a number, got " + type_name(v));
+  *out = v.get<double>();
+  return Status::ok();
+}
+
+Status read_float_value(const json& body, const char* key, float* out) {
+  double x = *out;
+  LLMSERVE_RETURN_IF_ERROR(read_double_value(body, key, &x));
+  *out = static_cast<float>(x);
   return Status::ok();
 }
 

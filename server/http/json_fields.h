@@ -10,13 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
+#include "server/common/field_checks.h"
 
 namespace llmserve::json_fields {
 
 using nlohmann::json;
 
 // INVALID_ARGUMENT "<field>: <message>" (http_error extracts the field as OpenAI's `param`).
-Status field_error(std::string_view field, std::string_view message);
+using ::llmserve::field_error;
 
 // Whether `body` has `key` with a non-null value.
 bool present(const json& body, const char* key);
@@ -30,6 +31,11 @@ Status read_number(const json& body, const char* key, double lo, double hi, doub
 Status read_float(const json& body, const char* key, double lo, double hi, float* out,
                   bool lo_open = false, bool hi_open = false);
 Status read_string(const json& body, const char* key, std::string* out);
+// Type-checked reads without a range (server/common validates ranges): any 32-bit integer, any
+// number (a float beyond its range reads as infinity, which validation rejects).
+Status read_int32_value(const json& body, const char* key, int32_t* out);
+Status read_float_value(const json& body, const char* key, float* out);
+Status read_double_value(const json& body, const char* key, double* out);
 
 // Parses `text` as a JSON object; malformed JSON or a non-object is INVALID_ARGUMENT.
 Result<json> parse_object(std::string_view text);

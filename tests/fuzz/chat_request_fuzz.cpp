@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body(reinterpret_cast<const char*>(data), size);
   auto parsed = llmserve::parse_chat_request(body, tok, render, limits);
   if (parsed.is_ok()) {
-    llmserve::fuzz::check_accepted(parsed->fields, {parsed->prompt_token_ids}, limits);
+    llmserve::fuzz::check_accepted(*parsed, limits);
   }
   return 0;
 }

@@ -13,6 +13,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const llmserve::RequestLimits limits = llmserve::fuzz::fuzz_limits(tok.vocab_size());
   std::string_view body(reinterpret_cast<const char*>(data), size);
   auto parsed = llmserve::parse_completion_request(body, tok, limits);
-  if (parsed.is_ok()) llmserve::fuzz::check_accepted(parsed->fields, parsed->prompts, limits);
+  if (parsed.is_ok()) llmserve::fuzz::check_accepted(*parsed, limits);
   return 0;
 }

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "llmserve/v1/generation.pb.h"
-#include "server/grpc/proto_convert.h"
+#include "server/grpc/proto_request.h"
 #include "tests/fuzz/request_fuzz_checks.h"
 #include "tests/unit/server/fake_tokenizer.h"
 
@@ -14,6 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   llmserve::v1::GenerateRequest req;
   if (!req.ParseFromArray(data, static_cast<int>(size))) return 0;
   auto parsed = llmserve::parse_proto_request(req, tok, limits);
-  if (parsed.is_ok()) llmserve::fuzz::check_accepted(parsed->fields, parsed->prompts, limits);
+  if (parsed.is_ok()) llmserve::fuzz::check_accepted(*parsed, limits);
   return 0;
 }

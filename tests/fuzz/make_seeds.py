@@ -343,6 +343,29 @@ def request_seeds():
           json.dumps({"messages": [{"role": "user", "content": "{{ 7*7 }}{% for i in range(9) %}"}]}))
 
 
+def structured_output_seeds():
+    """response_format / structured_outputs / guided_* on both endpoints, good and bad shapes."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    forms = {
+        "rf_json_object": {"response_format": {"type": "json_object"}},
+        "rf_json_schema": {"response_format": {"type": "json_schema", "json_schema": {
+            "name": "s", "schema": schema, "strict": True, "description": "d"}}},
+        "rf_unknown": {"response_format": {"type": "xml"}},
+        "so_json": {"structured_outputs": {"json": schema}},
+        "so_json_string": {"structured_outputs": {"json": json.dumps(schema)}},
+        "so_regex": {"structured_outputs": {"regex": "[a-z]+"}},
+        "so_choice": {"structured_outputs": {"choice": ["yes", "no"]}},
+        "so_grammar": {"structured_outputs": {"grammar": 'root ::= "a" | "b"'}},
+        "so_two": {"structured_outputs": {"regex": "a", "choice": ["b"]}},
+        "guided_choice": {"guided_choice": ["x", "y"]},
+        "guided_json_and_rf": {"guided_json": schema, "response_format": {"type": "json_object"}},
+    }
+    for name, extra in forms.items():
+        write("completion_request", name, json.dumps({"prompt": "Hi", "max_tokens": 4, **extra}))
+        write("chat_request", name, json.dumps(
+            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4, **extra}))
+
+
 def pb_varint(v):
     v &= U64
     out = bytearray()
@@ -397,6 +420,13 @@ def grpc_seeds():
         "prompt_long": pb(2, 2, b"a" * 3000),
         "min_gt_max": pb(2, 2, b"x") + pb(4, 0, 1) + pb(17, 0, 5),
         "truncated": (pb(2, 2, b"Hello") + pb(4, 0, 8))[:-3],
+        "so_json": pb(2, 2, b"x") + pb(25, 2, pb(1, 2, b'{"type":"object"}')),
+        "so_json_bad": pb(2, 2, b"x") + pb(25, 2, pb(1, 2, b"[1,")),
+        "so_regex": pb(2, 2, b"x") + pb(25, 2, pb(2, 2, b"[0-9]+")),
+        "so_choice": pb(2, 2, b"x") + pb(25, 2, pb(3, 2, pb(1, 2, b"yes") + pb(1, 2, b"no"))),
+        "so_grammar": pb(2, 2, b"x") + pb(25, 2, pb(4, 2, b'root ::= "a"')),
+        "so_json_object": pb(2, 2, b"x") + pb(25, 2, pb(5, 0, 1)),
+        "so_empty": pb(2, 2, b"x") + pb(25, 2, b""),
     }
     for name, data in seeds.items():
         write("grpc_request", name, data)
@@ -412,6 +442,7 @@ def main():
     tokenizer_seeds()
     chat_template_seeds()
     request_seeds()
+    structured_output_seeds()
     grpc_seeds()
     for d in sorted(CORPUS.iterdir()):
         files = list(d.iterdir())

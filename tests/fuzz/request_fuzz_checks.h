@@ -1,14 +1,16 @@
 // Invariants every accepted request must hold, shared by the request fuzz targets: prompt ids in
 // the vocab, prompt + max_tokens within the context, and the engine-side checks run as the
-// routes run them. A violation aborts (the fuzzer reports it as a crash).
+// routes run them, a structured-output spec within the limits. A violation aborts (the fuzzer
+// reports it as a crash).
 #pragma once
 
 #include <cstdlib>
 #include <optional>
 #include <vector>
 
-#include "server/http/generation_fields.h"
-#include "server/http/request_limits.h"
+#include "server/common/generation_request.h"
+#include "server/common/request_limits.h"
+#include "server/common/structured_output.h"
 
 namespace llmserve::fuzz {
 
@@ -20,20 +22,22 @@ inline RequestLimits fuzz_limits(int32_t vocab) {
   return l;
 }
 
-inline void check_accepted(const GenerationFields& fields,
-                           const std::vector<std::vector<int32_t>>& prompts,
-                           const RequestLimits& limits) {
+inline void check_accepted(const GenerationRequest& request, const RequestLimits& limits) {
+  const auto& prompts = request.prompt_token_ids;
   if (prompts.empty()) std::abort();
+  if (request.grammar && !validate_structured_output(*request.grammar, limits).is_ok()) {
+    std::abort();
+  }
   for (const auto& p : prompts) {
     for (int32_t id : p) {
       if (id < 0 || id >= limits.vocab_size) std::abort();
     }
-    if (static_cast<int64_t>(p.size()) + fields.params.max_tokens > limits.max_model_len) {
+    if (static_cast<int64_t>(p.size()) + request.params.max_tokens > limits.max_model_len) {
       std::abort();
     }
   }
-  if (!fields.params.validate(limits.vocab_size, limits.max_logprobs).is_ok()) return;
-  auto reqs = make_generate_requests(fields, prompts, "fuzz", std::nullopt);
+  if (!request.params.validate(limits.vocab_size, limits.max_logprobs).is_ok()) return;
+  auto reqs = make_generate_requests(request, prompts, "fuzz", std::nullopt);
   if (reqs.size() != prompts.size()) std::abort();
 }
 

@@ -50,7 +50,7 @@ def corpus():
           ("suffix", cmpl(suffix="x"), 400, "suffix"),
           ("best_of", cmpl(best_of=3), 400, "best_of"),
           ("tools", chat(tools=[{"type": "function"}]), 400, "tools"),
-          ("response_format", chat(response_format={"type": "json_object"}), 400,
+          ("response_format", chat(response_format={"type": "xml"}), 400,
            "response_format"),
           ("model", cmpl(model="gpt-4"), 400, "model"), ("model type", cmpl(model=5), 400, "model")]
     # Out-of-range and wrong-typed sampling fields (negative, huge, strings, floats).

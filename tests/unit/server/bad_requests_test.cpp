@@ -79,7 +79,7 @@ std::vector<BadCase> cases() {
       {'c', cmpl(R"("best_of":3)"), 400, "best_of"},
       {'h', chat(R"("tools":[{"type":"function"}])"), 400, "tools"},
       {'h', chat(R"("tools":"x")"), 400, "tools"},
-      {'h', chat(R"("response_format":{"type":"json_object"})"), 400, "response_format"},
+      {'h', chat(R"("response_format":{"type":"xml"})"), 400, "response_format"},
       {'h', chat(R"("response_format":"json")"), 400, "response_format"},
       // model
       {'c', cmpl(R"("model":"gpt-4")"), 400, "model"},

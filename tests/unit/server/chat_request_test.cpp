@@ -26,7 +26,7 @@ RequestLimits limits() {
   return l;
 }
 
-Result<ParsedChat> parse(const std::string& body, ChatRenderer r = chatml) {
+Result<GenerationRequest> parse(const std::string& body, ChatRenderer r = chatml) {
   static testing::FakeTokenizer tok;
   return parse_chat_request(body, tok, r, limits());
 }
@@ -34,12 +34,12 @@ Result<ParsedChat> parse(const std::string& body, ChatRenderer r = chatml) {
 TEST(ChatRequest, RendersAndTokenizesWithSpecialTokens) {
   auto r = parse(R"({"model":"fake-model","messages":[{"role":"user","content":"hi"}]})");
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  EXPECT_EQ(r->prompt_text, "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(r->prompt_token_ids.front(), testing::FakeTokenizer::kImStart);
+  EXPECT_EQ(r->prompt_texts[0], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(r->prompt_token_ids[0].front(), testing::FakeTokenizer::kImStart);
   // Default max_tokens: the room left in the context.
-  EXPECT_EQ(r->fields.params.max_tokens, 128 - static_cast<int32_t>(r->prompt_token_ids.size()));
-  EXPECT_FALSE(r->logprobs);
-  EXPECT_EQ(r->fields.params.logprobs, -1);
+  EXPECT_EQ(r->params.max_tokens, 128 - static_cast<int32_t>(r->prompt_token_ids[0].size()));
+  EXPECT_FALSE(r->logprobs.has_value());
+  EXPECT_EQ(r->params.logprobs, -1);
 }
 
 TEST(ChatRequest, ContentPartsAndAssistantNullContent) {
@@ -47,7 +47,7 @@ TEST(ChatRequest, ContentPartsAndAssistantNullContent) {
     {"type":"text","text":"b"}]},{"role":"assistant","content":null},
     {"role":"user","content":"q"}],"add_generation_prompt":false})");
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  EXPECT_EQ(r->prompt_text,
+  EXPECT_EQ(r->prompt_texts[0],
             "<|im_start|>system\nab<|im_end|>\n<|im_start|>assistant\n<|im_end|>\n"
             "<|im_start|>user\nq<|im_end|>\n");
 }
@@ -56,9 +56,9 @@ TEST(ChatRequest, LogprobsAndTopLogprobs) {
   auto r =
       parse(R"({"messages":[{"role":"user","content":"x"}],"logprobs":true,"top_logprobs":3})");
   ASSERT_TRUE(r.is_ok());
-  EXPECT_TRUE(r->logprobs);
-  EXPECT_EQ(r->top_logprobs, 3);
-  EXPECT_EQ(r->fields.params.logprobs, 3);
+  ASSERT_TRUE(r->logprobs.has_value());
+  EXPECT_EQ(*r->logprobs, 3);
+  EXPECT_EQ(r->params.logprobs, 3);
   auto bad = parse(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":3})");
   ASSERT_FALSE(bad.is_ok());
   EXPECT_EQ(bad.status().message().rfind("top_logprobs: ", 0), 0u);

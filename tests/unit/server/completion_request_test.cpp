@@ -15,7 +15,7 @@ RequestLimits limits() {
   return l;
 }
 
-Result<ParsedCompletion> parse(const std::string& body) {
+Result<GenerationRequest> parse(const std::string& body) {
   static testing::FakeTokenizer tok;
   return parse_completion_request(body, tok, limits());
 }
@@ -23,25 +23,25 @@ Result<ParsedCompletion> parse(const std::string& body) {
 TEST(CompletionRequest, StringPromptAndDefaults) {
   auto r = parse(R"({"model":"fake-model","prompt":"abc"})");
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  ASSERT_EQ(r->prompts.size(), 1u);
-  EXPECT_EQ(r->prompts[0], (std::vector<int32_t>{'a', 'b', 'c'}));
-  EXPECT_EQ(r->fields.params.max_tokens, 16);
-  EXPECT_FALSE(r->fields.max_tokens_given);
-  EXPECT_FALSE(r->fields.stream);
-  EXPECT_EQ(r->logprobs, -1);
-  EXPECT_EQ(r->fields.params.logprobs, -1);
+  ASSERT_EQ(r->prompt_token_ids.size(), 1u);
+  EXPECT_EQ(r->prompt_token_ids[0], (std::vector<int32_t>{'a', 'b', 'c'}));
+  EXPECT_EQ(r->params.max_tokens, 16);
+  EXPECT_FALSE(r->max_tokens_given);
+  EXPECT_FALSE(r->stream);
+  EXPECT_FALSE(r->logprobs.has_value());
+  EXPECT_EQ(r->params.logprobs, -1);
 }
 
 TEST(CompletionRequest, PromptForms) {
   auto a = parse(R"({"prompt":["ab","c"]})");
   ASSERT_TRUE(a.is_ok());
-  EXPECT_EQ(a->prompts.size(), 2u);
+  EXPECT_EQ(a->prompt_token_ids.size(), 2u);
   auto b = parse(R"({"prompt":[1,2,3]})");
   ASSERT_TRUE(b.is_ok());
-  EXPECT_EQ(b->prompts, (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
+  EXPECT_EQ(b->prompt_token_ids, (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
   auto c = parse(R"({"prompt":[[1],[2,3]]})");
   ASSERT_TRUE(c.is_ok());
-  EXPECT_EQ(c->prompts, (std::vector<std::vector<int32_t>>{{1}, {2, 3}}));
+  EXPECT_EQ(c->prompt_token_ids, (std::vector<std::vector<int32_t>>{{1}, {2, 3}}));
 }
 
 TEST(CompletionRequest, EverySamplingField) {
@@ -52,7 +52,7 @@ TEST(CompletionRequest, EverySamplingField) {
     "timeout":1.5,"stream":true,"stream_options":{"include_usage":true},
     "skip_special_tokens":false,"include_stop_str_in_output":true,"echo":false,"suffix":""})");
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
-  const SamplingParams& p = r->fields.params;
+  const SamplingParams& p = r->params;
   EXPECT_EQ(p.max_tokens, 10);
   EXPECT_FLOAT_EQ(p.temperature, 0.5f);
   EXPECT_FLOAT_EQ(p.top_p, 0.9f);
@@ -72,24 +72,24 @@ TEST(CompletionRequest, EverySamplingField) {
   EXPECT_EQ(p.logprobs, 4);
   EXPECT_FALSE(p.skip_special_tokens);
   EXPECT_TRUE(p.include_stop_str_in_output);
-  EXPECT_EQ(r->fields.priority, -2);
-  EXPECT_EQ(r->fields.timeout_seconds, std::optional<double>(1.5));
-  EXPECT_TRUE(r->fields.stream);
-  EXPECT_TRUE(r->fields.include_usage);
-  EXPECT_EQ(r->fields.user, "u");
+  EXPECT_EQ(r->priority, -2);
+  EXPECT_EQ(r->timeout_seconds, std::optional<double>(1.5));
+  EXPECT_TRUE(r->stream);
+  EXPECT_TRUE(r->include_usage);
+  EXPECT_EQ(r->user, "u");
 }
 
 TEST(CompletionRequest, MaxCompletionTokensAndStopString) {
   auto r = parse(R"({"prompt":"x","max_completion_tokens":7,"stop":"z"})");
   ASSERT_TRUE(r.is_ok());
-  EXPECT_EQ(r->fields.params.max_tokens, 7);
-  EXPECT_EQ(r->fields.params.stop, (std::vector<std::string>{"z"}));
+  EXPECT_EQ(r->params.max_tokens, 7);
+  EXPECT_EQ(r->params.stop, (std::vector<std::string>{"z"}));
 }
 
 TEST(CompletionRequest, DefaultMaxTokensShrinksToTheRoomLeft) {
   auto r = parse(R"({"prompt":")" + std::string(60, 'a') + R"("})");
   ASSERT_TRUE(r.is_ok());
-  EXPECT_EQ(r->fields.params.max_tokens, 4);
+  EXPECT_EQ(r->params.max_tokens, 4);
 }
 
 TEST(CompletionRequest, ContextLengthExceededNamesBothNumbers) {
@@ -103,8 +103,8 @@ TEST(CompletionRequest, ContextLengthExceededNamesBothNumbers) {
 TEST(CompletionRequest, NullFieldsAreAbsent) {
   auto r = parse(R"({"prompt":"x","temperature":null,"stop":null,"logprobs":null,"seed":null})");
   ASSERT_TRUE(r.is_ok());
-  EXPECT_FLOAT_EQ(r->fields.params.temperature, 1.0f);
-  EXPECT_FALSE(r->fields.params.seed.has_value());
+  EXPECT_FLOAT_EQ(r->params.temperature, 1.0f);
+  EXPECT_FALSE(r->params.seed.has_value());
 }
 
 TEST(CompletionRequest, ErrorsNameTheField) {

@@ -1,5 +1,5 @@
-// Bounds the request parsers enforce (beyond SamplingParams::validate), set from the engine and
-// the server options.
+// Bounds request validation enforces (beyond SamplingParams::validate), set from the engine and
+// the server options. Shared by every transport.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,9 @@ struct RequestLimits {
   int32_t max_stop_token_ids = 256;
   int32_t default_completion_max_tokens = 16;  // /v1/completions without max_tokens
   double max_timeout_seconds = 86400;
+  int32_t max_grammar_bytes = 64 * 1024;  // a JSON schema, regex or EBNF grammar
+  int32_t max_grammar_choices = 256;      // entries of a choice list
+  int32_t max_grammar_choice_bytes = 1024;
   std::string model_name;  // the served name; a request naming another is rejected
 };
 
