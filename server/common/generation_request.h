@@ -18,6 +18,7 @@
 #include "engine/sampling_params.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/common/request_limits.h"
+#include "server/common/tool_calls.h"
 
 namespace llmserve {
 
@@ -41,6 +42,7 @@ struct GenerationRequest {
   bool echo = false;                       // the prompt comes back before the completion
   std::vector<std::string> echo_texts;     // with echo, after prepare_prompts: each prompt's text
   std::optional<GrammarSpec> grammar;      // structured output the text must match
+  ToolRequest tools;  // chat: the tools offered; when active(), `grammar` is their reply format
 };
 
 // How prepare_prompts encodes text prompts and defaults max_tokens.

@@ -46,11 +46,12 @@ std::string structured_output_field(const GrammarSpec& spec) {
 Result<std::string> normalize_json_schema(std::string_view text, std::string_view field,
                                           const RequestLimits& limits) {
   LLMSERVE_RETURN_IF_ERROR(check_size(field, text.size(), limits));
-  const nlohmann::json schema =
-      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  // Ordered: the output lists properties in the order the schema gives them.
+  const nlohmann::ordered_json schema =
+      nlohmann::ordered_json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return field_error(field, "is not valid JSON");
   if (!schema.is_object()) return field_error(field, "expected a JSON Schema object");
-  return schema.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return schema.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 Status validate_structured_output(const GrammarSpec& spec, const RequestLimits& limits) {

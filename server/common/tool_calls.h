@@ -29,14 +29,14 @@ enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 struct ToolRequest {
   std::vector<ToolFunction> tools;  // empty: no tools asked
   ToolChoice choice = ToolChoice::kAuto;
-  std::string named;             // kNamed: the function
+  std::string named;  // kNamed: the function
   bool parallel_tool_calls = true;
 
   bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
 };
 
 struct ToolCall {
-  std::string id;         // "call_..." (unique per call)
+  std::string id;  // "call_..." (unique per call)
   std::string name;
   std::string arguments;  // JSON text of the arguments object
 };

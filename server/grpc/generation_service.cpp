@@ -4,6 +4,7 @@
 #include <random>
 
 #include "engine/tokenizer/utf8.h"
+#include "server/common/request_grammar.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_convert.h"
 #include "server/grpc/proto_request.h"
@@ -256,7 +257,6 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
   limits.model_name = state_.model_name();
   LLMSERVE_ASSIGN_OR_RETURN(GenerationRequest parsed,
                             parse_proto_request(req, engine.tokenizer(), limits));
-  // parsed.grammar (structured output) is parsed and validated; no engine applies it yet.
   LLMSERVE_RETURN_IF_ERROR(parsed.params.validate(limits.vocab_size, limits.max_logprobs));
   s.id = req.request_id().empty() ? new_grpc_id() : req.request_id();
   auto deadline = steady_deadline(ctx);
@@ -265,8 +265,10 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                    std::chrono::duration<double>(state_.options().request_timeout_seconds));
   }
-  auto job = GenerationJob::start(
-      engine, make_generate_requests(parsed, std::move(parsed.prompt_token_ids), s.id, deadline));
+  std::vector<GenerateRequest> engine_requests =
+      make_generate_requests(parsed, std::move(parsed.prompt_token_ids), s.id, deadline);
+  LLMSERVE_RETURN_IF_ERROR(attach_request_grammar(engine, parsed, deadline, &engine_requests));
+  auto job = GenerationJob::start(engine, std::move(engine_requests));
   if (!job.is_ok()) {
     if (job.status().code() == StatusCode::kResourceExhausted)
       metrics_.count_rejection("queue_full");

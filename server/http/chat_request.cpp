@@ -2,6 +2,7 @@
 
 #include "server/http/generation_fields.h"
 #include "server/http/json_fields.h"
+#include "server/http/structured_output_json.h"
 
 namespace llmserve {
 
@@ -76,6 +77,14 @@ Result<json> normalize_chat_messages(const json& messages) {
     if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) {
       nm["tool_call_id"] = m["tool_call_id"];
     }
+    if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (!m["tool_calls"].is_array()) {
+        return field_error(where + ".tool_calls", "expected a list of tool calls");
+      }
+      nm["tool_calls"] = m["tool_calls"];
+      // The generic tool format: the calls are the assistant's reply text.
+      if (nm["content"] == "") nm["content"] = tool_calls_as_reply_text(m["tool_calls"]);
+    }
     out.push_back(std::move(nm));
   }
   return out;
@@ -88,12 +97,23 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
   GenerationRequest out;
   if (!present(body, "messages")) return field_error("messages", "is required");
   LLMSERVE_ASSIGN_OR_RETURN(json messages, normalize_chat_messages(body.at("messages")));
-  if (present(body, "tools")) {
-    const json& t = body.at("tools");
-    if (!t.is_array()) return field_error("tools", "expected a list");
-    if (!t.empty()) return field_error("tools", "tool calling is not supported by this server");
+  if (present(body, "tools") || present(body, "tool_choice") ||
+      present(body, "parallel_tool_calls")) {
+    // Ordered: a tool's parameter properties keep the caller's order.
+    const auto ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);
+    LLMSERVE_ASSIGN_OR_RETURN(out.tools, parse_tool_request(ordered));
   }
   LLMSERVE_RETURN_IF_ERROR(read_generation_fields(body, limits, &out));
+  if (out.grammar) keep_schema_order(body_text, &*out.grammar);
+  if (out.tools.active()) {
+    if (out.grammar) {
+      return field_error("tools",
+                         "cannot be combined with response_format or structured_outputs (the "
+                         "tool call format is itself a grammar)");
+    }
+    out.grammar = tool_call_grammar(out.tools);
+    add_tool_prompt(out.tools, messages);
+  }
   bool logprobs = false;
   if (present(body, "logprobs")) {
     if (!body.at("logprobs").is_boolean()) {

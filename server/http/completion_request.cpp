@@ -4,6 +4,7 @@
 
 #include "server/http/generation_fields.h"
 #include "server/http/json_fields.h"
+#include "server/http/structured_output_json.h"
 
 namespace llmserve {
 
@@ -79,6 +80,7 @@ Result<GenerationRequest> parse_completion_request(std::string_view body_text,
     }
   }
   LLMSERVE_RETURN_IF_ERROR(read_generation_fields(body, limits, &out));
+  if (out.grammar) keep_schema_order(body_text, &*out.grammar);
   if (present(body, "logprobs")) {
     if (body.at("logprobs").is_boolean()) {
       return field_error("logprobs",

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/common/generation_job.h"
+#include "server/common/request_grammar.h"
 #include "server/http/chat_request.h"
 #include "server/http/completion_request.h"
 #include "server/http/http_context.h"
@@ -107,7 +108,6 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
                     : parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
   if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
   GenerationRequest& request = *parsed;
-  // request.grammar (structured output) is parsed and validated; no engine applies it yet.
   Status valid = request.params.validate(limits.vocab_size, limits.max_logprobs);
   if (!valid.is_ok()) return send_status_error(res, valid, retry);
   auto deadline =
@@ -133,8 +133,12 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   rc.tokenizer = &engine.tokenizer();
   const bool stream = request.stream;
 
-  auto job = GenerationJob::start(
-      engine, make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline));
+  rc.tools = request.tools.active();
+  std::vector<GenerateRequest> engine_requests =
+      make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline);
+  Status grammar = attach_request_grammar(engine, request, *deadline, &engine_requests);
+  if (!grammar.is_ok()) return send_status_error(res, grammar, retry);
+  auto job = GenerationJob::start(engine, std::move(engine_requests));
   if (!job.is_ok()) {
     if (job.status().code() == StatusCode::kResourceExhausted) {
       ctx.metrics.count_rejection("queue_full");

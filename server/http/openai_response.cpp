@@ -1,5 +1,7 @@
 #include "server/http/openai_response.h"
 
+#include "server/http/tool_call_response.h"
+
 namespace llmserve {
 
 using nlohmann::json;
@@ -142,7 +144,30 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
       chunks.push_back(std::move(j));
       c.role_sent = true;
     }
-    if (!out.text.empty() || want_lp) {
+    std::string finish = finished ? finish_reason_name(out.finish) : "";
+    if (ctx_.tools) {
+      c.held += out.text;
+      if (want_lp) {
+        json j = chunk_base();
+        j["choices"].push_back({{"index", ci},
+                                {"delta", json::object()},
+                                {"logprobs", logprobs_json(out.logprobs, offsets)},
+                                {"finish_reason", nullptr}});
+        chunks.push_back(std::move(j));
+      }
+      if (finished) {
+        const ToolReply reply = parse_tool_reply(c.held, tool_call_id_seed(ctx_.id, ci));
+        if (reply.is_call()) finish = "tool_calls";
+        for (json& delta : tool_reply_deltas(reply)) {
+          json j = chunk_base();
+          j["choices"].push_back({{"index", ci},
+                                  {"delta", std::move(delta)},
+                                  {"logprobs", nullptr},
+                                  {"finish_reason", nullptr}});
+          chunks.push_back(std::move(j));
+        }
+      }
+    } else if (!out.text.empty() || want_lp) {
       json j = chunk_base();
       j["choices"].push_back({{"index", ci},
                               {"delta", {{"content", out.text}}},
@@ -155,7 +180,7 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
       j["choices"].push_back({{"index", ci},
                               {"delta", json::object()},
                               {"logprobs", nullptr},
-                              {"finish_reason", finish_reason_name(out.finish)}});
+                              {"finish_reason", finish}});
       chunks.push_back(std::move(j));
     }
     return chunks;
@@ -215,7 +240,20 @@ json ResponseBuilder::final_response() const {
     } else if (ctx_.logprobs >= 0) {
       lp = logprobs_json(c.logprobs, c.text_offsets);
     }
-    if (ctx_.kind == ApiKind::kChat) {
+    if (ctx_.kind == ApiKind::kChat && ctx_.tools) {
+      const ToolReply reply = parse_tool_reply(c.text, tool_call_id_seed(ctx_.id, i));
+      json message = {{"role", "assistant"}, {"content", reply.content}};
+      json reason = finish;
+      if (reply.is_call()) {
+        message["content"] = nullptr;
+        message["tool_calls"] = tool_calls_json(reply.calls);
+        reason = "tool_calls";
+      }
+      choices.push_back({{"index", i},
+                         {"message", std::move(message)},
+                         {"logprobs", lp},
+                         {"finish_reason", reason}});
+    } else if (ctx_.kind == ApiKind::kChat) {
       choices.push_back({{"index", i},
                          {"message", {{"role", "assistant"}, {"content", c.text}}},
                          {"logprobs", lp},

@@ -32,6 +32,9 @@ struct ResponseContext {
   std::vector<std::string> echo_texts;
   std::vector<std::vector<int32_t>> prompt_ids;
   bool include_usage = false;
+  // Chat with tools: the text is a reply in the generic tool format (server/common/tool_calls.h),
+  // held back while streaming and sent as tool_calls (finish_reason "tool_calls") or content.
+  bool tools = false;
   const Tokenizer* tokenizer = nullptr;  // for logprob token strings; may be null
 };
 
@@ -60,6 +63,7 @@ class ResponseBuilder {
     FinishReason finish = FinishReason::kNone;
     std::string stop_reason;
     bool role_sent = false;
+    std::string held;  // tools, streaming: the reply text until the sample ends
     bool echo_sent = false;
     size_t bytes = 0;  // for text_offset
   };

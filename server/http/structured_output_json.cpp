@@ -158,4 +158,26 @@ Status read_structured_output(const json& body, const RequestLimits& limits,
   return Status::ok();
 }
 
+void keep_schema_order(std::string_view body_text, GrammarSpec* spec) {
+  if (spec == nullptr || spec->kind != GrammarKind::kJsonSchema) return;
+  using ojson = nlohmann::ordered_json;
+  const ojson body = ojson::parse(body_text.begin(), body_text.end(), nullptr, false);
+  if (!body.is_object()) return;
+  const ojson* v = nullptr;
+  auto at = [](const ojson* o, const char* key) -> const ojson* {
+    if (o == nullptr || !o->is_object() || !o->contains(key)) return nullptr;
+    return &(*o)[key];
+  };
+  if (spec->field == "response_format") {
+    v = at(at(at(&body, "response_format"), "json_schema"), "schema");
+  } else if (spec->field == "structured_outputs") {
+    v = at(at(&body, "structured_outputs"), "json");
+  } else {
+    v = at(&body, spec->field.c_str());
+  }
+  if (v != nullptr && v->is_object()) {
+    spec->text = v->dump(-1, ' ', false, ojson::error_handler_t::replace);
+  }
+}
+
 }  // namespace llmserve

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -20,5 +21,9 @@ namespace llmserve {
 // Errors: INVALID_ARGUMENT naming the field ("response_format.json_schema.schema: ...").
 Status read_structured_output(const nlohmann::json& body, const RequestLimits& limits,
                               std::optional<GrammarSpec>* out);
+
+// The body parser sorts object keys; a JSON-schema spec read from `body_text` gets its schema
+// text again in the caller's key order (properties are generated in that order).
+void keep_schema_order(std::string_view body_text, GrammarSpec* spec);
 
 }  // namespace llmserve

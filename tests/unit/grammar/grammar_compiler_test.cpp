@@ -122,18 +122,5 @@ TEST(GrammarCompiler, ChoiceEbnfEscapesQuotesBackslashesAndControls) {
             R"(root ::= "a\"b" | "c\\d" | "e\x0af")");
 }
 
-TEST(GrammarSpec, KeyCoversKindTextAndChoicesButNotTheField) {
-  GrammarSpec a = spec(GrammarKind::kRegex, "x");
-  GrammarSpec b = a;
-  b.field = "other";
-  EXPECT_EQ(a.key(), b.key());
-  b.kind = GrammarKind::kEbnf;
-  EXPECT_NE(a.key(), b.key());
-  GrammarSpec c1 = spec(GrammarKind::kChoice, ""), c2 = c1;
-  c1.choices = {"ab", "c"};
-  c2.choices = {"a", "bc"};
-  EXPECT_NE(c1.key(), c2.key());
-}
-
 }  // namespace
 }  // namespace llmserve::testing
