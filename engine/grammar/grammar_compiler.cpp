@@ -12,6 +12,7 @@
 
 #include "engine/grammar/token_bitmask.h"
 #include "engine/grammar/xgrammar_impl.h"
+#include "engine/tokenizer/utf8.h"
 
 namespace llmserve {
 namespace {
@@ -107,12 +108,9 @@ struct GrammarCompiler::State {
       auto denied = std::make_shared<std::vector<uint32_t>>(
           static_cast<size_t>(token_bitmask_words(vocab_size)), 0u);
       for (size_t id = 0; id < vocab.size(); ++id) {
-        for (unsigned char ch : vocab[id]) {
-          if (ch < 0x20) {
-            (*denied)[id / 32] |= 1u << (id % 32);
-            break;
-          }
-        }
+        bool deny = !utf8_is_valid(vocab[id]);  // a piece of a character
+        for (unsigned char ch : vocab[id]) deny = deny || ch < 0x20;
+        if (deny) (*denied)[id / 32] |= 1u << (id % 32);
       }
       control_tokens = std::move(denied);
       xgrammar::TokenizerInfo info(vocab, xgrammar::VocabType::RAW, vocab_size, stops);
@@ -150,6 +148,13 @@ struct GrammarCompiler::State {
       return std::make_shared<const CompiledGrammar>(std::move(impl), spec);
     } catch (const std::exception& e) {
       std::string what = e.what();
+      // xgrammar's messages start "[hh:mm:ss] /path/file.cc:line: ": keep what follows.
+      if (what.starts_with("[")) {
+        const size_t src = what.find(".cc:");
+        const size_t colon = src == std::string::npos ? src : what.find(": ", src);
+        if (colon != std::string::npos) what = what.substr(colon + 2);
+      }
+      while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
       if (what.size() > 1000) what = what.substr(0, 1000) + "...";
       return invalid_argument(std::string("cannot compile the ") + grammar_kind_name(spec.kind) +
                               ": " + what);

@@ -37,6 +37,10 @@ bool StopChecker::is_stop_token(int32_t token_id) const {
   return has(stop_token_ids_) || (!ignore_eos_ && has(eos_ids_));
 }
 
+bool StopChecker::is_eos(int32_t token_id) const {
+  return std::find(eos_ids_.begin(), eos_ids_.end(), token_id) != eos_ids_.end();
+}
+
 OutputDelta StopChecker::append(int32_t token_id, bool grammar_ended) {
   OutputDelta out;
   if (finished()) return out;

@@ -50,6 +50,8 @@ class StopChecker {
   std::string flush();
 
   bool finished() const { return finish_ != FinishReason::kNone; }
+  // One of the tokenizer's stop ids (ignore_eos notwithstanding): the tokens that end a grammar.
+  bool is_eos(int32_t token_id) const;
   int32_t num_tokens() const { return num_tokens_; }
   const std::string& text() const { return text_; }  // the output text (final once finished)
 

@@ -128,3 +128,28 @@ def test_grpc_counted_in_metrics(daemon, stub, pb):
     stub.ListModels(pb[0].ListModelsRequest(), timeout=10)
     text = requests.get(daemon.url("/metrics"), timeout=10).text
     assert 'llmserve_grpc_requests_total{method="ListModels",code="OK"}' in text
+
+
+def test_structured_outputs_through_generate(pb, stub):
+    import json
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 16},
+                                               "age": {"type": "integer", "minimum": 0,
+                                                       "maximum": 120}},
+              "required": ["name", "age"]}
+    for temperature, seed in [(0.0, 0), (1.0, 1), (1.0, 2)]:
+        req = pb[0].GenerateRequest(
+            prompt="A person as JSON:", max_tokens=80, temperature=temperature, seed=seed,
+            structured_outputs=pb[0].StructuredOutputs(json=json.dumps(schema)))
+        msgs = list(stub.Generate(req, timeout=120))
+        assert msgs[-1].finish_reason == "stop"
+        jsonschema.validate(json.loads("".join(m.text for m in msgs)), schema)
+    req = pb[0].GenerateRequest(prompt="Pick:", max_tokens=8, temperature=1.0, seed=3,
+                                structured_outputs=pb[0].StructuredOutputs(
+                                    choice=pb[0].ChoiceList(choices=["left", "right"])))
+    assert stub.Complete(req, timeout=120).choices[0].text in ("left", "right")
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Complete(pb[0].GenerateRequest(
+            prompt="x", structured_outputs=pb[0].StructuredOutputs(regex="(")), timeout=60)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "structured_outputs.regex" in e.value.details()

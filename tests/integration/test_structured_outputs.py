@@ -42,7 +42,7 @@ SCHEMAS = [
     {"type": "object", "properties": {"person": {"type": "object", "properties": {
         "first": S, "last": S}, "required": ["first", "last"]}}, "required": ["person"]},
     {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {
-        "type": "object", "properties": {"c": I}, "required": ["c"]}}, "required": ["b"]}}},
+        "type": "object", "properties": {"c": I}, "required": ["c"]}}, "required": ["b"]}},
      "required": ["a"]},
     {"type": "object", "properties": {"items": {"type": "array", "maxItems": 3, "items": {
         "type": "object", "properties": {"sku": S, "qty": I}, "required": ["sku", "qty"]}}},
@@ -124,13 +124,21 @@ def test_schema_properties_keep_the_callers_order(client, model_id):
 
 
 def test_json_object_mode_gives_an_object(client, model_id):
-    for seed in (1, 2, 3):
+    # JSON mode bounds nothing, so a sampled object may outgrow max_tokens; every one that ends
+    # is a JSON object, and greedy ends.
+    ended = 0
+    for temperature, seed in [(0.0, None), (1.0, 1), (1.0, 2), (1.0, 3)]:
         r = client.chat.completions.create(
-            model=model_id, max_tokens=200, temperature=1.0, seed=seed,
-            messages=[{"role": "user", "content": "Give me a JSON object about a cat."}],
+            model=model_id, max_tokens=400, temperature=temperature, seed=seed,
+            messages=[{"role": "user", "content":
+                       "Reply with a JSON object holding a cat's name and age, nothing else."}],
             response_format={"type": "json_object"})
-        assert r.choices[0].finish_reason == "stop"
-        assert isinstance(json.loads(r.choices[0].message.content), dict)
+        if r.choices[0].finish_reason == "stop":
+            ended += 1
+            assert isinstance(json.loads(r.choices[0].message.content), dict)
+        else:
+            assert r.choices[0].message.content.startswith("{")
+    assert ended >= 1
 
 
 class Ingredient(pydantic.BaseModel):
@@ -201,7 +209,7 @@ def test_streaming_follows_the_schema(client, model_id):
 
 def test_a_cold_compile_is_cached(daemon, model_id):
     schema = {"type": "object", "properties": {"unique_key_7781": I}, "required": ["unique_key_7781"]}
-    body = {"model": model_id, "prompt": "x", "max_tokens": 20, "temperature": 0,
+    body = {"model": model_id, "prompt": "x", "max_tokens": 60, "temperature": 0,
             "response_format": {"type": "json_schema", "json_schema": {"name": "u", "schema": schema}}}
     before = daemon.metric("llmserve_grammar_compiles_total")
     hits = daemon.metric("llmserve_grammar_cache_hits_total")
@@ -216,10 +224,10 @@ def test_a_cold_compile_is_cached(daemon, model_id):
 @pytest.mark.parametrize("body,param", [
     ({"response_format": {"type": "json_schema",
                           "json_schema": {"name": "x", "schema": {"type": "no-such-type"}}}},
-     "response_format"),
+     "response_format.json_schema.schema"),
     ({"response_format": {"type": "yaml"}}, "response_format"),
-    ({"structured_outputs": {"regex": "(unclosed"}}, "structured_outputs"),
-    ({"structured_outputs": {"grammar": "root ::= missing_rule"}}, "structured_outputs"),
+    ({"structured_outputs": {"regex": "(unclosed"}}, "structured_outputs.regex"),
+    ({"structured_outputs": {"grammar": "root ::= missing_rule"}}, "structured_outputs.grammar"),
     ({"structured_outputs": {"regex": "a", "choice": ["b"]}}, "structured_outputs"),
 ])
 def test_bad_grammars_are_400_naming_the_field(daemon, model_id, body, param):
@@ -230,5 +238,6 @@ def test_bad_grammars_are_400_naming_the_field(daemon, model_id, body, param):
         err = r.json()["error"]
         assert err["type"] == "invalid_request_error"
         assert err["param"] == param, err
+        assert "/" not in err["message"].split(":", 1)[1], err  # no source paths of xgrammar
     # The daemon still serves.
     assert requests.get(daemon.url("/health"), timeout=10).status_code == 200

@@ -142,7 +142,9 @@ TEST(GrammarEngine, NgramSpeculationChangesNoConstrainedToken) {
     expect_no_leak(*engine);
   }
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(runs[0][i].samples[0].token_ids, runs[1][i].samples[0].token_ids) << i;
+    EXPECT_EQ(runs[0][i].samples[0].token_ids, runs[1][i].samples[0].token_ids)
+        << i << " finish " << finish_reason_name(runs[1][i].samples[0].finish) << " "
+        << runs[1][i].samples[0].error.to_string();
     expect_follows_schema(runs[1][i].samples[0].text);
   }
 }

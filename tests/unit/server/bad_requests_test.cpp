@@ -77,7 +77,7 @@ std::vector<BadCase> cases() {
       {'c', cmpl(R"("suffix":"tail")"), 400, "suffix"},
       {'c', cmpl(R"("suffix":3)"), 400, "suffix"},
       {'c', cmpl(R"("best_of":3)"), 400, "best_of"},
-      {'h', chat(R"("tools":[{"type":"function"}])"), 400, "tools"},
+      {'h', chat(R"("tools":[{"type":"function"}])"), 400, "tools[0].function"},
       {'h', chat(R"("tools":"x")"), 400, "tools"},
       {'h', chat(R"("response_format":{"type":"xml"})"), 400, "response_format"},
       {'h', chat(R"("response_format":"json")"), 400, "response_format"},

@@ -68,7 +68,13 @@ TEST(StructuredOutput, EveryFormReadsToItsSpecOnBothEndpoints) {
       {R"("structured_outputs":{"json":)" + schema + "}",
        spec(GrammarKind::kJsonSchema, "structured_outputs", schema)},
       {R"("structured_outputs":{"json":"{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}}}"})",
-       spec(GrammarKind::kJsonSchema, "structured_outputs", schema)},
+       spec(GrammarKind::kJsonSchema, "structured_outputs",
+            R"({"type":"object","properties":{"a":{"type":"integer"}}})")},
+      // The caller's key order is kept (the output lists properties in it).
+      {R"("response_format":{"type":"json_schema","json_schema":{"name":"n","schema":)"
+       R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{}}}}})",
+       spec(GrammarKind::kJsonSchema, "response_format",
+            R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{}}})")},
       {R"("structured_outputs":{"regex":"[a-z]+"})",
        spec(GrammarKind::kRegex, "structured_outputs", "[a-z]+")},
       {R"("structured_outputs":{"choice":["yes","no"]})",
