@@ -38,7 +38,27 @@ std::string ebnf_literal(const std::string& s) {
 }
 
 bool same_spec(const GrammarSpec& a, const GrammarSpec& b) {
-  return a.kind == b.kind && a.text == b.text && a.choices == b.choices;
+  return a.kind == b.kind && a.text == b.text && a.choices == b.choices &&
+         a.max_repeats == b.max_repeats;
+}
+
+// 1..max_repeats schema values, each between the tags, "\n" between them.
+xgrammar::Grammar tagged_json_grammar(const GrammarSpec& spec) {
+  auto literal = [](const std::string& s) {
+    return xgrammar::Grammar::FromEBNF("root ::= " + ebnf_literal(s));
+  };
+  const xgrammar::Grammar one = xgrammar::Grammar::Concat(
+      {literal(spec.choices.at(0)),
+       xgrammar::Grammar::FromJSONSchema(spec.text, /*any_whitespace=*/false),
+       literal(spec.choices.at(1))});
+  const xgrammar::Grammar next = xgrammar::Grammar::Concat({literal("\n"), one});
+  std::vector<xgrammar::Grammar> options;
+  std::vector<xgrammar::Grammar> seq = {one};
+  for (int32_t k = 1; k <= std::max(spec.max_repeats, 1); ++k) {
+    options.push_back(k == 1 ? one : xgrammar::Grammar::Concat(seq));
+    seq.push_back(next);
+  }
+  return options.size() == 1 ? options[0] : xgrammar::Grammar::Union(options);
 }
 
 }  // namespace
@@ -60,6 +80,7 @@ struct GrammarCompiler::State {
   std::once_flag info_once;
   std::optional<xgrammar::GrammarCompiler> compiler;  // built on first use, on a pool thread
   DeniedTokens control_tokens;                        // JSON kinds deny them
+  DeniedTokens tagged_tokens;  // tagged JSON: the same but newlines (its tags have them)
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -105,14 +126,21 @@ struct GrammarCompiler::State {
       for (int32_t id : tokenizer.spec().stop_ids) {
         if (id >= 0 && id < static_cast<int32_t>(vocab.size())) stops.push_back(id);
       }
-      auto denied = std::make_shared<std::vector<uint32_t>>(
-          static_cast<size_t>(token_bitmask_words(vocab_size)), 0u);
+      const auto words = static_cast<size_t>(token_bitmask_words(vocab_size));
+      auto json_denied = std::make_shared<std::vector<uint32_t>>(words, 0u);
+      auto tagged_denied = std::make_shared<std::vector<uint32_t>>(words, 0u);
       for (size_t id = 0; id < vocab.size(); ++id) {
-        bool deny = !utf8_is_valid(vocab[id]);  // a piece of a character
-        for (unsigned char ch : vocab[id]) deny = deny || ch < 0x20;
-        if (deny) (*denied)[id / 32] |= 1u << (id % 32);
+        const bool piece = !utf8_is_valid(vocab[id]);  // a piece of a character
+        bool control = false, control_but_newline = false;
+        for (unsigned char ch : vocab[id]) {
+          control = control || ch < 0x20;
+          control_but_newline = control_but_newline || (ch < 0x20 && ch != '\n');
+        }
+        if (piece || control) (*json_denied)[id / 32] |= 1u << (id % 32);
+        if (piece || control_but_newline) (*tagged_denied)[id / 32] |= 1u << (id % 32);
       }
-      control_tokens = std::move(denied);
+      control_tokens = std::move(json_denied);
+      tagged_tokens = std::move(tagged_denied);
       xgrammar::TokenizerInfo info(vocab, xgrammar::VocabType::RAW, vocab_size, stops);
       compiler.emplace(info, std::max(options.threads, 1), /*cache_enabled=*/false);
     });
@@ -140,11 +168,20 @@ struct GrammarCompiler::State {
         case GrammarKind::kEbnf:
           compiled = c.CompileGrammar(spec.text, "root");
           break;
+        case GrammarKind::kTaggedJson:
+          if (spec.choices.size() != 2 || spec.max_repeats < 1 || spec.max_repeats > 16) {
+            return invalid_argument("tagged_json: needs {begin, end} tags and 1..16 repeats");
+          }
+          compiled = c.CompileGrammar(tagged_json_grammar(spec));
+          break;
       }
       const bool json =
           spec.kind == GrammarKind::kJsonObject || spec.kind == GrammarKind::kJsonSchema;
+      const DeniedTokens denied = json                                    ? control_tokens
+                                  : spec.kind == GrammarKind::kTaggedJson ? tagged_tokens
+                                                                          : nullptr;
       auto impl = std::make_shared<CompiledGrammar::Impl>(
-          CompiledGrammar::Impl{std::move(*compiled), vocab_size, json ? control_tokens : nullptr});
+          CompiledGrammar::Impl{std::move(*compiled), vocab_size, denied});
       return std::make_shared<const CompiledGrammar>(std::move(impl), spec);
     } catch (const std::exception& e) {
       std::string what = e.what();

@@ -28,6 +28,8 @@ const char* grammar_kind_name(GrammarKind kind) {
       return "choice";
     case GrammarKind::kEbnf:
       return "ebnf";
+    case GrammarKind::kTaggedJson:
+      return "tagged_json";
   }
   return "unknown";
 }
@@ -42,6 +44,7 @@ uint64_t GrammarSpec::key() const {
   const uint64_t count = choices.size();
   XXH3_64bits_update(&state, &count, sizeof(count));
   for (const auto& c : choices) update_sized(&state, c);
+  XXH3_64bits_update(&state, &max_repeats, sizeof(max_repeats));
   return XXH3_64bits_digest(&state);
 }
 

@@ -20,6 +20,8 @@ const char* structured_outputs_key(GrammarKind kind) {
       return "choice";
     case GrammarKind::kEbnf:
       return "grammar";
+    case GrammarKind::kTaggedJson:
+      return "json";
   }
   return "json";
 }
@@ -60,6 +62,7 @@ Status validate_structured_output(const GrammarSpec& spec, const RequestLimits& 
   switch (spec.kind) {
     case GrammarKind::kJsonObject:
     case GrammarKind::kJsonSchema:
+    case GrammarKind::kTaggedJson:
       break;
     case GrammarKind::kRegex:
     case GrammarKind::kEbnf:

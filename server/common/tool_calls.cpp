@@ -140,7 +140,46 @@ Result<ToolRequest> parse_tool_request(const json& body, size_t max_tools) {
   return out;
 }
 
-GrammarSpec tool_call_grammar(const ToolRequest& request) {
+ToolFormat detect_tool_format(std::string_view source) {
+  const bool hermes = source.find("<tool_call>") != std::string_view::npos &&
+                      source.find("tools") != std::string_view::npos;
+  return hermes ? ToolFormat::kHermes : ToolFormat::kGeneric;
+}
+
+json tools_for_template(const ToolRequest& request) {
+  json list = json::array();
+  for (const ToolFunction& f : request.tools) {
+    if (request.choice == ToolChoice::kNamed && f.name != request.named) continue;
+    json fn = {{"name", f.name}};
+    if (!f.description.empty()) fn["description"] = f.description;
+    fn["parameters"] = f.parameters;
+    list.push_back({{"type", "function"}, {"function", std::move(fn)}});
+  }
+  return list;
+}
+
+std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request, ToolFormat format) {
+  if (format == ToolFormat::kHermes) {
+    if (request.choice == ToolChoice::kAuto) return std::nullopt;
+    json one;
+    if (request.choice == ToolChoice::kNamed) {
+      for (const ToolFunction& f : request.tools) {
+        if (f.name == request.named) one = call_schema(f);
+      }
+    } else if (request.tools.size() == 1) {
+      one = call_schema(request.tools.front());
+    } else {
+      one = json{{"anyOf", json::array()}};
+      for (const ToolFunction& f : request.tools) one["anyOf"].push_back(call_schema(f));
+    }
+    GrammarSpec spec;
+    spec.kind = GrammarKind::kTaggedJson;
+    spec.text = one.dump();
+    spec.choices = {"<tool_call>\n", "\n</tool_call>"};
+    spec.max_repeats = request.parallel_tool_calls ? 4 : 1;
+    spec.field = "tools";
+    return spec;
+  }
   json items;
   if (request.choice == ToolChoice::kNamed) {
     for (const ToolFunction& f : request.tools) {
@@ -202,7 +241,51 @@ void add_tool_prompt(const ToolRequest& request, nlohmann::json& messages) {
   messages.insert(messages.begin(), nlohmann::json{{"role", "system"}, {"content", prompt}});
 }
 
-ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed) {
+namespace {
+
+// <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks; the text outside them is
+// the content.
+ToolReply parse_hermes_reply(const std::string& text, uint64_t id_seed) {
+  static constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+  ToolReply out;
+  std::string content;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    const size_t open = text.find(kOpen, pos);
+    if (open == std::string::npos) {
+      content += text.substr(pos);
+      break;
+    }
+    content += text.substr(pos, open - pos);
+    const size_t body = open + kOpen.size();
+    const size_t close = text.find(kClose, body);
+    const json j = json::parse(
+        text.substr(body, close == std::string::npos ? std::string::npos : close - body), nullptr,
+        /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("name") && j["name"].is_string()) {
+      ToolCall call;
+      call.id = call_id(id_seed, out.calls.size());
+      call.name = j["name"].get<std::string>();
+      const char* args_key = j.contains("arguments") ? "arguments" : "parameters";
+      call.arguments = j.contains(args_key) ? j[args_key].dump() : "{}";
+      out.calls.push_back(std::move(call));
+    } else {
+      content += text.substr(
+          open, close == std::string::npos ? std::string::npos : close + kClose.size() - open);
+    }
+    if (close == std::string::npos) break;
+    pos = close + kClose.size();
+  }
+  const size_t first = content.find_first_not_of(" \n\t\r");
+  const size_t last = content.find_last_not_of(" \n\t\r");
+  out.content = first == std::string::npos ? "" : content.substr(first, last - first + 1);
+  return out;
+}
+
+}  // namespace
+
+ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed, ToolFormat format) {
+  if (format == ToolFormat::kHermes) return parse_hermes_reply(text, id_seed);
   ToolReply out;
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_object() && j.contains("tool_calls") && j["tool_calls"].is_array()) {

@@ -1,14 +1,20 @@
-// Tool calling on /v1/chat/completions, the generic way (llama.cpp's, for models whose chat
-// template has no tool format, SmolLM2 among them): the tools are described in a system
-// message and a JSON grammar makes the reply either {"tool_calls": [{"name", "arguments"}...]}
-// or, under tool_choice "auto", {"response": "..."}. `required` and a named function are
-// enforced by the grammar, so a call always parses and its arguments follow the function's
-// parameter schema.
+// Tool calling on /v1/chat/completions in two formats.
+// - Generic (llama.cpp's way, for templates without a tool format, SmolLM2's among them): the
+//   tools are described in a system message and a JSON grammar makes the reply either
+//   {"tool_calls": [{"name", "arguments"}...]} or, under tool_choice "auto",
+//   {"response": "..."}.
+// - Hermes (templates that render `tools` and write <tool_call> blocks: Hermes, Qwen 2/2.5):
+//   the tools go to the template; the reply's <tool_call>{"name", "arguments"}</tool_call>
+//   blocks are the calls. Under "auto" the model writes freely; under `required` and a named
+//   function a grammar forces one block (1..4 with parallel_tool_calls).
+// `required` and a named function are enforced by grammar in both, so a call always parses and
+// its arguments follow the function's parameter schema.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +31,10 @@ struct ToolFunction {
 };
 
 enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+enum class ToolFormat { kGeneric, kHermes };
+
+// Hermes when the template reads `tools` and writes <tool_call> blocks, else generic.
+ToolFormat detect_tool_format(std::string_view template_source);
 
 struct ToolRequest {
   std::vector<ToolFunction> tools;  // empty: no tools asked
@@ -53,8 +63,13 @@ struct ToolReply {
 // (tools[i].function.name, tool_choice, ...). At most `max_tools` tools.
 Result<ToolRequest> parse_tool_request(const nlohmann::ordered_json& body, size_t max_tools = 128);
 
-// The grammar the reply must follow (request.active() only).
-GrammarSpec tool_call_grammar(const ToolRequest& request);
+// The grammar the reply must follow (request.active() only); none for Hermes under "auto".
+std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request,
+                                             ToolFormat format = ToolFormat::kGeneric);
+
+// The template's `tools` variable: the offered functions in OpenAI's shape (a named choice
+// offers only that one).
+nlohmann::ordered_json tools_for_template(const ToolRequest& request);
 
 // The system text that describes the tools and the reply format to the model.
 std::string tool_system_prompt(const ToolRequest& request);
@@ -65,7 +80,8 @@ void add_tool_prompt(const ToolRequest& request, nlohmann::json& messages);
 // Reads a reply made under tool_call_grammar. Text that is not such a reply (a stop string cut
 // it, max_tokens hit) comes back as content. Ids are "call_<hex>" made from `id_seed` and the
 // call's index.
-ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed);
+ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed,
+                           ToolFormat format = ToolFormat::kGeneric);
 
 // An assistant message's `tool_calls` as the generic format writes them, for the template.
 std::string tool_calls_as_reply_text(const nlohmann::json& tool_calls);

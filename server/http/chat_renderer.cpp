@@ -12,11 +12,14 @@ ChatRenderer make_chat_renderer(const Engine& engine) {
   const TokenizerSpec& spec = tok.spec();
   const std::string bos = spec.bos_id >= 0 ? tok.token_text(spec.bos_id) : std::string();
   const std::string eos = spec.eos_id >= 0 ? tok.token_text(spec.eos_id) : std::string();
-  return [tmpl, bos, eos](const nlohmann::json& messages,
-                          bool add_generation_prompt) -> Result<std::string> {
-    return apply_chat_template(*tmpl, messages, add_generation_prompt, bos, eos,
-                               nlohmann::json::object());
+  auto fn = [tmpl, bos, eos](const nlohmann::json& messages, bool add_generation_prompt,
+                             const nlohmann::ordered_json& tools) -> Result<std::string> {
+    nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+    if (tools.is_array() && !tools.empty()) extra["tools"] = tools;
+    return apply_chat_template(*tmpl, nlohmann::ordered_json(messages), add_generation_prompt, bos,
+                               eos, extra);
   };
+  return ChatRenderer(std::move(fn), detect_tool_format(tmpl->source()));
 }
 
 }  // namespace llmserve

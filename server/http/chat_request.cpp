@@ -81,9 +81,16 @@ Result<json> normalize_chat_messages(const json& messages) {
       if (!m["tool_calls"].is_array()) {
         return field_error(where + ".tool_calls", "expected a list of tool calls");
       }
-      nm["tool_calls"] = m["tool_calls"];
-      // The generic tool format: the calls are the assistant's reply text.
-      if (nm["content"] == "") nm["content"] = tool_calls_as_reply_text(m["tool_calls"]);
+      // Templates read the arguments as objects (OpenAI sends them as JSON text).
+      json calls = m["tool_calls"];
+      for (json& c : calls) {
+        if (c.is_object() && c.contains("function") && c["function"].is_object() &&
+            c["function"].contains("arguments") && c["function"]["arguments"].is_string()) {
+          json args = json::parse(c["function"]["arguments"].get<std::string>(), nullptr, false);
+          if (!args.is_discarded()) c["function"]["arguments"] = std::move(args);
+        }
+      }
+      nm["tool_calls"] = std::move(calls);
     }
     out.push_back(std::move(nm));
   }
@@ -111,8 +118,19 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
                          "cannot be combined with response_format or structured_outputs (the "
                          "tool call format is itself a grammar)");
     }
-    out.grammar = tool_call_grammar(out.tools);
-    add_tool_prompt(out.tools, messages);
+    out.grammar = tool_call_grammar(out.tools, render.tool_format);
+  }
+  nlohmann::ordered_json template_tools;  // null: the template gets no tools
+  if (render.tool_format == ToolFormat::kGeneric) {
+    if (out.tools.active()) add_tool_prompt(out.tools, messages);
+    // The generic format: an assistant's calls are its reply text.
+    for (json& m : messages) {
+      if (m.contains("tool_calls") && m["content"] == "") {
+        m["content"] = tool_calls_as_reply_text(m["tool_calls"]);
+      }
+    }
+  } else if (out.tools.active()) {
+    template_tools = tools_for_template(out.tools);
   }
   bool logprobs = false;
   if (present(body, "logprobs")) {
@@ -144,7 +162,8 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
   out.prompt_texts.emplace_back();
   LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));
   if (!render) return invalid_argument("this model has no chat template; use /v1/completions");
-  LLMSERVE_ASSIGN_OR_RETURN(out.prompt_texts[0], render(messages, add_generation_prompt));
+  LLMSERVE_ASSIGN_OR_RETURN(out.prompt_texts[0],
+                            render(messages, add_generation_prompt, template_tools));
   LLMSERVE_RETURN_IF_ERROR(prepare_prompts(tokenizer, limits, PromptStyle::kChat, &out));
   return out;
 }

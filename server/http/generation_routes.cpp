@@ -134,6 +134,7 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   const bool stream = request.stream;
 
   rc.tools = request.tools.active();
+  rc.tool_format = ctx.chat_renderer.tool_format;
   std::vector<GenerateRequest> engine_requests =
       make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline);
   Status grammar = attach_request_grammar(engine, request, *deadline, &engine_requests);

@@ -156,7 +156,8 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
         chunks.push_back(std::move(j));
       }
       if (finished) {
-        const ToolReply reply = parse_tool_reply(c.held, tool_call_id_seed(ctx_.id, ci));
+        const ToolReply reply =
+            parse_tool_reply(c.held, tool_call_id_seed(ctx_.id, ci), ctx_.tool_format);
         if (reply.is_call()) finish = "tool_calls";
         for (json& delta : tool_reply_deltas(reply)) {
           json j = chunk_base();
@@ -241,11 +242,12 @@ json ResponseBuilder::final_response() const {
       lp = logprobs_json(c.logprobs, c.text_offsets);
     }
     if (ctx_.kind == ApiKind::kChat && ctx_.tools) {
-      const ToolReply reply = parse_tool_reply(c.text, tool_call_id_seed(ctx_.id, i));
+      const ToolReply reply =
+          parse_tool_reply(c.text, tool_call_id_seed(ctx_.id, i), ctx_.tool_format);
       json message = {{"role", "assistant"}, {"content", reply.content}};
       json reason = finish;
       if (reply.is_call()) {
-        message["content"] = nullptr;
+        if (reply.content.empty()) message["content"] = nullptr;
         message["tool_calls"] = tool_calls_json(reply.calls);
         reason = "tool_calls";
       }

@@ -12,6 +12,7 @@
 
 #include "engine/generate_request.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/common/tool_calls.h"
 
 namespace llmserve {
 
@@ -35,6 +36,7 @@ struct ResponseContext {
   // Chat with tools: the text is a reply in the generic tool format (server/common/tool_calls.h),
   // held back while streaming and sent as tool_calls (finish_reason "tool_calls") or content.
   bool tools = false;
+  ToolFormat tool_format = ToolFormat::kGeneric;
   const Tokenizer* tokenizer = nullptr;  // for logprob token strings; may be null
 };
 

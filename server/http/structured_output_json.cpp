@@ -50,6 +50,8 @@ Result<GrammarSpec> read_grammar_value(const json& v, GrammarKind kind, const st
     case GrammarKind::kJsonObject:
       if (!v.is_boolean() || !v.get<bool>()) return field_error(where, "expected true");
       break;
+    case GrammarKind::kTaggedJson:  // made by the tools code, never read from a request
+      return field_error(where, "is not a request field");
   }
   return spec;
 }

@@ -18,10 +18,8 @@ json tool_calls_json(const std::vector<ToolCall>& calls) {
 
 std::vector<json> tool_reply_deltas(const ToolReply& reply, size_t fragment_bytes) {
   std::vector<json> deltas;
-  if (!reply.is_call()) {
-    if (!reply.content.empty()) deltas.push_back({{"content", reply.content}});
-    return deltas;
-  }
+  if (!reply.content.empty()) deltas.push_back({{"content", reply.content}});
+  if (!reply.is_call()) return deltas;
   fragment_bytes = std::max<size_t>(fragment_bytes, 1);
   for (size_t i = 0; i < reply.calls.size(); ++i) {
     const ToolCall& c = reply.calls[i];

@@ -16,8 +16,8 @@ namespace llmserve {
 // [{"id", "type": "function", "function": {"name", "arguments"}}, ...]
 nlohmann::json tool_calls_json(const std::vector<ToolCall>& calls);
 
-// The delta objects that stream `reply` (each to go in its own chunk): per call its header, then
-// its arguments in fragments of at most `fragment_bytes`; or the content when it is not a call.
+// The delta objects that stream `reply` (each to go in its own chunk): its content if any, then
+// per call its header and its arguments in fragments of at most `fragment_bytes`.
 std::vector<nlohmann::json> tool_reply_deltas(const ToolReply& reply, size_t fragment_bytes = 24);
 
 // A seed for the reply's call ids: from the response id and the choice index.

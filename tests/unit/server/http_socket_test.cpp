@@ -27,7 +27,7 @@ class HttpSocketTest : public ::testing::Test {
     o.http_port = port;
     o.http_threads = 8;
     states_.push_back(std::make_unique<ServerState>(&engine_, o));
-    return std::make_unique<HttpServer>(*states_.back(), metrics_, nullptr);
+    return std::make_unique<HttpServer>(*states_.back(), metrics_, ChatRenderer());
   }
   void TearDown() override { engine_.shutdown(); }
 

@@ -84,10 +84,11 @@ TEST(ToolRequest, BadFieldsAreNamed) {
 class ToolGrammar : public ::testing::Test {
  protected:
   // Samples one reply under the request's grammar with random logits.
-  std::string sample_reply(const ToolRequest& req, uint32_t seed) {
-    GrammarSpec spec = tool_call_grammar(req);
-    auto g = compiler_.compile_and_wait(spec,
-                                        std::chrono::steady_clock::now() + std::chrono::seconds(60));
+  std::string sample_reply(const ToolRequest& req, uint32_t seed,
+                           ToolFormat format = ToolFormat::kGeneric) {
+    GrammarSpec spec = *tool_call_grammar(req, format);
+    auto g = compiler_.compile_and_wait(
+        spec, std::chrono::steady_clock::now() + std::chrono::seconds(60));
     EXPECT_TRUE(g.is_ok()) << g.status().to_string();
     if (!g.is_ok()) return {};
     SamplingParams p;
@@ -225,6 +226,120 @@ TEST(ToolReplies, StreamedDeltasRebuildTheCalls) {
   text.content = "hi";
   ASSERT_EQ(tool_reply_deltas(text).size(), 1u);
   EXPECT_EQ(tool_reply_deltas(text)[0]["content"], "hi");
+}
+
+}  // namespace
+}  // namespace llmserve::testing
+
+namespace llmserve::testing {
+namespace {
+
+// A Qwen 2.5-style template: tools in the system turn, calls as <tool_call> blocks.
+constexpr const char* kHermesTemplate =
+    "{%- if tools %}<|im_start|>system\n# Tools\n<tools>\n{%- for tool in tools %}\n"
+    "{{ tool | tojson }}{%- endfor %}\n</tools>\nReturn <tool_call>\n{\"name\": <name>, "
+    "\"arguments\": <args>}\n</tool_call><|im_end|>\n{%- endif %}"
+    "{%- for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}"
+    "{%- if message.tool_calls %}{%- for tc in message.tool_calls %}\n<tool_call>\n"
+    "{\"name\": \"{{ tc.function.name }}\", \"arguments\": {{ tc.function.arguments | tojson }}}"
+    "\n</tool_call>{%- endfor %}{%- endif %}<|im_end|>\n{%- endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}";
+
+TEST(HermesTools, TheTemplateFormatIsDetected) {
+  EXPECT_EQ(detect_tool_format(kHermesTemplate), ToolFormat::kHermes);
+  EXPECT_EQ(detect_tool_format("{% for m in messages %}{{ m.content }}{% endfor %}"),
+            ToolFormat::kGeneric);
+}
+
+TEST(HermesTools, RepliesParseWithTheirContent) {
+  const ToolReply r = parse_tool_reply(
+      "Let me check.\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, \"b\": 2}}\n"
+      "</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", "
+      "\"unit\": \"c\"}}\n</tool_call>",
+      3, ToolFormat::kHermes);
+  ASSERT_EQ(r.calls.size(), 2u);
+  EXPECT_EQ(r.calls[0].name, "add");
+  EXPECT_EQ(r.calls[0].arguments, R"({"a":1,"b":2})");
+  EXPECT_EQ(r.calls[1].name, "get_weather");
+  EXPECT_EQ(r.content, "Let me check.");
+  const ToolReply text = parse_tool_reply("Just text <tool_call> broken", 3, ToolFormat::kHermes);
+  EXPECT_FALSE(text.is_call());
+  EXPECT_EQ(text.content, "Just text <tool_call> broken");
+  EXPECT_FALSE(tool_call_grammar(tools_with(""), ToolFormat::kHermes).has_value());  // auto
+}
+
+TEST_F(ToolGrammar, HermesRequiredGivesTaggedCallsThatFit) {
+  const ToolRequest req = tools_with(R"({"tool_choice": "required"})");
+  size_t most = 0;
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    const std::string text = sample_reply(req, seed, ToolFormat::kHermes);
+    EXPECT_TRUE(text.starts_with("<tool_call>\n{")) << text;
+    const ToolReply reply = parse_tool_reply(text, seed, ToolFormat::kHermes);
+    ASSERT_TRUE(reply.is_call()) << text;
+    EXPECT_TRUE(reply.content.empty()) << text;
+    EXPECT_LE(reply.calls.size(), 4u);
+    most = std::max(most, reply.calls.size());
+    for (const ToolCall& c : reply.calls) expect_fits(c);
+  }
+  EXPECT_GT(most, 1u);  // parallel calls happen
+  const ToolRequest one =
+      tools_with(R"({"tool_choice": "required", "parallel_tool_calls": false})");
+  for (uint32_t seed = 1; seed <= 10; ++seed) {
+    EXPECT_EQ(
+        parse_tool_reply(sample_reply(one, seed, ToolFormat::kHermes), seed, ToolFormat::kHermes)
+            .calls.size(),
+        1u);
+  }
+}
+
+}  // namespace
+}  // namespace llmserve::testing
+
+#include "engine/chat/chat_template.h"
+#include "server/http/chat_request.h"
+
+namespace llmserve::testing {
+namespace {
+
+TEST(HermesTools, ToolsAndCallsReachTheTemplate) {
+  auto tmpl = ChatTemplate::parse(kHermesTemplate);
+  ASSERT_TRUE(tmpl.is_ok()) << tmpl.status().to_string();
+  const ChatTemplate t = *tmpl;
+  ChatRenderer render(
+      [t](const nlohmann::json& m, bool add, const nlohmann::ordered_json& tools) {
+        nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+        if (tools.is_array()) extra["tools"] = tools;
+        return apply_chat_template(t, nlohmann::ordered_json(m), add, "", "", extra);
+      },
+      ToolFormat::kHermes);
+  FakeTokenizer tok;
+  RequestLimits limits;
+  limits.vocab_size = tok.vocab_size();
+  limits.max_model_len = 8192;
+  ojson body = ojson::parse(kTools);
+  body["messages"] = ojson::parse(R"([
+    {"role": "user", "content": "Weather in Rome?"},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+     "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\", \"unit\": \"c\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}])");
+  body["tool_choice"] = "required";
+  auto r = parse_chat_request(body.dump(), tok, render, limits);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const std::string& prompt = r->prompt_texts[0];
+  EXPECT_NE(prompt.find("<tools>{\"type\": \"function\", \"function\": {\"name\": \"get_weather\""),
+            std::string::npos)
+      << prompt;
+  // The history's arguments reach the template as an object, not a JSON string.
+  EXPECT_NE(prompt.find(R"("arguments": {"city": "Rome", "unit": "c"}})"), std::string::npos)
+      << prompt;
+  EXPECT_EQ(prompt.find("You can call these tools"), std::string::npos);  // no generic prompt
+  ASSERT_TRUE(r->grammar.has_value());
+  EXPECT_EQ(r->grammar->kind, GrammarKind::kTaggedJson);
+  body["tool_choice"] = "auto";
+  auto a = parse_chat_request(body.dump(), tok, render, limits);
+  ASSERT_TRUE(a.is_ok());
+  EXPECT_FALSE(a->grammar.has_value());  // the model's own format, unconstrained
+  EXPECT_TRUE(a->tools.active());
 }
 
 }  // namespace
