@@ -49,7 +49,7 @@ def corpus():
           ("max_tokens 0", cmpl(max_tokens=0), 400, "max_tokens"),
           ("suffix", cmpl(suffix="x"), 400, "suffix"),
           ("best_of", cmpl(best_of=3), 400, "best_of"),
-          ("tools", chat(tools=[{"type": "function"}]), 400, "tools"),
+          ("tools", chat(tools=[{"type": "function"}]), 400, "tools[0].function"),
           ("response_format", chat(response_format={"type": "xml"}), 400,
            "response_format"),
           ("model", cmpl(model="gpt-4"), 400, "model"), ("model type", cmpl(model=5), 400, "model")]
