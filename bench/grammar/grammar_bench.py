@@ -9,7 +9,7 @@
    llmserve_grammar_compile_seconds_total, and the TTFT a cold compile adds (max_tokens 1).
 
 Usage: bench/grammar/grammar_bench.py [--url http://127.0.0.1:8000] [--streams 16] [--tokens 96]
-       [--rounds 3] [--start BIN]
+       [--rounds 3] [--schema integers|strings] [--start BIN]
 """
 import argparse
 import json
@@ -21,9 +21,16 @@ import uuid
 
 import requests
 
-LONG_SCHEMA = {"type": "object", "properties": {"values": {
-    "type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99999},
-    "minItems": 200, "maxItems": 400}}, "required": ["values"]}
+SCHEMAS = {
+    "integers": {"type": "object", "properties": {"values": {
+        "type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99999},
+        "minItems": 200, "maxItems": 400}}, "required": ["values"]},
+    # Free text inside strings: the most tokens allowed, the costliest masks.
+    "strings": {"type": "object", "properties": {"values": {
+        "type": "array", "items": {"type": "string"}, "minItems": 200, "maxItems": 400}},
+        "required": ["values"]},
+}
+LONG_SCHEMA = SCHEMAS["integers"]
 
 
 def metric(url, name):
@@ -109,8 +116,12 @@ def main():
     ap.add_argument("--tokens", type=int, default=96)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cold-runs", type=int, default=7)
+    ap.add_argument("--schema", choices=sorted(SCHEMAS), default="integers",
+                    help="the long constrained output: integers or free strings")
     ap.add_argument("--start", help="start this llmserve binary (default model, port 18777)")
     a = ap.parse_args()
+    global LONG_SCHEMA
+    LONG_SCHEMA = SCHEMAS[a.schema]
     proc = None
     if a.start:
         a.url = "http://127.0.0.1:18777"
@@ -133,7 +144,8 @@ def main():
         json_gap = statistics.median(r[0] for r in res[True])
         free_rate = statistics.median(r[1] for r in res[False])
         json_rate = statistics.median(r[1] for r in res[True])
-        print(f"decode, {a.streams} streams x {a.tokens} tokens, median of {a.rounds} rounds:")
+        print(f"decode, {a.streams} streams x {a.tokens} tokens, median of {a.rounds} rounds, "
+              f"schema '{a.schema}':")
         print(f"  unconstrained: step {free_gap * 1e3:.2f} ms, {free_rate:.0f} tokens/s")
         print(f"  json schema:   step {json_gap * 1e3:.2f} ms, {json_rate:.0f} tokens/s")
         print(f"  constrained / unconstrained step time: {json_gap / free_gap:.3f}")

@@ -212,11 +212,11 @@ Result<std::vector<SampleResult>> ModelRunner::execute_and_sample(const ForwardB
   if (device_sampler_ != nullptr) {
     LLMSERVE_ASSIGN_OR_RETURN(const float* device_logits, graph_->forward_logits(batch));
     if (rows.empty()) return std::vector<SampleResult>();
-    // Scored prompt rows (prompt logprobs) and rows a grammar constrains (its matcher runs on
-    // the host) are sampled on the host with the step's other rows.
-    const bool host_rows = std::any_of(rows.begin(), rows.end(), [](const SampleRow& r) {
-      return r.score >= 0 || (r.state != nullptr && r.state->matcher() != nullptr);
-    });
+    // Scored prompt rows (prompt logprobs) are scored on the host with the step's other rows.
+    // Rows with a grammar stay on the device: the pack carries each one's bitmask (its
+    // matcher, advanced over the chain's drafts by parallel_chains_, fills it on the host).
+    const bool host_rows =
+        std::any_of(rows.begin(), rows.end(), [](const SampleRow& r) { return r.score >= 0; });
     if (!host_rows) {
       Result<std::vector<SampleResult>> sampled =
           device_sampler_->sample(device_logits, parallel_chains_.prepare(rows));

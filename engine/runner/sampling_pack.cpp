@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "engine/grammar/token_bitmask.h"
+
 namespace llmserve {
 namespace {
 
@@ -88,6 +90,8 @@ void SamplingPack::clear() {
   biases.clear();
   masked.clear();
   penalties.clear();
+  grammar_masks.clear();
+  num_grammar_rows = 0;
   max_num_top = 0;
 }
 
@@ -150,6 +154,14 @@ Status pack_sampling_rows(std::span<const SampleRow> rows, std::span<const int32
     LLMSERVE_RETURN_IF_ERROR(
         check_room(out.penalties.size(), limits.max_sparse_entries, "penalty tokens"));
     d.penalty_count = static_cast<int32_t>(out.penalties.size()) - d.penalty_offset;
+
+    if (TokenMatcher* m = st.matcher(); m != nullptr) {
+      const auto words = static_cast<size_t>(token_bitmask_words(vocab_size));
+      d.grammar_mask = out.num_grammar_rows++;
+      out.grammar_masks.resize(out.grammar_masks.size() + words);
+      m->fill_next_token_mask(
+          std::span<uint32_t>(out.grammar_masks.data() + out.grammar_masks.size() - words, words));
+    }
     out.rows.push_back(d);
   }
   return Status::ok();

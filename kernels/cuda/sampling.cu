@@ -30,7 +30,13 @@ __device__ __forceinline__ bool finite_above(float v) {
 __device__ void process_row(const float* raw, float* work, int n, const SamplingRow& r,
                             const SamplingLaunch& p) {
   const Segment seg = warp_segment(n);
-  for (int i = seg.begin + lane_id(); i < seg.end; i += 32) work[i] = raw[i];
+  const uint32_t* allowed = r.grammar_mask >= 0
+                                ? p.grammar_masks + static_cast<size_t>(r.grammar_mask) *
+                                                        static_cast<size_t>(p.mask_words)
+                                : nullptr;
+  for (int i = seg.begin + lane_id(); i < seg.end; i += 32) {
+    work[i] = allowed == nullptr || ((allowed[i >> 5] >> (i & 31)) & 1u) ? raw[i] : -INFINITY;
+  }
   __syncthreads();
   for (int j = static_cast<int>(threadIdx.x); j < r.bias_count; j += kThreads) {
     const LogitBias b = p.biases[r.bias_offset + j];
@@ -222,6 +228,16 @@ __global__ void __launch_bounds__(kThreads, 1) sample_rows_kernel(SamplingLaunch
     }
   }
   int token = r.greedy ? block_argmax(work, n, sm) : draw_token(work, n, r, sm);
+  if (token < 0 && r.grammar_mask >= 0) {  // the grammar's choices beat min_tokens masking
+    const uint32_t* allowed =
+        p.grammar_masks + static_cast<size_t>(r.grammar_mask) * static_cast<size_t>(p.mask_words);
+    const Segment seg = warp_segment(n);
+    for (int i = seg.begin + lane_id(); i < seg.end; i += 32) {
+      work[i] = ((allowed[i >> 5] >> (i & 31)) & 1u) ? raw[i] : -INFINITY;
+    }
+    __syncthreads();
+    token = block_argmax(work, n, sm);
+  }
   if (token < 0) token = block_argmax(raw, n, sm);  // everything masked: the raw argmax
   if (token < 0) token = 0;
   if (threadIdx.x == 0) {

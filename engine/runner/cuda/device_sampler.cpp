@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/grammar/token_bitmask.h"
 #include "engine/runner/cuda/cuda_device.h"
 #include "llmserve/kernels/cuda/sampling.h"
 
@@ -16,16 +17,19 @@ constexpr size_t align16(size_t n) {
   return (n + 15) & ~static_cast<size_t>(15);
 }
 
-// Byte offsets of one call's packed input (rows, biases, masked ids, penalty tokens).
+// Byte offsets of one call's packed input (rows, biases, masked ids, penalty tokens, grammar
+// bitmask words).
 struct InLayout {
-  size_t rows = 0, biases = 0, masked = 0, penalties = 0, total = 0;
+  size_t rows = 0, biases = 0, masked = 0, penalties = 0, grammar = 0, total = 0;
 };
-InLayout in_layout(size_t rows, size_t biases, size_t masked, size_t penalties) {
+InLayout in_layout(size_t rows, size_t biases, size_t masked, size_t penalties,
+                   size_t grammar_words) {
   InLayout l;
   l.biases = align16(rows * sizeof(kc::SamplingRow));
   l.masked = l.biases + align16(biases * sizeof(kc::LogitBias));
   l.penalties = l.masked + align16(masked * sizeof(int32_t));
-  l.total = l.penalties + align16(penalties * sizeof(kc::PenaltyToken));
+  l.grammar = l.penalties + align16(penalties * sizeof(kc::PenaltyToken));
+  l.total = l.grammar + align16(grammar_words * sizeof(uint32_t));
   return l;
 }
 
@@ -84,7 +88,9 @@ DeviceSampler::~DeviceSampler() {
 Status DeviceSampler::allocate() {
   const size_t rows = static_cast<size_t>(limits_.max_rows);
   const size_t sparse = static_cast<size_t>(limits_.max_sparse_entries);
-  in_bytes_ = in_layout(rows, sparse, sparse, sparse).total;
+  // Every row may carry a grammar's bitmask.
+  const size_t words = rows * static_cast<size_t>(token_bitmask_words(vocab_size_));
+  in_bytes_ = in_layout(rows, sparse, sparse, sparse, words).total;
   out_bytes_ = out_layout(rows, static_cast<size_t>(limits_.max_top_logprobs)).total;
   const size_t work_bytes = rows * static_cast<size_t>(vocab_size_) * sizeof(float);
   LLMSERVE_RETURN_IF_ERROR(
@@ -109,13 +115,14 @@ Result<std::vector<SampleResult>> DeviceSampler::sample(const float* device_logi
   LLMSERVE_RETURN_IF_ERROR(pack_sampling_rows(rows, eos_ids_, vocab_size_, limits_, pack_));
   const size_t n = rows.size();
   const size_t stride = static_cast<size_t>(pack_.max_num_top);
-  const InLayout in =
-      in_layout(n, pack_.biases.size(), pack_.masked.size(), pack_.penalties.size());
+  const InLayout in = in_layout(n, pack_.biases.size(), pack_.masked.size(), pack_.penalties.size(),
+                                pack_.grammar_masks.size());
   const OutLayout out = out_layout(n, stride);
   put(in_host_, in.rows, pack_.rows);
   put(in_host_, in.biases, pack_.biases);
   put(in_host_, in.masked, pack_.masked);
   put(in_host_, in.penalties, pack_.penalties);
+  put(in_host_, in.grammar, pack_.grammar_masks);
   LLMSERVE_RETURN_IF_ERROR(
       cuda_status(cudaMemcpyAsync(in_device_, in_host_, in.total, cudaMemcpyHostToDevice, stream_),
                   "cudaMemcpyAsync (sampler rows)"));
@@ -127,6 +134,8 @@ Result<std::vector<SampleResult>> DeviceSampler::sample(const float* device_logi
   p.biases = reinterpret_cast<const kc::LogitBias*>(in_device_ + in.biases);
   p.masked = reinterpret_cast<const int32_t*>(in_device_ + in.masked);
   p.penalties = reinterpret_cast<const kc::PenaltyToken*>(in_device_ + in.penalties);
+  p.grammar_masks = reinterpret_cast<const uint32_t*>(in_device_ + in.grammar);
+  p.mask_words = pack_.num_grammar_rows > 0 ? token_bitmask_words(vocab_size_) : 0;
   p.out = reinterpret_cast<kc::SampledToken*>(out_device_);
   p.top_ids = reinterpret_cast<int32_t*>(out_device_ + out.top_ids);
   p.top_logprobs = reinterpret_cast<float*>(out_device_ + out.top_logprobs);

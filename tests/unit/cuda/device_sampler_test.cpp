@@ -15,9 +15,12 @@
 #include <numeric>
 #include <random>
 
+#include "engine/grammar/grammar_compiler.h"
+#include "engine/grammar/token_bitmask.h"
 #include "engine/runner/logits_processor.h"
 #include "llmserve/kernels/cuda/sampling.h"
 #include "tests/unit/cuda/cuda_test_util.h"
+#include "tests/unit/sampling/fake_tokenizer.h"
 
 namespace llmserve {
 namespace {
@@ -263,6 +266,63 @@ TEST(DeviceSampler, FlatRowsAndFullMasking) {
   for (size_t r = 0; r < m.states.size(); ++r) m.states[r] = SamplingState(m.params[r], {}, r);
   const Tally t = compare(m, 2, "masked");
   EXPECT_EQ(t.mismatched, 0);
+}
+
+// Structured outputs on the device: each row's grammar bitmask, uploaded with the pack, masks
+// its logits as the CPU's does. Greedy rows give the CPU's tokens step by step; seeded rows
+// only ever take tokens their grammar allows (every one is accepted by the matcher).
+TEST(DeviceSampler, GrammarMasksApplyOnTheDeviceAsOnTheCpu) {
+  LLMSERVE_REQUIRE_CUDA();
+  testing::FakeTokenizer tok;
+  constexpr int32_t kVocab = 300;
+  GrammarCompiler compiler(tok, kVocab, {});
+  GrammarSpec spec;
+  spec.kind = GrammarKind::kRegex;
+  spec.text = "[a-c]{3,6}-[0-9]{2}";
+  auto g =
+      compiler.compile_and_wait(spec, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const std::vector<int32_t> eos = {testing::FakeTokenizer::kEos, testing::FakeTokenizer::kImEnd};
+  Stream stream;
+  constexpr int kRows = 8;
+  auto made = DeviceSampler::create(kVocab, kRows, eos, stream.get(), 1 << 12, 20);
+  ASSERT_TRUE(made.is_ok()) << made.status().message();
+  Sampler cpu(kVocab, eos);
+  std::vector<SamplingParams> params(kRows);
+  std::vector<SamplingState> dev_states, cpu_states;
+  for (int r = 0; r < kRows; ++r) {
+    params[r].temperature = r < 4 ? 0.0f : 1.0f;
+    params[r].seed = 40 + r;
+    dev_states.emplace_back(params[r], std::span<const int32_t>(), 40 + r);
+    dev_states.back().set_matcher((*g)->make_matcher());
+  }
+  cpu_states = dev_states;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  for (int step = 0; step < 12; ++step) {
+    std::vector<int> live;  // rows whose grammar has not ended
+    for (int r = 0; r < kRows; ++r) {
+      if (!dev_states[r].grammar_ended()) live.push_back(r);
+    }
+    if (live.empty()) break;
+    std::vector<float> logits(live.size() * kVocab);
+    for (float& x : logits) x = dist(rng);
+    DeviceBuffer<float> d_logits(logits);
+    std::vector<SampleRow> rows;
+    for (int r : live) rows.push_back({nullptr, &params[r], &dev_states[r]});
+    auto got = (*made)->sample(d_logits.get(), rows);
+    ASSERT_TRUE(got.is_ok()) << got.status().message();
+    for (size_t i = 0; i < live.size(); ++i) {
+      const int r = live[i];
+      EXPECT_EQ(dev_states[r].matcher()->num_accepted(), dev_states[r].num_generated())
+          << "row " << r << " step " << step << ": the device took a token the grammar refuses";
+      if (r >= 4) continue;
+      const SampleResult want = cpu.sample(
+          {logits.data() + i * kVocab, static_cast<size_t>(kVocab)}, params[r], cpu_states[r]);
+      EXPECT_EQ((*got)[i].token_id, want.token_id) << "row " << r << " step " << step;
+    }
+  }
+  for (int r = 0; r < kRows; ++r) EXPECT_TRUE(dev_states[r].grammar_ended()) << "row " << r;
 }
 
 TEST(DeviceSampler, UniformsMatchRequestRng) {

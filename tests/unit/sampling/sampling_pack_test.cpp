@@ -10,7 +10,10 @@
 #include <limits>
 #include <random>
 
+#include "engine/grammar/grammar_compiler.h"
+#include "engine/grammar/token_bitmask.h"
 #include "engine/runner/logits_processor.h"
+#include "tests/unit/sampling/fake_tokenizer.h"
 
 namespace llmserve {
 namespace {
@@ -217,6 +220,47 @@ TEST(SamplingPack, PackedEditsEqualCpuProcessors) {
     ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
         << "trial " << trial;
   }
+}
+
+TEST(SamplingPack, GrammarRowsCarryTheirMatchersMask) {
+  testing::FakeTokenizer tok;
+  constexpr int32_t kVocab = 300;
+  GrammarCompiler compiler(tok, kVocab, {});
+  GrammarSpec spec;
+  spec.kind = GrammarKind::kRegex;
+  spec.text = "x[yz]";
+  auto g =
+      compiler.compile_and_wait(spec, std::chrono::steady_clock::now() + std::chrono::seconds(60));
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  SamplingParams p;
+  SamplingState free(p, {}, 1), first(p, {}, 2), second(p, {}, 3);
+  first.set_matcher((*g)->make_matcher());
+  second.set_matcher((*g)->make_matcher());
+  ASSERT_TRUE(second.matcher()->accept(tok.bytes_of("x")[0]));
+  const std::vector<SampleRow> rows = {
+      {nullptr, &p, &free}, {nullptr, &p, &first}, {nullptr, &p, &second}};
+  SamplingPack pack;
+  SamplingPackLimits limits;
+  limits.max_rows = 4;
+  limits.max_sparse_entries = 64;
+  ASSERT_TRUE(pack_sampling_rows(rows, {}, kVocab, limits, pack).is_ok());
+  const size_t words = static_cast<size_t>(token_bitmask_words(kVocab));
+  EXPECT_EQ(pack.rows[0].grammar_mask, -1);
+  EXPECT_EQ(pack.rows[1].grammar_mask, 0);
+  EXPECT_EQ(pack.rows[2].grammar_mask, 1);
+  ASSERT_EQ(pack.num_grammar_rows, 2);
+  ASSERT_EQ(pack.grammar_masks.size(), 2 * words);
+  auto allowed = [&](int row) {
+    std::vector<int32_t> ids;
+    std::span<const uint32_t> m(pack.grammar_masks.data() + row * words, words);
+    for (int32_t id = 0; id < kVocab; ++id) {
+      if (token_allowed(m, id)) ids.push_back(id);
+    }
+    return ids;
+  };
+  EXPECT_EQ(allowed(0), std::vector<int32_t>({tok.bytes_of("x")[0]}));
+  EXPECT_EQ(allowed(1), std::vector<int32_t>({tok.bytes_of("y")[0], tok.bytes_of("z")[0]}));
+  EXPECT_EQ(first.matcher()->num_accepted(), 0);  // packing moves no state
 }
 
 TEST(SamplingPack, BoundsAreChecked) {

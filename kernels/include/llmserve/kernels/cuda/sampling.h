@@ -23,12 +23,14 @@ struct SamplingLaunch {
   const LogitBias* biases = nullptr;        // indexed by rows[r].bias_offset / bias_count
   const int32_t* masked = nullptr;          // indexed by rows[r].mask_offset / mask_count
   const PenaltyToken* penalties = nullptr;  // indexed by rows[r].penalty_offset / count
+  const uint32_t* grammar_masks = nullptr;  // [rows with a grammar, mask_words], by grammar_mask
   SampledToken* out = nullptr;              // [num_rows]
   int32_t* top_ids = nullptr;               // [num_rows, top_stride]: top-N ids, logit desc, id asc
   float* top_logprobs = nullptr;            // [num_rows, top_stride]: their raw logprobs
   int32_t num_rows = 0;
   int32_t vocab_size = 0;  // in [1, kMaxSamplingVocab]
   int32_t top_stride = 0;  // in [0, kMaxTopLogprobs]; rows' top N is cut to it
+  int32_t mask_words = 0;  // (vocab_size + 31) / 32 when any row has a grammar mask
 };
 
 // Samples every row. Preconditions: sparse ids in [0, vocab_size) (others are skipped), the

@@ -24,7 +24,10 @@ struct SamplingRow {
   int32_t bias_offset = 0, bias_count = 0;        // into the LogitBias array
   int32_t mask_offset = 0, mask_count = 0;        // into the masked ids (set to -inf)
   int32_t penalty_offset = 0, penalty_count = 0;  // into the PenaltyToken array (distinct ids)
-  int32_t reserved = 0;
+  // Structured outputs: the row's allowed-token bitmask in the grammar masks (row index, words
+  // of (vocab + 31) / 32, bit id % 32 of word id / 32 set = allowed), -1 = no grammar. Applied
+  // first; when the edits then leave nothing, the grammar wins (the best allowed raw logit).
+  int32_t grammar_mask = -1;
   uint64_t rng_key = 0;      // RequestRng::key()
   uint64_t rng_counter = 0;  // the draw index (the sample's num_generated)
 };
