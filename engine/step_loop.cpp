@@ -58,9 +58,22 @@ void StepLoop::propose_drafts() {
             [](const DraftRequest& a, const DraftRequest& b) { return a.seq_id < b.seq_id; });
   if (!spec_.proposer->propose(draft_requests_, drafts_).is_ok()) return;  // no drafts this step
   for (size_t i = 0; i < draft_requests_.size() && i < drafts_.size(); ++i) {
+    truncate_to_grammar(draft_requests_[i].seq_id, drafts_[i]);
     if (!drafts_[i].empty())
       (void)scheduler_->set_draft_tokens(draft_requests_[i].seq_id, drafts_[i]);
   }
+}
+
+void StepLoop::truncate_to_grammar(uint64_t seq_id, std::vector<int32_t>& drafts) {
+  auto it = by_seq_.find(seq_id);
+  if (it == by_seq_.end() || drafts.empty()) return;
+  TokenMatcher* m = it->second.slot->sampling.matcher();
+  if (m == nullptr) return;
+  // Each position against the grammar: the matcher walks the drafts and rolls back over them.
+  size_t ok = 0;
+  while (ok < drafts.size() && m->accept(drafts[ok])) ++ok;
+  m->rollback(static_cast<int32_t>(ok));
+  drafts.resize(ok);  // a draft the grammar refuses could never be accepted: nor its followers
 }
 
 void StepLoop::admit(PendingSubmit p) {

@@ -93,6 +93,8 @@ class StepLoop {
                              Clock::time_point now);
   void collect_garbage();
   void propose_drafts();
+  // Cuts `drafts` at the first token the sample's grammar refuses (none without a grammar).
+  void truncate_to_grammar(uint64_t seq_id, std::vector<int32_t>& drafts);
   // Tokens of the k-th sampling entry that stand: the leading kept rows of its chain.
   void gather_accepted(const SchedulerOutput& out);
   void keep_prompt_logprobs(const ScheduledRequest& s, size_t row);

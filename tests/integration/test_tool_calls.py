@@ -155,3 +155,16 @@ def test_bad_tool_requests_are_400_naming_the_field(daemon, model_id, extra, par
                       json={"model": model_id, "messages": ASK, **extra})
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == param, r.json()
+
+
+def test_n_samples_each_give_valid_calls(client, model_id):
+    r = client.chat.completions.create(model=model_id, messages=ASK, tools=TOOLS, n=3,
+                                       tool_choice="required", temperature=1.0, seed=21,
+                                       max_tokens=300)
+    assert len(r.choices) == 3
+    ids = set()
+    for choice in r.choices:
+        assert choice.finish_reason == "tool_calls"
+        check_calls(choice.message.tool_calls)
+        ids.update(c.id for c in choice.message.tool_calls)
+    assert len(ids) == sum(len(c.message.tool_calls) for c in r.choices)  # ids never repeat
