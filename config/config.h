@@ -72,9 +72,9 @@ struct EngineSection {
   int max_num_batched_tokens = 2048;    // token budget per step
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
-  uint64_t seed = 0;        // server seed for requests without their own
-  int max_logprobs = 20;    // largest logprobs / top_logprobs a request may ask
-  bool cuda_graphs = true;  // capture decode steps in CUDA graphs
+  uint64_t seed = 0;                // server seed for requests without their own
+  int max_logprobs = 20;            // largest logprobs / top_logprobs a request may ask
+  bool cuda_graphs = true;          // capture decode steps in CUDA graphs
   int grammar_compile_threads = 2;  // structured outputs: grammar compile pool
   int grammar_cache_size = 256;     // compiled grammars kept (LRU)
 };

@@ -64,7 +64,8 @@ class FakeEngine : public Engine {
 
   FakeTokenizer tokenizer_;
   ModelConfig config_;
-  GrammarCompiler grammar_compiler_{tokenizer_, FakeTokenizer::kVocab, GrammarCompilerOptions{1, 16}};
+  GrammarCompiler grammar_compiler_{tokenizer_, FakeTokenizer::kVocab,
+                                    GrammarCompilerOptions{1, 16}};
   EngineOptions options_;
   EngineMetrics metrics_;
   int32_t max_model_len_ = 256;
