@@ -158,40 +158,35 @@ json tools_for_template(const ToolRequest& request) {
   return list;
 }
 
+namespace {
+
+// One call to any offered function (only the named one under a named choice).
+json any_call_schema(const ToolRequest& request) {
+  if (request.choice == ToolChoice::kNamed) {
+    for (const ToolFunction& f : request.tools) {
+      if (f.name == request.named) return call_schema(f);
+    }
+  }
+  if (request.tools.size() == 1) return call_schema(request.tools.front());
+  json any = {{"anyOf", json::array()}};
+  for (const ToolFunction& f : request.tools) any["anyOf"].push_back(call_schema(f));
+  return any;
+}
+
+}  // namespace
+
 std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request, ToolFormat format) {
   if (format == ToolFormat::kHermes) {
     if (request.choice == ToolChoice::kAuto) return std::nullopt;
-    json one;
-    if (request.choice == ToolChoice::kNamed) {
-      for (const ToolFunction& f : request.tools) {
-        if (f.name == request.named) one = call_schema(f);
-      }
-    } else if (request.tools.size() == 1) {
-      one = call_schema(request.tools.front());
-    } else {
-      one = json{{"anyOf", json::array()}};
-      for (const ToolFunction& f : request.tools) one["anyOf"].push_back(call_schema(f));
-    }
     GrammarSpec spec;
     spec.kind = GrammarKind::kTaggedJson;
-    spec.text = one.dump();
+    spec.text = any_call_schema(request).dump();
     spec.choices = {"<tool_call>\n", "\n</tool_call>"};
     spec.max_repeats = request.parallel_tool_calls ? 4 : 1;
     spec.field = "tools";
     return spec;
   }
-  json items;
-  if (request.choice == ToolChoice::kNamed) {
-    for (const ToolFunction& f : request.tools) {
-      if (f.name == request.named) items = call_schema(f);
-    }
-  } else if (request.tools.size() == 1) {
-    items = call_schema(request.tools.front());
-  } else {
-    items = json{{"anyOf", json::array()}};
-    for (const ToolFunction& f : request.tools) items["anyOf"].push_back(call_schema(f));
-  }
-  json calls = {{"type", "array"}, {"items", items}, {"minItems", 1}};
+  json calls = {{"type", "array"}, {"items", any_call_schema(request)}, {"minItems", 1}};
   if (!request.parallel_tool_calls) calls["maxItems"] = 1;
   json schema = {{"type", "object"},
                  {"properties", {{"tool_calls", calls}}},
