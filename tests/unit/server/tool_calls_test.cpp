@@ -301,6 +301,42 @@ TEST_F(ToolGrammar, HermesRequiredGivesTaggedCallsThatFit) {
 namespace llmserve::testing {
 namespace {
 
+// The generic format on a template without tools: the tool prompt joins the system message
+// once, and an assistant's calls are its reply text.
+TEST(GenericTools, ThePromptDescribesTheToolsOnceAndHistoryCallsAreReplies) {
+  auto render = [](const nlohmann::json& messages, bool) -> Result<std::string> {
+    std::string out;
+    for (const auto& m : messages) {
+      out += m["role"].get<std::string>() + ": " + m["content"].get<std::string>() + "\n";
+    }
+    return out;
+  };
+  FakeTokenizer tok;
+  RequestLimits limits;
+  limits.vocab_size = tok.vocab_size();
+  limits.max_model_len = 8192;
+  ojson body = ojson::parse(kTools);
+  body["messages"] = ojson::parse(R"([
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Add 1 and 2."},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function",
+     "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "3"}])");
+  auto r = parse_chat_request(body.dump(), tok, ChatRenderer(render), limits);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const std::string& prompt = r->prompt_texts[0];
+  const size_t first = prompt.find("You can call these tools");
+  ASSERT_NE(first, std::string::npos) << prompt;
+  EXPECT_EQ(prompt.find("You can call these tools", first + 1), std::string::npos) << prompt;
+  EXPECT_TRUE(prompt.starts_with("system: Be brief.\n\nYou can call these tools")) << prompt;
+  EXPECT_NE(prompt.find(R"(assistant: {"tool_calls":[{"name":"add","arguments":{"a":1,"b":2}}]})"),
+            std::string::npos)
+      << prompt;
+  ASSERT_TRUE(r->grammar.has_value());
+  EXPECT_EQ(r->grammar->kind, GrammarKind::kJsonSchema);
+  EXPECT_EQ(r->grammar->field, "tools");
+}
+
 TEST(HermesTools, ToolsAndCallsReachTheTemplate) {
   auto tmpl = ChatTemplate::parse(kHermesTemplate);
   ASSERT_TRUE(tmpl.is_ok()) << tmpl.status().to_string();
