@@ -27,10 +27,7 @@ StepOutput token_output(ActiveRequest& req, SampleSlot& slot, int32_t token,
   ++slot.num_generated;
   out.token_ids.push_back(token);
   if (logprob) out.logprobs.push_back(std::move(*logprob));
-  // A speculative step appends several tokens after the matcher took them all: the grammar
-  // ended at its stop token (the last it accepts), not at the tokens before it.
-  const bool grammar_end = slot.sampling.grammar_ended() && slot.stop.is_eos(token);
-  OutputDelta delta = slot.stop.append(token, grammar_end);
+  OutputDelta delta = slot.stop.append(token);
   out.text = std::move(delta.text);
   if (delta.finished()) {
     out.stop_reason = std::move(delta.stop_reason);

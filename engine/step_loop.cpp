@@ -96,7 +96,8 @@ void StepLoop::admit(PendingSubmit p) {
     const uint64_t seed = SamplingState::resolve_seed(r.params, server_seed_, r.id, i);
     auto slot = std::make_unique<SampleSlot>(
         next_seq_id_++, i, SamplingState(r.params, prompt, seed),
-        StopChecker(tokenizer_, r.params, eos_ids_, max_new, context), prompt);
+        StopChecker(tokenizer_, r.params, eos_ids_, max_new, context, p.request.grammar != nullptr),
+        prompt);
     slot->draft_gate = DraftGate(spec_.config.draft_token_cost);
     if (p.request.grammar) slot->sampling.set_matcher(p.request.grammar->make_matcher());
     by_seq_[slot->seq_id] = {&r, slot.get()};

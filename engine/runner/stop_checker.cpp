@@ -17,11 +17,12 @@ std::vector<int32_t> generation_eos_ids(const Tokenizer& tokenizer, const ModelC
 
 StopChecker::StopChecker(const Tokenizer& tokenizer, const SamplingParams& params,
                          std::span<const int32_t> eos_ids, int32_t max_new_tokens,
-                         std::span<const int32_t> context)
+                         std::span<const int32_t> context, bool constrained)
     : detokenizer_(tokenizer, params.skip_special_tokens, context),
       eos_ids_(eos_ids.begin(), eos_ids.end()),
       stop_token_ids_(params.stop_token_ids),
       ignore_eos_(params.ignore_eos),
+      constrained_(constrained),
       include_stop_(params.include_stop_str_in_output),
       min_tokens_(params.min_tokens),
       max_new_tokens_(max_new_tokens) {
@@ -41,12 +42,12 @@ bool StopChecker::is_eos(int32_t token_id) const {
   return std::find(eos_ids_.begin(), eos_ids_.end(), token_id) != eos_ids_.end();
 }
 
-OutputDelta StopChecker::append(int32_t token_id, bool grammar_ended) {
+OutputDelta StopChecker::append(int32_t token_id) {
   OutputDelta out;
   if (finished()) return out;
   ++num_tokens_;
   const bool stops_active = num_tokens_ > min_tokens_;
-  if (grammar_ended || (stops_active && is_stop_token(token_id))) {
+  if ((constrained_ && is_eos(token_id)) || (stops_active && is_stop_token(token_id))) {
     if (include_stop_) add_text(detokenizer_.append(token_id), false, out);
     if (!finished()) {
       add_text(detokenizer_.flush(), true, out);

@@ -37,26 +37,25 @@ std::vector<int32_t> config_eos_ids(const ModelConfig& cfg);
 class StopChecker {
  public:
   // max_new_tokens: min(params.max_tokens, max_model_len - prompt length). eos_ids: the
-  // tokenizer's stop ids. context: see Detokenizer. `tokenizer` must outlive this object.
+  // tokenizer's stop ids. context: see Detokenizer. constrained: the sample follows a grammar,
+  // which allows an EOS id only as its end, so one always stops it (min_tokens and ignore_eos
+  // notwithstanding: nothing may follow). `tokenizer` must outlive this object.
   StopChecker(const Tokenizer& tokenizer, const SamplingParams& params,
               std::span<const int32_t> eos_ids, int32_t max_new_tokens,
-              std::span<const int32_t> context = {});
+              std::span<const int32_t> context = {}, bool constrained = false);
 
-  // Feeds one sampled token; precondition: !finished(). grammar_ended: the sample's grammar
-  // ended with this token, which then stops the sample as a stop token does (min_tokens and
-  // ignore_eos notwithstanding: nothing may follow).
-  OutputDelta append(int32_t token_id, bool grammar_ended = false);
+  // Feeds one sampled token; precondition: !finished().
+  OutputDelta append(int32_t token_id);
   // Ends the sample early (abort, timeout): returns the text still held back.
   std::string flush();
 
   bool finished() const { return finish_ != FinishReason::kNone; }
-  // One of the tokenizer's stop ids (ignore_eos notwithstanding): the tokens that end a grammar.
-  bool is_eos(int32_t token_id) const;
   int32_t num_tokens() const { return num_tokens_; }
   const std::string& text() const { return text_; }  // the output text (final once finished)
 
  private:
   bool is_stop_token(int32_t token_id) const;
+  bool is_eos(int32_t token_id) const;
   // Appends decoded text, looks for stop strings, and moves what is safe into `out`.
   void add_text(std::string_view delta, bool final, OutputDelta& out);
   size_t hold_back() const;
@@ -67,6 +66,7 @@ class StopChecker {
   std::vector<int32_t> stop_token_ids_;
   std::vector<std::string> stop_strings_;
   bool ignore_eos_;
+  bool constrained_;
   bool include_stop_;
   int32_t min_tokens_;
   int32_t max_new_tokens_;

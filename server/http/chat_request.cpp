@@ -1,5 +1,7 @@
 #include "server/http/chat_request.h"
 
+#include <optional>
+
 #include "server/http/generation_fields.h"
 #include "server/http/json_fields.h"
 #include "server/http/structured_output_json.h"
@@ -104,14 +106,21 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
   GenerationRequest out;
   if (!present(body, "messages")) return field_error("messages", "is required");
   LLMSERVE_ASSIGN_OR_RETURN(json messages, normalize_chat_messages(body.at("messages")));
+  // The body again as ordered_json, parsed at most once: schemas (a tool's parameters,
+  // response_format's) keep the caller's property order.
+  std::optional<nlohmann::ordered_json> ordered;
+  auto ordered_body = [&]() -> const nlohmann::ordered_json& {
+    if (!ordered) ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);
+    return *ordered;
+  };
   if (present(body, "tools") || present(body, "tool_choice") ||
       present(body, "parallel_tool_calls")) {
-    // Ordered: a tool's parameter properties keep the caller's order.
-    const auto ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);
-    LLMSERVE_ASSIGN_OR_RETURN(out.tools, parse_tool_request(ordered));
+    LLMSERVE_ASSIGN_OR_RETURN(out.tools, parse_tool_request(ordered_body()));
   }
   LLMSERVE_RETURN_IF_ERROR(read_generation_fields(body, limits, &out));
-  if (out.grammar) keep_schema_order(body_text, &*out.grammar);
+  if (out.grammar && out.grammar->kind == GrammarKind::kJsonSchema) {
+    keep_schema_order(ordered_body(), &*out.grammar);
+  }
   if (out.tools.active()) {
     if (out.grammar) {
       return field_error("tools",

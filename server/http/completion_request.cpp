@@ -80,7 +80,9 @@ Result<GenerationRequest> parse_completion_request(std::string_view body_text,
     }
   }
   LLMSERVE_RETURN_IF_ERROR(read_generation_fields(body, limits, &out));
-  if (out.grammar) keep_schema_order(body_text, &*out.grammar);
+  if (out.grammar && out.grammar->kind == GrammarKind::kJsonSchema) {
+    keep_schema_order(nlohmann::ordered_json::parse(body_text, nullptr, false), &*out.grammar);
+  }
   if (present(body, "logprobs")) {
     if (body.at("logprobs").is_boolean()) {
       return field_error("logprobs",

@@ -160,11 +160,9 @@ Status read_structured_output(const json& body, const RequestLimits& limits,
   return Status::ok();
 }
 
-void keep_schema_order(std::string_view body_text, GrammarSpec* spec) {
-  if (spec == nullptr || spec->kind != GrammarKind::kJsonSchema) return;
+void keep_schema_order(const nlohmann::ordered_json& body, GrammarSpec* spec) {
   using ojson = nlohmann::ordered_json;
-  const ojson body = ojson::parse(body_text.begin(), body_text.end(), nullptr, false);
-  if (!body.is_object()) return;
+  if (spec == nullptr || spec->kind != GrammarKind::kJsonSchema || !body.is_object()) return;
   const ojson* v = nullptr;
   auto at = [](const ojson* o, const char* key) -> const ojson* {
     if (o == nullptr || !o->is_object() || !o->contains(key)) return nullptr;

@@ -22,8 +22,9 @@ namespace llmserve {
 Status read_structured_output(const nlohmann::json& body, const RequestLimits& limits,
                               std::optional<GrammarSpec>* out);
 
-// The body parser sorts object keys; a JSON-schema spec read from `body_text` gets its schema
-// text again in the caller's key order (properties are generated in that order).
-void keep_schema_order(std::string_view body_text, GrammarSpec* spec);
+// The body parser sorts object keys; a JSON-schema spec gets its schema text again from
+// `ordered_body` (the same body parsed as ordered_json), in the caller's key order (properties
+// are generated in that order).
+void keep_schema_order(const nlohmann::ordered_json& ordered_body, GrammarSpec* spec);
 
 }  // namespace llmserve

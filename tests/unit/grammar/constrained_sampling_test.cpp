@@ -57,13 +57,13 @@ class ConstrainedSampling : public ::testing::Test {
     std::normal_distribution<float> dist(0.0f, 3.0f);
     SamplingState state(p, {}, logits_seed * 7919u + 1);
     state.set_matcher(g.make_matcher());
-    StopChecker stop(tok_, p, tok_.spec().stop_ids, max_tokens);
+    StopChecker stop(tok_, p, tok_.spec().stop_ids, max_tokens, {}, /*constrained=*/true);
     std::vector<float> logits(kVocab);
     std::string text;
     while (!stop.finished()) {
       for (float& x : logits) x = dist(rng);
       const int32_t t = sampler_.sample(logits, p, state).token_id;
-      text += stop.append(t, state.grammar_ended()).text;
+      text += stop.append(t).text;
     }
     return {text, state.grammar_ended()};
   }

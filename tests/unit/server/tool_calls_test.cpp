@@ -95,7 +95,7 @@ class ToolGrammar : public ::testing::Test {
     p.temperature = 1.0f;
     SamplingState state(p, {}, seed);
     state.set_matcher((*g)->make_matcher());
-    StopChecker stop(tok_, p, tok_.spec().stop_ids, 600);
+    StopChecker stop(tok_, p, tok_.spec().stop_ids, 600, {}, /*constrained=*/true);
     std::mt19937 rng(seed);
     std::normal_distribution<float> dist(0.0f, 3.0f);
     std::vector<float> logits(kVocab);
@@ -105,7 +105,7 @@ class ToolGrammar : public ::testing::Test {
       // Favour the bytes that close a string or an object, so unbounded strings end.
       for (char ch : std::string("\"}]")) logits[tok_.bytes_of(std::string(1, ch))[0]] += 5.0f;
       const int32_t t = sampler_.sample(logits, p, state).token_id;
-      text += stop.append(t, state.grammar_ended()).text;
+      text += stop.append(t).text;
     }
     EXPECT_TRUE(state.grammar_ended()) << text;
     return text;
