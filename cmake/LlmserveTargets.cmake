@@ -1,10 +1,11 @@
 # Helpers that give every llmserve target the same flags and layout.
 #   llmserve_component(NAME <name> DIR <dir> [DEPS ...] [RECURSE])
 #     a static library llmserve_<name> from the *.cpp files in <dir> (tests excluded).
-#   llmserve_unit_test(NAME <name> SOURCES ... DEPS ...)
-#     a GoogleTest executable registered with ctest (label "unit").
+#   llmserve_unit_test(NAME <name> SOURCES ... DEPS ... [CPU_ISA_RUNS])
+#     a GoogleTest executable, each case registered with ctest (label "unit").
 
 set(LLMSERVE_ROOT ${CMAKE_CURRENT_LIST_DIR}/..)
+include(GoogleTest)
 set(LLMSERVE_WARNINGS -Wall -Wextra -Werror)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   # GCC 12 at -O3 reports false -Wrestrict positives inside std::string (GCC bug 105329).
@@ -45,15 +46,27 @@ function(llmserve_component)
   endif()
 endfunction()
 
+# Each GoogleTest case is its own ctest test (unit_<name>.<Suite>.<Case>, listed when ctest runs),
+# so a skipped case shows as "Skipped" in ctest's summary. CPU_ISA_RUNS also links
+# tests/unit/cpu_isa_environment.cpp and registers every case again as unit_<name>_avx2.<...>
+# with the CPU kernels forced to AVX2 (LLMSERVE_TEST_CPU_ISA).
 function(llmserve_unit_test)
-  cmake_parse_arguments(A "" "NAME" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(A "CPU_ISA_RUNS" "NAME" "SOURCES;DEPS" ${ARGN})
+  if(A_CPU_ISA_RUNS)
+    list(APPEND A_SOURCES ${LLMSERVE_ROOT}/tests/unit/cpu_isa_environment.cpp)
+  endif()
   add_executable(unit_${A_NAME} ${A_SOURCES})
   llmserve_apply_flags(unit_${A_NAME})
   target_compile_definitions(unit_${A_NAME} PRIVATE
       LLMSERVE_SOURCE_DIR="${LLMSERVE_ROOT}" LLMSERVE_FIXTURES_DIR="${LLMSERVE_ROOT}/tests/fixtures")
   target_link_libraries(unit_${A_NAME} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main GTest::gmock)
-  add_test(NAME unit_${A_NAME} COMMAND unit_${A_NAME} --gtest_brief=1)
-  set_tests_properties(unit_${A_NAME} PROPERTIES LABELS unit WORKING_DIRECTORY ${LLMSERVE_ROOT})
+  gtest_discover_tests(unit_${A_NAME} TEST_PREFIX "unit_${A_NAME}." DISCOVERY_MODE PRE_TEST
+    DISCOVERY_TIMEOUT 120 WORKING_DIRECTORY ${LLMSERVE_ROOT} PROPERTIES LABELS unit)
+  if(A_CPU_ISA_RUNS)
+    gtest_discover_tests(unit_${A_NAME} TEST_PREFIX "unit_${A_NAME}_avx2." DISCOVERY_MODE PRE_TEST
+      DISCOVERY_TIMEOUT 120 WORKING_DIRECTORY ${LLMSERVE_ROOT}
+      PROPERTIES LABELS "unit;avx2" ENVIRONMENT LLMSERVE_TEST_CPU_ISA=avx2)
+  endif()
 endfunction()
 
 # Adds every immediate subdirectory of the current source dir that has a CMakeLists.txt.

@@ -24,6 +24,10 @@ std::string_view to_string(CpuMatmulPrecision v) {
   return v == CpuMatmulPrecision::kQ8 ? "q8" : "q8x2";
 }
 
+std::string_view to_string(CpuIsa v) {
+  return v == CpuIsa::kAvx2 ? "avx2" : v == CpuIsa::kAvx512 ? "avx512" : "auto";
+}
+
 std::string_view to_string(KvCacheDtype v) {
   switch (v) {
     case KvCacheDtype::kF32:

@@ -16,6 +16,8 @@ enum class LoadFormat { kAuto, kGguf, kSafetensors, kDummy };
 enum class DeviceKind { kAuto, kCpu, kCuda };
 // CPU matmul activations: q8x2 = two 8-bit passes (~16 bits, matches f32), q8 = one pass.
 enum class CpuMatmulPrecision { kQ8x2, kQ8 };
+// CPU kernels' instruction set: auto = the widest the CPU has; avx2 / avx512 force one.
+enum class CpuIsa { kAuto, kAvx2, kAvx512 };
 // Element type of the KV cache: f16 halves its memory and the bytes attention reads per token.
 enum class KvCacheDtype { kF16, kF32, kInt8, kFp8 };
 // Speculative decoding proposer: none, n-gram prompt lookup, or a draft model.
@@ -26,6 +28,7 @@ enum class LogFormat { kText, kJson };
 std::string_view to_string(LoadFormat v);
 std::string_view to_string(DeviceKind v);
 std::string_view to_string(CpuMatmulPrecision v);
+std::string_view to_string(CpuIsa v);
 std::string_view to_string(KvCacheDtype v);
 std::string_view to_string(SpeculativeMethod v);
 std::string_view to_string(LogLevel v);
@@ -64,6 +67,7 @@ struct EngineSection {
   DeviceKind device = DeviceKind::kAuto;  // auto = CUDA when a GPU is present, else CPU
   int threads = 0;                        // CPU compute threads; 0 = all cores
   CpuMatmulPrecision cpu_matmul_precision = CpuMatmulPrecision::kQ8x2;
+  CpuIsa cpu_isa = CpuIsa::kAuto;        // a start-up error when the CPU lacks the one forced
   uint64_t kv_cache_bytes = 1ull << 30;  // CPU KV-cache budget, bytes
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kF16;
   double gpu_memory_utilization = 0.9;  // fraction of GPU memory the engine may use

@@ -282,6 +282,12 @@ std::vector<ConfigKey> build_table() {
                        "matches an f32 reference), q8 = one pass (llama.cpp's precision, faster "
                        "prefill, flips near-tie tokens).",
                        {"cpu-matmul-precision"}));
+  t.push_back(enum_key("engine", "cpu_isa", &C::engine, &ES::cpu_isa,
+                       {CpuIsa::kAuto, CpuIsa::kAvx2, CpuIsa::kAvx512},
+                       "Instruction set of the CPU kernels: auto = the widest the CPU has, avx2 "
+                       "or avx512 force one (a start-up error when the CPU lacks it). Outputs "
+                       "agree (greedy tokens; logits differ by float rounding in attention).",
+                       {"cpu-isa"}));
   t.push_back(size_key("engine", "kv_cache_bytes", &C::engine, &ES::kv_cache_bytes, MiB, 64 * TiB,
                        "KV-cache memory on the CPU backend, bytes (units allowed).",
                        {"kv-cache-bytes"}));

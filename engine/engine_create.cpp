@@ -16,6 +16,7 @@
 #include "engine/spec/verify_cost.h"
 #include "engine/tokenizer/load_tokenizer.h"
 #include "llmserve/kernels/act_precision.h"
+#include "llmserve/kernels/cpu_isa.h"
 
 namespace llmserve {
 namespace {
@@ -29,6 +30,17 @@ Status check_options(const EngineOptions& o) {
     return unavailable(
         "engine.device is cuda but no CUDA device is usable (no GPU or driver, or a binary built "
         "without CUDA); use engine.device auto or cpu");
+  }
+  const auto isa = kernels::parse_cpu_isa(o.cpu_isa);
+  if (!isa) {
+    return invalid_argument("engine: cpu_isa must be auto, avx2 or avx512, got '" + o.cpu_isa +
+                            "'");
+  }
+  if (!kernels::cpu_supports(*isa)) {
+    return failed_precondition(
+        "engine.cpu_isa is " + o.cpu_isa + " but this CPU lacks it (" +
+        (*isa == kernels::CpuIsa::kAvx512 ? "AVX-512F/BW/VL/DQ" : "AVX2/FMA/F16C") +
+        "); use engine.cpu_isa auto");
   }
   if (!kernels::parse_kv_dtype(o.kv_cache_dtype)) {
     return invalid_argument("engine: kv_cache_dtype must be f16, f32, int8 or fp8, got '" +
@@ -49,6 +61,7 @@ Status check_options(const EngineOptions& o) {
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   LLMSERVE_RETURN_IF_ERROR(check_options(options));
+  kernels::set_cpu_isa(*kernels::parse_cpu_isa(options.cpu_isa));
   LLMSERVE_ASSIGN_OR_RETURN(auto tokenizer, load_tokenizer(options.model_path));
   LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(options.model_path));
   const ModelConfig cfg = model->config();
@@ -145,11 +158,13 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
     }
   }
   spdlog::info(
-      "engine: {} on {}, {} threads, {} matmul activations, max_model_len {}, max_num_seqs {}, "
+      "engine: {} on {}, {} threads, {} matmul activations, CPU kernels {}, max_model_len {}, "
+      "max_num_seqs {}, "
       "max_num_batched_tokens {}, prefix caching {}, chunked prefill {}",
       options.model_path, runner->backend(), ro.num_threads, options.cpu_matmul_precision,
-      max_model_len, options.max_num_seqs, options.max_num_batched_tokens,
-      options.enable_prefix_caching ? "on" : "off", options.enable_chunked_prefill ? "on" : "off");
+      kernels::cpu_isa_name(kernels::active_cpu_isa()), max_model_len, options.max_num_seqs,
+      options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
+      options.enable_chunked_prefill ? "on" : "off");
   return std::unique_ptr<Engine>(
       new LlmEngine(options, std::move(tokenizer), std::move(chat_template), std::move(runner),
                     std::move(scheduler), max_model_len, std::move(speculation)));

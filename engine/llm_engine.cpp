@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/core/fault_injection.h"
+
 namespace llmserve {
 namespace {
 
@@ -13,18 +15,6 @@ using Clock = std::chrono::steady_clock;
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
-}
-
-// Fault injection (test builds only): LLMSERVE_FAULT_WEDGE_ENGINE=N wedges the engine loop
-// after N steps (N >= 1; it then runs no step until shutdown), for readiness-watchdog tests.
-uint64_t wedge_after_steps_from_env() {
-#ifdef LLMSERVE_FAULT_INJECTION
-  if (const char* v = std::getenv("LLMSERVE_FAULT_WEDGE_ENGINE"); v != nullptr && *v != '\0') {
-    const long long n = std::atoll(v);
-    return n > 0 ? static_cast<uint64_t>(n) : 1;
-  }
-#endif
-  return 0;
 }
 
 }  // namespace
@@ -42,7 +32,7 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
           GrammarCompilerOptions{options.grammar_compile_threads, options.grammar_cache_size})),
       max_model_len_(max_model_len),
       intake_(options.max_waiting_requests, options.max_waiting_tokens),
-      wedge_after_steps_(wedge_after_steps_from_env()) {
+      wedge_after_steps_(fault_wedge_engine_after_steps()) {
   model_name_ = options.model_path;
   if (auto slash = model_name_.find_last_of('/'); slash != std::string::npos) {
     model_name_ = model_name_.substr(slash + 1);

@@ -12,9 +12,11 @@ class RequestRng {
  public:
   explicit RequestRng(uint64_t seed = 0) : key_(mix(seed ^ 0x5851F42D4C957F2Dull)) {}
 
-  // The seed for sample `index` of a request: the user's seed for sample 0, a mix of it after.
+  // The seed for sample `index` of a request (n > 1): seed + index, so sample i of a request
+  // seeded s draws exactly as a single request seeded s + i (the key mixes the seed, so
+  // neighbouring seeds give unrelated streams).
   static uint64_t sample_seed(uint64_t seed, int32_t index) {
-    return index == 0 ? seed : mix(seed + mix(static_cast<uint64_t>(index)));
+    return seed + static_cast<uint64_t>(index);
   }
   // The seed of a request without one: from the server seed and the engine's request id.
   static uint64_t derived_seed(uint64_t server_seed, uint64_t request_id) {

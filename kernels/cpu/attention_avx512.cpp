@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/avx512_reduce.h"
+#include "llmserve/kernels/cpu_isa.h"
 
 namespace llmserve::kernels::cpu {
 namespace {
@@ -237,9 +238,11 @@ void attend_partition_avx512(const PagedKv& kv, const int32_t* table, int kv_hea
 }
 
 bool attention_avx512_available() {
-  __builtin_cpu_init();
-  const char* off = std::getenv("LLMSERVE_CPU_ATTENTION_AVX2");
-  return __builtin_cpu_supports("avx512f") && !(off != nullptr && std::strcmp(off, "1") == 0);
+  static const bool forced_off = [] {
+    const char* off = std::getenv("LLMSERVE_CPU_ATTENTION_AVX2");
+    return off != nullptr && std::strcmp(off, "1") == 0;
+  }();
+  return active_cpu_isa() == CpuIsa::kAvx512 && !forced_off;
 }
 
 }  // namespace llmserve::kernels::cpu

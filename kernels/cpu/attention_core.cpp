@@ -149,8 +149,7 @@ void attend_typed(const PagedKv& kv, const int32_t* table, int kv_head, const fl
 
 void attend_partition(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
                       float scale, int64_t start, int64_t end, float* rec) {
-  static const bool use_avx512 = attention_avx512_available();
-  if (use_avx512 && kv.shape.head_dim % 16 == 0) {
+  if (kv.shape.head_dim % 16 == 0 && attention_avx512_available()) {
     attend_partition_avx512(kv, table, kv_head, q, G, scale, start, end, rec);
     return;
   }

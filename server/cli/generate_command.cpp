@@ -1,6 +1,7 @@
 // `llmserve generate`: one prompt through the CPU model runner, the completion streamed to
 // stdout as it is made, then one stats line on stderr. A direct path (no engine, no scheduler)
-// for checking the model: one sequence, contiguous KV blocks.
+// for checking the model: one sequence, contiguous KV blocks. On CUDA or with speculation the
+// prompt goes through the engine instead.
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -11,8 +12,10 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "config/config_cli.h"
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
 #include "engine/model/model_weights.h"
@@ -23,54 +26,32 @@
 #include "engine/runner/stop_checker.h"
 #include "engine/tokenizer/load_tokenizer.h"
 #include "llmserve/kernels/act_precision.h"
+#include "llmserve/kernels/cpu_isa.h"
 #include "server/cli/command.h"
 #include "server/cli/generate_prompts_file.h"
+#include "server/common/options_from_config.h"
 
 namespace llmserve::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The request's own options; the engine's come from the configuration (--config, env,
+// --engine.* flags), as `serve` takes them.
 struct GenerateOptions {
-  std::string model;
   std::string prompt;
   bool chat = false;
   int32_t max_tokens = 64;
   float temperature = 0.0f;
   float top_p = 1.0f;
   int32_t top_k = 0;
-  std::optional<uint64_t> seed;
-  int threads = 2;
-  std::string precision = "q8x2";  // CPU matmul activations (kernels/act_precision.h)
-  std::string kv_dtype = "f16";    // KV cache elements: f16 | f32 | int8 | fp8
+  std::optional<uint64_t> seed;  // --seed (engine.seed) when given, else random
   std::string logits_out;
   std::string prompts_file;  // JSONL of requests run through the engine (generate_prompts_file.h)
   bool ignore_eos = false;
   bool sequential = false;  // prompts file: one request at a time
-  std::string spec_method = "none";
-  int32_t spec_num_tokens = 4;
-  int32_t spec_ngram_min = 1, spec_ngram_max = 4;
-  std::string spec_draft_model;
-  double spec_draft_token_cost = -1;
+  EngineOptions engine;
 };
-
-EngineOptions engine_options(const GenerateOptions& o) {
-  EngineOptions eo;
-  eo.model_path = o.model;
-  eo.threads = o.threads;
-  eo.cpu_matmul_precision = o.precision;
-  eo.kv_cache_dtype = o.kv_dtype;
-  eo.speculative.method = o.spec_method == "ngram"   ? SpecMethod::kNgram
-                          : o.spec_method == "draft" ? SpecMethod::kDraft
-                                                     : SpecMethod::kNone;
-  eo.speculative.num_tokens = o.spec_num_tokens;
-  eo.speculative.ngram_min = o.spec_ngram_min;
-  eo.speculative.ngram_max = o.spec_ngram_max;
-  eo.speculative.draft_model = o.spec_draft_model;
-  eo.speculative.max_running_requests = 1 << 20;
-  eo.speculative.draft_token_cost = o.spec_draft_token_cost;
-  return eo;
-}
 
 // With speculation the one prompt goes through the engine (the direct path has no drafts):
 // the text is printed when it is complete, then the stats line with the acceptance figures.
@@ -87,7 +68,7 @@ int run_through_engine(const GenerateOptions& o) {
   line["top_k"] = o.top_k;
   line["ignore_eos"] = o.ignore_eos;
   if (o.seed) line["seed"] = *o.seed;
-  auto engine = Engine::create(engine_options(o));
+  auto engine = Engine::create(o.engine);
   if (!engine.is_ok()) {
     std::cerr << "error: " << engine.status().to_string() << "\n";
     return engine.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
@@ -129,7 +110,7 @@ std::string token_text(const TokenizerSpec& spec, int32_t id) {
 Result<std::vector<int32_t>> prompt_ids(const GenerateOptions& o, const Tokenizer& tok) {
   if (!o.chat) return tok.encode(o.prompt, /*add_special=*/true, /*parse_special=*/true);
   const TokenizerSpec& spec = tok.spec();
-  if (spec.chat_template.empty()) return not_found(o.model + " has no chat template");
+  if (spec.chat_template.empty()) return not_found(o.engine.model_path + " has no chat template");
   LLMSERVE_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::parse(spec.chat_template));
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   messages.push_back({{"role", "user"}, {"content", o.prompt}});
@@ -149,8 +130,8 @@ Status write_logits(const std::string& path, std::span<const float> logits) {
 }
 
 Status run(const GenerateOptions& o) {
-  LLMSERVE_ASSIGN_OR_RETURN(auto tok, load_tokenizer(o.model));
-  LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(o.model));
+  LLMSERVE_ASSIGN_OR_RETURN(auto tok, load_tokenizer(o.engine.model_path));
+  LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(o.engine.model_path));
   const ModelConfig cfg = model->config();
   LLMSERVE_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, prompt_ids(o, *tok));
   if (prompt.empty()) return invalid_argument("the prompt has no tokens");
@@ -163,13 +144,21 @@ Status run(const GenerateOptions& o) {
       std::min<int64_t>(o.max_tokens, context - static_cast<int64_t>(prompt.size())));
 
   ModelRunnerOptions ro;
-  ro.num_threads = o.threads;
-  const auto precision = kernels::parse_act_precision(o.precision);
-  if (!precision) return invalid_argument("--cpu-matmul-precision must be q8x2 or q8");
+  ro.num_threads = o.engine.threads > 0
+                       ? o.engine.threads
+                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto precision = kernels::parse_act_precision(o.engine.cpu_matmul_precision);
+  if (!precision) return invalid_argument("engine.cpu_matmul_precision must be q8x2 or q8");
   ro.matmul_precision = *precision;
-  const auto kv_dtype = kernels::parse_kv_dtype(o.kv_dtype);
-  if (!kv_dtype) return invalid_argument("--kv-cache-dtype must be f16, f32, int8 or fp8");
+  const auto kv_dtype = kernels::parse_kv_dtype(o.engine.kv_cache_dtype);
+  if (!kv_dtype) return invalid_argument("engine.kv_cache_dtype must be f16, f32, int8 or fp8");
   ro.kv_cache_dtype = *kv_dtype;
+  const auto isa = kernels::parse_cpu_isa(o.engine.cpu_isa);
+  if (!isa || !kernels::cpu_supports(*isa)) {
+    return failed_precondition("engine.cpu_isa " + o.engine.cpu_isa +
+                               " is unknown or this CPU lacks it; use auto");
+  }
+  kernels::set_cpu_isa(*isa);
   ro.max_tokens_per_step = std::min<int64_t>(static_cast<int64_t>(prompt.size()), 2048);
   ro.max_samples_per_step = 1;
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_new;
@@ -239,12 +228,20 @@ Status run(const GenerateOptions& o) {
 
 }  // namespace
 
+// The engine path (the scheduler, speculation, CUDA) or the direct one (CPU model runner,
+// streams as it goes, --logits-out).
+bool needs_engine(const EngineOptions& e) {
+  const bool cuda = e.device == "cuda" || (e.device == "auto" && cuda_backend_available());
+  return cuda || e.speculative.enabled();
+}
+
 void add_generate_command(CLI::App& root, int& exit_code) {
   auto o = std::make_shared<GenerateOptions>();
+  auto flags = std::make_shared<ConfigFlags>();
   CLI::App* cmd = root.add_subcommand(
       "generate",
-      "Complete one prompt on the CPU, streaming the text to stdout and stats to stderr");
-  cmd->add_option("--model", o->model, "A .gguf file or an HF model directory")->required();
+      "Complete one prompt, streaming the text to stdout and stats to stderr; takes the engine's "
+      "configuration as `serve` does (--config, LLMSERVE_* env, --engine.* flags)");
   cmd->add_option("--prompt", o->prompt, "The prompt text (or --prompts-file)");
   cmd->add_option("--prompts-file", o->prompts_file,
                   "JSONL, one request per line with its own params, run concurrently through the "
@@ -257,36 +254,31 @@ void add_generate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass, (0, 1]")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens; 0 = off");
-  cmd->add_option("--seed", o->seed, "RNG seed (random when unset)");
-  cmd->add_option("--threads", o->threads, "CPU threads")->check(CLI::PositiveNumber);
-  cmd->add_option("--cpu-matmul-precision", o->precision,
-                  "q8x2 (default: two 8-bit activation passes, matches f32) or q8 (one pass)")
-      ->check(CLI::IsMember({"q8x2", "q8"}));
-  cmd->add_option("--kv-cache-dtype", o->kv_dtype,
-                  "KV cache elements: f16 (default), f32, int8 or fp8 (CUDA)")
-      ->check(CLI::IsMember({"f16", "f32", "int8", "fp8"}));
   cmd->add_option("--logits-out", o->logits_out,
                   "Write the last prompt position's logits here (float32 little-endian)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the model's stop tokens");
   cmd->add_flag("--sequential", o->sequential,
                 "--prompts-file: run the lines one after the other (single-stream figures)");
-  cmd->add_option("--speculative-method", o->spec_method,
-                  "none (default), ngram or draft: runs through the engine with speculation")
-      ->check(CLI::IsMember({"none", "ngram", "draft"}));
-  cmd->add_option("--speculative-num-tokens", o->spec_num_tokens, "Drafts per step (k)")
-      ->check(CLI::Range(1, 32));
-  cmd->add_option("--speculative-ngram-min", o->spec_ngram_min, "Shortest n-gram matched")
-      ->check(CLI::Range(1, 64));
-  cmd->add_option("--speculative-ngram-max", o->spec_ngram_max, "Longest n-gram matched")
-      ->check(CLI::Range(1, 64));
-  cmd->add_option("--speculative-draft-model", o->spec_draft_model,
-                  "Draft model (.gguf or HF directory) for --speculative-method draft");
-  cmd->add_option("--speculative-draft-token-cost", o->spec_draft_token_cost,
-                  "One draft's cost relative to a decode step (0 = always draft k, -1 = measure)")
-      ->check(CLI::Range(-1.0, 100.0));
-  cmd->callback([o, &exit_code] {
+  add_config_options(*cmd, *flags);
+  cmd->callback([o, flags, &exit_code] {
+    auto config = load_config(*flags, current_environment());
+    if (!config.is_ok()) {
+      std::cerr << "error: " << config.status().message() << "\n";
+      exit_code = 2;
+      return;
+    }
+    auto engine = engine_options_from_config(*config);
+    if (!engine.is_ok()) {
+      std::cerr << "error: " << engine.status().message() << "\n";
+      exit_code = 2;
+      return;
+    }
+    o->engine = std::move(engine).value();
+    for (const ConfigOverride& ov : flags->overrides()) {
+      if (ov.key == "engine.seed") o->seed = config->engine.seed;
+    }
     if (!o->prompts_file.empty()) {
-      exit_code = run_generate_prompts_file(engine_options(*o), o->prompts_file, o->sequential);
+      exit_code = run_generate_prompts_file(o->engine, o->prompts_file, o->sequential);
       return;
     }
     if (o->prompt.empty()) {
@@ -294,7 +286,7 @@ void add_generate_command(CLI::App& root, int& exit_code) {
       exit_code = 2;
       return;
     }
-    if (o->spec_method != "none") {
+    if (needs_engine(o->engine)) {
       exit_code = run_through_engine(*o);
       return;
     }

@@ -101,9 +101,8 @@ Status check_prompts(const RequestLimits& limits, const GenerationRequest& req) 
 
 Status validate_generation_request(const RequestLimits& limits, GenerationRequest* req) {
   if (!req->model.empty() && !limits.model_name.empty() && req->model != limits.model_name) {
-    return field_error("model", "the model '" + req->model +
-                                    "' does not exist; this server serves '" + limits.model_name +
-                                    "'");
+    return not_found("model: the model '" + req->model + "' does not exist; this server serves '" +
+                     limits.model_name + "'");
   }
   LLMSERVE_RETURN_IF_ERROR(check_sampling(limits, *req));
   SamplingParams& p = req->params;
@@ -169,21 +168,21 @@ Status prepare_prompts(const Tokenizer& tokenizer, const RequestLimits& limits, 
   size_t longest = 0;
   for (const auto& ids : req->prompt_token_ids) longest = std::max(longest, ids.size());
   return fit_context(static_cast<int64_t>(longest), limits,
-                     chat ? 0 : limits.default_completion_max_tokens, req);
+                     chat ? 0 : limits.default_completion_max_tokens, req, style);
 }
 
 Status fit_context(int64_t prompt_tokens, const RequestLimits& limits, int32_t default_max,
-                   GenerationRequest* req) {
+                   GenerationRequest* req, PromptStyle style) {
+  const std::string field = style == PromptStyle::kChat ? "messages" : "prompt";
   const int64_t ctx = limits.max_model_len;
   SamplingParams& p = req->params;
   if (prompt_tokens >= ctx || (req->max_tokens_given && prompt_tokens + p.max_tokens > ctx)) {
     const int64_t asked = req->max_tokens_given ? p.max_tokens : 1;
-    return out_of_range("This model's maximum context length is " + std::to_string(ctx) +
-                        " tokens. However, you requested " + std::to_string(prompt_tokens + asked) +
-                        " tokens (" + std::to_string(prompt_tokens) + " in the messages, " +
-                        std::to_string(asked) +
-                        " in the completion). Please reduce the length of the messages or "
-                        "completion.");
+    return out_of_range(
+        field + ": This model's maximum context length is " + std::to_string(ctx) +
+        " tokens. However, you requested " + std::to_string(prompt_tokens + asked) + " tokens (" +
+        std::to_string(prompt_tokens) + " in the " + field + ", " + std::to_string(asked) +
+        " in the completion). Please reduce the length of the " + field + " or completion.");
   }
   if (!req->max_tokens_given) {
     const int64_t room = ctx - prompt_tokens;

@@ -63,9 +63,9 @@ Status prepare_prompts(const Tokenizer& tokenizer, const RequestLimits& limits, 
 
 // A prompt of `prompt_tokens` tokens: fills params.max_tokens when not given (`default_max`, or
 // the room left when `default_max` <= 0); OUT_OF_RANGE (OpenAI's context_length_exceeded, the
-// message naming both numbers) when it does not fit.
+// message "prompt: ..." or "messages: ..." by `style`, naming both numbers) when it does not fit.
 Status fit_context(int64_t prompt_tokens, const RequestLimits& limits, int32_t default_max,
-                   GenerationRequest* req);
+                   GenerationRequest* req, PromptStyle style);
 
 // Token ids must lie in [0, vocab_size).
 Status check_token_ids(const std::vector<int32_t>& ids, int32_t vocab_size, const char* field);

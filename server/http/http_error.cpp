@@ -26,22 +26,21 @@ HttpError http_error_from_status(const Status& status, int retry_after_seconds) 
       e.status = 400;
       e.type = "invalid_request_error";
       e.param = param_from_message(status.message());
-      if (e.param == "model")
-        e.code = "model_not_found";
-      else
-        e.code = "invalid_value";
+      e.code = "invalid_value";
       if (status.message().rfind("request body", 0) == 0) e.code = "invalid_json";
       break;
     case StatusCode::kOutOfRange:
       e.status = 400;
       e.type = "invalid_request_error";
       e.code = "context_length_exceeded";
-      e.param = "messages";
+      e.param = param_from_message(status.message());
+      if (e.param.empty()) e.param = "messages";
       break;
     case StatusCode::kNotFound:
       e.status = 404;
       e.type = "invalid_request_error";
-      e.code = "not_found";
+      e.param = param_from_message(status.message());
+      e.code = e.param == "model" ? "model_not_found" : "not_found";
       break;
     case StatusCode::kUnimplemented:
       e.status = 400;

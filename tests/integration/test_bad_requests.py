@@ -52,7 +52,8 @@ def corpus():
           ("tools", chat(tools=[{"type": "function"}]), 400, "tools[0].function"),
           ("response_format", chat(response_format={"type": "xml"}), 400,
            "response_format"),
-          ("model", cmpl(model="gpt-4"), 400, "model"), ("model type", cmpl(model=5), 400, "model")]
+          ("model", cmpl(model="gpt-4"), 404, "model"), ("model type", cmpl(model=5), 400, "model"),
+          ("chat model", chat(model="gpt-4"), 404, "model")]
     # Out-of-range and wrong-typed sampling fields (negative, huge, strings, floats).
     bad_values = {
         "max_tokens": [-1, 0, "10", 1.5, True, 1e30, 3_000_000_000],
@@ -99,6 +100,9 @@ def corpus():
           ("chat top_logprobs big", chat(logprobs=True, top_logprobs=99), 400, "top_logprobs")]
     # Prompts over the context.
     c.append(("prompt over context", cmpl(prompt="hello " * 20000, max_tokens=1), 400, None))
+    c.append(("chat over context",
+              chat(messages=[{"role": "user", "content": "hello " * 20000}], max_tokens=1), 400,
+              None))
     c.append(("max_tokens over context", cmpl(max_tokens=10_000_000), 400, None))
     # 10 MB body: 413.
     c.append(("10 MB body", raw("/v1/completions", b'{"prompt":"' + b"a" * (10 << 20) + b'"}'),
@@ -126,8 +130,11 @@ def test_bad_request(daemon, name, req, status, param):
     assert err["code"] is None or isinstance(err["code"], str)
     if param is not None:
         assert err["param"] == param
-    if name == "prompt over context":
+    if name in ("prompt over context", "chat over context"):
         assert err["code"] == "context_length_exceeded"
+        assert err["param"] == ("messages" if name.startswith("chat") else "prompt")
+    if name in ("model", "chat model"):
+        assert err["code"] == "model_not_found"
 
 
 def test_routes_and_methods(daemon):

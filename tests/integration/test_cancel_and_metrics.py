@@ -3,6 +3,7 @@ import json
 import socket
 import time
 
+import pytest
 import requests
 
 METRICS = [
@@ -66,16 +67,19 @@ def test_disconnect_mid_stream_frees_kv(daemon):
     assert aborted and float(aborted[0].split()[-1]) >= 3
 
 
-def test_cancel_by_id(daemon):
+@pytest.mark.parametrize("method", ["DELETE /v1/requests/{id}", "POST /v1/requests/{id}/cancel"])
+def test_cancel_by_id(daemon, method):
     idle = daemon.metric("llmserve_kv_cache_usage_ratio")
+    rid = "to-cancel-" + method.split()[0].lower()
     with requests.post(daemon.url("/v1/completions"), stream=True, timeout=120,
-                       headers={"X-Request-Id": "to-cancel"},
+                       headers={"X-Request-Id": rid},
                        json={"prompt": "Go on forever:", "max_tokens": 1000, "ignore_eos": True,
                              "stream": True}) as r:
         lines = r.iter_lines()
         next(line for line in lines if line.startswith(b"data: "))
-        d = requests.delete(daemon.url("/v1/requests/to-cancel"), timeout=10)
-        assert d.status_code == 200
+        verb, path = method.split()
+        d = requests.request(verb, daemon.url(path.format(id=rid)), timeout=10)
+        assert d.status_code == 200, d.text
         finishes = [json.loads(line[6:])["choices"][0]["finish_reason"]
                     for line in lines if line.startswith(b"data: {")]
     assert "abort" in finishes

@@ -61,17 +61,36 @@ def test_logprobs_completion_and_chat(client, model_id):
     lp = r.choices[0].logprobs
     assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs)
     assert all(v <= 0 for v in lp.token_logprobs)
-    assert all(len(t) <= 3 for t in lp.top_logprobs)
+    # Each position lists exactly its top 3 (the vocabulary is far larger), most likely first,
+    # the sampled (greedy) token among them with the same logprob.
+    for tok, tok_lp, top in zip(lp.tokens, lp.token_logprobs, lp.top_logprobs):
+        assert len(top) == 3, top
+        assert all(v <= 0 for v in top.values())
+        assert tok in top and abs(top[tok] - tok_lp) < 1e-4
+        assert abs(max(top.values()) - tok_lp) < 1e-4  # greedy: the sampled token is the best
     c = client.chat.completions.create(model=model_id, messages=[{"role": "user", "content": "Hi"}],
                                        max_tokens=4, temperature=0, logprobs=True, top_logprobs=2)
     content = c.choices[0].logprobs.content
-    assert content and all(len(t.top_logprobs) == 2 for t in content)
+    assert len(content) == c.usage.completion_tokens
+    for t in content:
+        assert len(t.top_logprobs) == 2
+        assert t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob
+        assert t.top_logprobs[0].token == t.token
+        assert abs(t.top_logprobs[0].logprob - t.logprob) < 1e-4
+        assert t.logprob <= 0 and t.bytes and all(0 <= b < 256 for b in t.bytes)
 
 
-def test_n_two_samples(client, model_id):
-    r = client.completions.create(model=model_id, prompt="Pick a color:", max_tokens=6, n=2,
-                                  temperature=1.0, seed=7)
-    assert sorted(c.index for c in r.choices) == [0, 1]
+def test_n_samples_are_distinct_and_equal_their_seeds_run_singly(client, model_id):
+    # Sample i of a request seeded s draws as a single request seeded s + i (README, sampling).
+    kw = dict(model=model_id, prompt="Write a list of random words:", max_tokens=24,
+              temperature=1.0, top_p=1.0)
+    r = client.completions.create(n=3, seed=7, **kw)
+    assert sorted(c.index for c in r.choices) == [0, 1, 2]
+    texts = [c.text for c in sorted(r.choices, key=lambda c: c.index)]
+    assert len(set(texts)) == 3, texts
+    singles = [client.completions.create(seed=7 + i, **kw) for i in range(3)]
+    assert texts == [s.choices[0].text for s in singles]
+    assert r.usage.completion_tokens == sum(s.usage.completion_tokens for s in singles)
 
 
 def test_seed_reproducibility(client, model_id):

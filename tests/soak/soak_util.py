@@ -32,8 +32,8 @@ Daemon = _it.Daemon
 serve_available = _it.serve_available
 BIN = _it.BIN
 MODEL = _it.MODEL
-# A daemon built with -DLLMSERVE_FAULT_INJECTION=ON (watchdog test).
-FAULT_BIN = Path(os.environ.get("LLMSERVE_FAULT_BIN", ROOT / "build-fault" / "llmserve"))
+# The daemon with the test-only fault switches linked in (tests/fault/, built beside llmserve).
+FAULT_BIN = Path(os.environ.get("LLMSERVE_FAULT_BIN", BIN.parent / "llmserve-fault"))
 
 
 def parse_metrics(text):

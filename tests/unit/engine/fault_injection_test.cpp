@@ -1,5 +1,6 @@
-// The test-only wedge switch (LLMSERVE_FAULT_INJECTION builds): with LLMSERVE_FAULT_WEDGE_ENGINE
-// set the loop stops stepping, so the readiness signals (pending work, step age) show it.
+// The test-only wedge switch (unit_engine_fault links tests/fault/fault_switches.cpp): with
+// LLMSERVE_FAULT_WEDGE_ENGINE set the loop stops stepping, so the readiness signals (pending
+// work, step age) show it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,7 +11,6 @@
 namespace llmserve::testing {
 namespace {
 
-#ifdef LLMSERVE_FAULT_INJECTION
 TEST(EngineFaultInjection, WedgedLoopStopsSteppingButStillShutsDown) {
   LLMSERVE_REQUIRE_MODEL();
   ::setenv("LLMSERVE_FAULT_WEDGE_ENGINE", "2", 1);
@@ -35,7 +35,6 @@ TEST(EngineFaultInjection, WedgedLoopStopsSteppingButStillShutsDown) {
   engine->shutdown();
   EXPECT_EQ(collect(**stream).samples[0].finish, FinishReason::kAbort);
 }
-#endif
 
 TEST(EngineIdle, StepAgeGrowsWithoutPendingWork) {
   LLMSERVE_REQUIRE_MODEL();

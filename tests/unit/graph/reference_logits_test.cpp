@@ -23,9 +23,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/runner/model_runner.h"
@@ -106,31 +108,48 @@ size_t first_difference(const std::vector<int32_t>& a, const std::vector<int32_t
   return i;
 }
 
+// ctest runs each case in its own process: a configuration runs once per process, when a case
+// first needs it.
 class ReferenceLogits : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override {
     const char* path = std::getenv("LLMSERVE_TEST_MODEL");
-    if (path == nullptr || *path == 0) return;
+    if (path == nullptr || *path == 0) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
     model_path_ = path;
-    q8x2_ = run_cases(model_path_, kernels::ActPrecision::kQ8x2);
-    q8_ = run_cases(model_path_, kernels::ActPrecision::kQ8);
-    q8x2_f32kv_ = run_cases(model_path_, kernels::ActPrecision::kQ8x2, kernels::KvDtype::kF32);
-    q8x2_int8kv_ = run_cases(model_path_, kernels::ActPrecision::kQ8x2, kernels::KvDtype::kInt8);
+  }
+  static const std::vector<CaseResult>& results(kernels::ActPrecision precision,
+                                                kernels::KvDtype kv_dtype) {
+    static std::map<std::pair<int, int>, std::vector<CaseResult>> cache;
+    const std::pair<int, int> key{static_cast<int>(precision), static_cast<int>(kv_dtype)};
+    auto it = cache.find(key);
+    if (it == cache.end())
+      it = cache.emplace(key, run_cases(model_path_, precision, kv_dtype)).first;
+    return it->second;
+  }
+  // Defaults (f16 KV cache) with both matmul precisions, and q8x2 over f32 and int8 KV caches.
+  static const std::vector<CaseResult>& q8x2() {
+    return results(kernels::ActPrecision::kQ8x2, kernels::KvDtype::kF16);
+  }
+  static const std::vector<CaseResult>& q8() {
+    return results(kernels::ActPrecision::kQ8, kernels::KvDtype::kF16);
+  }
+  static const std::vector<CaseResult>& q8x2_f32kv() {
+    return results(kernels::ActPrecision::kQ8x2, kernels::KvDtype::kF32);
+  }
+  static const std::vector<CaseResult>& q8x2_int8kv() {
+    return results(kernels::ActPrecision::kQ8x2, kernels::KvDtype::kInt8);
   }
   static inline std::string model_path_;
-  // Defaults (f16 KV cache) with both matmul precisions, and q8x2 over an f32 KV cache.
-  static inline std::vector<CaseResult> q8x2_, q8_, q8x2_f32kv_, q8x2_int8kv_;
 };
 
 TEST_F(ReferenceLogits, LastPositionLogitsMatchTransformers) {
-  if (model_path_.empty()) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
-  ASSERT_GE(q8x2_.size(), 20u);
-  ASSERT_EQ(q8_.size(), q8x2_.size());
-  ASSERT_EQ(q8x2_f32kv_.size(), q8x2_.size());
-  for (const auto* set : {&q8x2_f32kv_, &q8x2_, &q8_}) {
-    const bool precise = set != &q8_;
+  ASSERT_GE(q8x2().size(), 20u);
+  ASSERT_EQ(q8().size(), q8x2().size());
+  ASSERT_EQ(q8x2_f32kv().size(), q8x2().size());
+  for (const auto* set : {&q8x2_f32kv(), &q8x2(), &q8()}) {
+    const bool precise = set != &q8();
     // Rounding keys and values to f16 (relative 2^-11) moves these logits by ~0.01 more.
-    const float bound = set == &q8x2_f32kv_ ? 0.01f : set == &q8x2_ ? 0.03f : 1.5f;
+    const float bound = set == &q8x2_f32kv() ? 0.01f : set == &q8x2() ? 0.03f : 1.5f;
     float worst = 0;
     int top5_all = 0, top1 = 0;
     for (const auto& r : *set) {
@@ -143,17 +162,16 @@ TEST_F(ReferenceLogits, LastPositionLogitsMatchTransformers) {
     std::printf(
         "[reference] %s: %zu prompts: max |logit diff| on top-20 = %.4f; top-5 sets identical on "
         "%d, top-1 on %d\n",
-        set == &q8x2_f32kv_ ? "q8x2 + f32 KV"
-        : precise           ? "q8x2"
-                            : "q8",
+        set == &q8x2_f32kv() ? "q8x2 + f32 KV"
+        : precise            ? "q8x2"
+                             : "q8",
         set->size(), worst, top5_all, top1);
   }
 }
 
 TEST_F(ReferenceLogits, GreedyContinuationsMatchTransformers) {
-  if (model_path_.empty()) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
   int identical = 0;
-  for (const auto& r : q8x2_) {
+  for (const auto& r : q8x2()) {
     const size_t i = first_difference(r.greedy, r.expected_greedy);
     if (i == r.greedy.size()) {
       ++identical;
@@ -166,8 +184,8 @@ TEST_F(ReferenceLogits, GreedyContinuationsMatchTransformers) {
   }
   std::printf(
       "[reference] q8x2: greedy 32-token continuations identical to transformers on %d of %zu\n",
-      identical, q8x2_.size());
-  EXPECT_GE(identical * 20, 18 * static_cast<int>(q8x2_.size()));
+      identical, q8x2().size());
+  EXPECT_GE(identical * 20, 18 * static_cast<int>(q8x2().size()));
 }
 
 // An int8 KV cache rounds each key and value element by at most amax/254 of its (token, head)
@@ -185,13 +203,12 @@ constexpr float kInt8Bound = 0.5f;
 constexpr float kInt8PartingMargin = 0.2f;
 
 TEST_F(ReferenceLogits, Int8KvCacheStaysCloseToF16) {
-  if (model_path_.empty()) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
-  ASSERT_EQ(q8x2_int8kv_.size(), q8x2_.size());
+  ASSERT_EQ(q8x2_int8kv().size(), q8x2().size());
   float worst = 0, worst_f16 = 0;
   int identical = 0, top5_all = 0;
-  for (size_t c = 0; c < q8x2_.size(); ++c) {
-    const CaseResult& r = q8x2_int8kv_[c];
-    const CaseResult& f16 = q8x2_[c];
+  for (size_t c = 0; c < q8x2().size(); ++c) {
+    const CaseResult& r = q8x2_int8kv()[c];
+    const CaseResult& f16 = q8x2()[c];
     worst = std::max(worst, r.max_abs);
     worst_f16 = std::max(worst_f16, f16.max_abs);
     top5_all += r.top5_overlap == 5;
@@ -211,15 +228,14 @@ TEST_F(ReferenceLogits, Int8KvCacheStaysCloseToF16) {
   std::printf(
       "[reference] q8x2 + int8 KV: max |logit diff| vs transformers on top-20 = %.4f (f16 KV "
       "%.4f); top-5 sets identical on %d of %zu; greedy identical to f16 KV on %d of %zu\n",
-      worst, worst_f16, top5_all, q8x2_.size(), identical, q8x2_.size());
+      worst, worst_f16, top5_all, q8x2().size(), identical, q8x2().size());
 }
 
 // One 8-bit pass: partings from llama.cpp (same scheme, other rounding details) and from
 // transformers happen only at near-ties; reported, with the identical counts.
 TEST_F(ReferenceLogits, OnePassPartsOnlyAtNearTies) {
-  if (model_path_.empty()) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
   int same_llamacpp = 0, same_hf = 0;
-  for (const auto& r : q8_) {
+  for (const auto& r : q8()) {
     const size_t i = first_difference(r.greedy, r.llamacpp_greedy);
     same_hf += r.greedy == r.expected_greedy;
     if (i == r.greedy.size()) {
@@ -233,17 +249,16 @@ TEST_F(ReferenceLogits, OnePassPartsOnlyAtNearTies) {
   std::printf(
       "[reference] q8: greedy continuations identical to llama.cpp on %d of %zu, to transformers "
       "on %d\n",
-      same_llamacpp, q8_.size(), same_hf);
+      same_llamacpp, q8().size(), same_hf);
 }
 
 // "The capital of France is" continues with Paris, and so does the chat question (with SmolLM2's
 // default system prompt, a near-tie: "The" 25.325 vs "L" 25.243 in transformers' f32 logits).
 TEST_F(ReferenceLogits, CapitalOfFranceIsParis) {
-  if (model_path_.empty()) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
   auto tok = load_tokenizer(model_path_);
   ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
   int found = 0;
-  for (const auto& r : q8x2_) {
+  for (const auto& r : q8x2()) {
     if (r.prompt == "The capital of France is" || r.prompt == "What is the capital of France?") {
       ++found;
       const std::string text = (*tok)->decode(r.greedy, true);

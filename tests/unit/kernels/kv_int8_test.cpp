@@ -16,7 +16,7 @@
 //    The bound is reached at context 1 (the output is one dequantized V row) and is ~100x loose at
 //    hundreds of keys, whose score errors do not all point the same way.
 // The AVX-512 and AVX2 paths are picked once per process: ctest runs these tests a second time with
-// LLMSERVE_CPU_ATTENTION_AVX2=1 (tests/unit/kernels/CMakeLists.txt).
+// LLMSERVE_TEST_CPU_ISA=avx2 (tests/unit/kernels/CMakeLists.txt).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,6 +33,7 @@
 
 #include "kernel_test_util.h"
 #include "llmserve/kernels/attention.h"
+#include "llmserve/kernels/cpu_isa.h"
 #include "llmserve/kernels/kv_cache_ops.h"
 
 namespace llmserve::kernels {
@@ -361,8 +362,7 @@ TEST_P(KvInt8Attention, PrefillAndDecodeMatchReferences) {
   const auto [D, ratio] = GetParam();
   const bool avx512 = cpu::attention_avx512_available() && D % 16 == 0;
   SCOPED_TRACE(avx512 ? "AVX-512 path" : "AVX2 path");
-  const char* env = std::getenv("LLMSERVE_CPU_ATTENTION_AVX2");
-  if (env != nullptr && std::strcmp(env, "1") == 0) {
+  if (active_cpu_isa() == CpuIsa::kAvx2) {
     ASSERT_FALSE(cpu::attention_avx512_available());
   }
   const int KVH = 2, bs = 16;

@@ -18,9 +18,11 @@ namespace {
 using testing::random_floats;
 using testing::random_weights;
 
+// Restores the ISA the binary runs with (LLMSERVE_TEST_CPU_ISA may have forced AVX2).
 struct IsaGuard {
-  explicit IsaGuard(PackedIsa isa) { set_packed_isa(isa); }
-  ~IsaGuard() { set_packed_isa(PackedIsa::kAuto); }
+  explicit IsaGuard(PackedIsa isa) : previous(active_packed_isa()) { set_packed_isa(isa); }
+  ~IsaGuard() { set_packed_isa(previous); }
+  PackedIsa previous;
 };
 
 std::vector<PackedIsa> isas() {

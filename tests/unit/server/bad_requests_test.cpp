@@ -82,9 +82,9 @@ std::vector<BadCase> cases() {
       {'h', chat(R"("response_format":{"type":"xml"})"), 400, "response_format"},
       {'h', chat(R"("response_format":"json")"), 400, "response_format"},
       // model
-      {'c', cmpl(R"("model":"gpt-4")"), 400, "model"},
+      {'c', cmpl(R"("model":"gpt-4")"), 404, "model"},  // model_not_found
       {'c', cmpl(R"("model":5)"), 400, "model"},
-      {'h', chat(R"("model":"other")"), 400, "model"},
+      {'h', chat(R"("model":"other")"), 404, "model"},
       // max_tokens
       {'c', cmpl(R"("max_tokens":-1)"), 400, "max_tokens"},
       {'c', cmpl(R"("max_tokens":0)"), 400, "max_tokens"},
@@ -94,7 +94,7 @@ std::vector<BadCase> cases() {
       {'c', cmpl(R"("max_tokens":1e30)"), 400, "max_tokens"},
       {'c', cmpl(R"("max_tokens":3000000000)"), 400, "max_tokens"},
       {'c', cmpl(R"("max_tokens":18446744073709551615)"), 400, "max_tokens"},
-      {'c', cmpl(R"("max_tokens":100000)"), 400, "messages"},  // context_length_exceeded
+      {'c', cmpl(R"("max_tokens":100000)"), 400, "prompt"},  // context_length_exceeded
       {'h', chat(R"("max_completion_tokens":-5)"), 400, "max_completion_tokens"},
       {'h', chat(R"("max_tokens":100000)"), 400, "messages"},
       // temperature / top_p / top_k / min_p
@@ -211,8 +211,8 @@ std::vector<BadCase> cases() {
        400, "stop"},
   };
   // Prompt over the context (64 tokens).
-  v.push_back({'c', R"({"prompt":")" + std::string(64, 'a') + R"("})", 400, "messages"});
-  v.push_back({'c', R"({"prompt":")" + std::string(5000, 'a') + R"("})", 400, "messages"});
+  v.push_back({'c', R"({"prompt":")" + std::string(64, 'a') + R"("})", 400, "prompt"});
+  v.push_back({'c', R"({"prompt":")" + std::string(5000, 'a') + R"("})", 400, "prompt"});
   v.push_back({'h',
                R"({"messages":[{"role":"user","content":")" + std::string(200, 'a') + R"("}]})",
                400, "messages"});
@@ -280,7 +280,12 @@ TEST(HttpErrorMapping, StatusCodesAndRetryAfter) {
   EXPECT_EQ(http_error_from_status(not_found("x")).status, 404);
   EXPECT_EQ(http_error_from_status(internal_error("x")).status, 500);
   EXPECT_EQ(http_error_from_status(out_of_range("ctx")).code, "context_length_exceeded");
-  EXPECT_EQ(http_error_from_status(invalid_argument("model: nope")).code, "model_not_found");
+  EXPECT_EQ(http_error_from_status(not_found("model: nope")).code, "model_not_found");
+  EXPECT_EQ(http_error_from_status(not_found("model: nope")).status, 404);
+  EXPECT_EQ(http_error_from_status(not_found("no such request")).code, "not_found");
+  EXPECT_EQ(http_error_from_status(out_of_range("prompt: too long")).param, "prompt");
+  EXPECT_EQ(http_error_from_status(invalid_argument("model: must be a string")).code,
+            "invalid_value");
   EXPECT_EQ(unauthorized_error().status, 401);
   EXPECT_EQ(unauthorized_error().code, "invalid_api_key");
   EXPECT_EQ(payload_too_large_error(10).status, 413);

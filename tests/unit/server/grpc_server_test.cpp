@@ -131,8 +131,7 @@ TEST_F(GrpcServerTest, InvalidArgumentsAreRejectedBeforeTheEngine) {
            [](v1::GenerateRequest& r) { r.add_prompt_token_ids(1); },
            [](v1::GenerateRequest& r) { r.set_max_tokens(100000); },
            [](v1::GenerateRequest& r) { (*r.mutable_logit_bias())[-3] = 1; },
-           [](v1::GenerateRequest& r) { r.set_n(0); },
-           [](v1::GenerateRequest& r) { r.set_model("other"); }}) {
+           [](v1::GenerateRequest& r) { r.set_n(0); }}) {
     grpc::ClientContext ctx;
     v1::GenerateRequest req;
     req.set_prompt("hi");
@@ -141,6 +140,12 @@ TEST_F(GrpcServerTest, InvalidArgumentsAreRejectedBeforeTheEngine) {
     EXPECT_EQ(stub_->Complete(&ctx, req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
         << req.ShortDebugString();
   }
+  grpc::ClientContext ctx;
+  v1::GenerateRequest req;
+  req.set_prompt("hi");
+  req.set_model("other");
+  v1::CompleteResponse resp;
+  EXPECT_EQ(stub_->Complete(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_TRUE(engine_.submitted().empty());
 }
 

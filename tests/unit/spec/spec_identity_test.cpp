@@ -70,83 +70,78 @@ std::vector<Collected> run_batched(SpecMethod method, EngineStats* stats = nullp
   return out;
 }
 
-class SpecIdentity : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    if (test_model() != nullptr)
-      reference_ = new std::vector<Collected>(run_batched(SpecMethod::kNone));
-  }
-  static void TearDownTestSuite() {
-    delete reference_;
-    reference_ = nullptr;
-  }
-  static std::vector<Collected>* reference_;
-};
-std::vector<Collected>* SpecIdentity::reference_ = nullptr;
-
-TEST_F(SpecIdentity, NgramBatchedEqualsOff) {
-  LLMSERVE_REQUIRE_MODEL();
-  EngineStats stats;
-  const std::vector<Collected> got = run_batched(SpecMethod::kNgram, &stats);
-  ASSERT_EQ(got.size(), reference_->size());
-  for (size_t i = 0; i < got.size(); ++i)
-    expect_same(got[i], (*reference_)[i], "request " + std::to_string(i));
-  // Speculation really ran, with some drafts accepted and some rejected.
-  EXPECT_GT(stats.spec_num_drafts, 100u);
-  EXPECT_GT(stats.spec_num_accepted_tokens, 0u);
-  EXPECT_LT(stats.spec_num_accepted_tokens, stats.spec_num_draft_tokens);
-  uint64_t by_position = 0;
-  for (uint64_t n : stats.spec_accepted_per_position) by_position += n;
-  EXPECT_EQ(by_position, stats.spec_num_accepted_tokens);
+// ctest runs each case in its own process, so each case runs the reference (speculation off)
+// itself: the n-gram checks share one case.
+const std::vector<Collected>& reference() {
+  static const std::vector<Collected> ref = run_batched(SpecMethod::kNone);
+  return ref;
 }
 
-TEST_F(SpecIdentity, DraftModelBatchedEqualsOff) {
+TEST(SpecIdentity, NgramBatchedAloneAndUnderPreemptionEqualOff) {
+  LLMSERVE_REQUIRE_MODEL();
+  ASSERT_FALSE(reference().empty());
+  {
+    SCOPED_TRACE("batched");
+    EngineStats stats;
+    const std::vector<Collected> got = run_batched(SpecMethod::kNgram, &stats);
+    ASSERT_EQ(got.size(), reference().size());
+    for (size_t i = 0; i < got.size(); ++i)
+      expect_same(got[i], reference()[i], "request " + std::to_string(i));
+    // Speculation really ran, with some drafts accepted and some rejected.
+    EXPECT_GT(stats.spec_num_drafts, 100u);
+    EXPECT_GT(stats.spec_num_accepted_tokens, 0u);
+    EXPECT_LT(stats.spec_num_accepted_tokens, stats.spec_num_draft_tokens);
+    uint64_t by_position = 0;
+    for (uint64_t n : stats.spec_accepted_per_position) by_position += n;
+    EXPECT_EQ(by_position, stats.spec_num_accepted_tokens);
+  }
+  {
+    SCOPED_TRACE("alone");
+    auto engine = make_engine(spec_options(SpecMethod::kNgram));
+    ASSERT_NE(engine, nullptr);
+    std::vector<GenerateRequest> reqs = all_requests(engine->tokenizer());
+    // The grounded prompts (the last 8 of each setting), greedy and one seeded setting.
+    const size_t per_setting = reqs.size() / identity_settings().size();
+    for (size_t setting : {size_t{0}, size_t{3}}) {
+      for (size_t i = per_setting - 8; i < per_setting; ++i) {
+        const size_t k = setting * per_setting + i;
+        expect_same(run_alone(*engine, reqs[k]), reference()[k], "request " + std::to_string(k));
+      }
+    }
+    expect_no_leak(*engine);
+  }
+  {
+    SCOPED_TRACE("under preemption");
+    EngineOptions o = spec_options(SpecMethod::kNgram);
+    o.kv_cache_bytes = 14ull << 20;  // 39 blocks of 16 tokens: too few for 16 requests at once
+    auto engine = make_engine(o);
+    ASSERT_NE(engine, nullptr);
+    std::vector<GenerateRequest> reqs = all_requests(engine->tokenizer());
+    const size_t per_setting = reqs.size() / identity_settings().size();
+    std::vector<GenerateRequest> subset;
+    std::vector<size_t> index;
+    for (size_t k = 3 * per_setting; k < 4 * per_setting; ++k) {  // T = 0.8, seed 11
+      subset.push_back(reqs[k]);
+      index.push_back(k);
+    }
+    const std::vector<Collected> got = run_together(*engine, std::move(subset));
+    for (size_t i = 0; i < got.size(); ++i) {
+      expect_same(got[i], reference()[index[i]], "request " + std::to_string(index[i]));
+    }
+    EXPECT_GT(engine->stats().preemptions, 0u);
+    expect_no_leak(*engine);
+  }
+}
+
+TEST(SpecIdentity, DraftModelBatchedEqualsOff) {
   LLMSERVE_REQUIRE_MODEL();
   EngineStats stats;
   const std::vector<Collected> got = run_batched(SpecMethod::kDraft, &stats);
-  ASSERT_EQ(got.size(), reference_->size());
+  ASSERT_EQ(got.size(), reference().size());
   for (size_t i = 0; i < got.size(); ++i)
-    expect_same(got[i], (*reference_)[i], "request " + std::to_string(i));
+    expect_same(got[i], reference()[i], "request " + std::to_string(i));
   EXPECT_GT(stats.spec_num_drafts, 100u);
   EXPECT_GT(stats.spec_num_accepted_tokens, 0u);
-}
-
-TEST_F(SpecIdentity, NgramAloneEqualsOff) {
-  LLMSERVE_REQUIRE_MODEL();
-  auto engine = make_engine(spec_options(SpecMethod::kNgram));
-  ASSERT_NE(engine, nullptr);
-  std::vector<GenerateRequest> reqs = all_requests(engine->tokenizer());
-  // The grounded prompts (the last 8 of each setting), greedy and one seeded setting.
-  const size_t per_setting = reqs.size() / identity_settings().size();
-  for (size_t setting : {size_t{0}, size_t{3}}) {
-    for (size_t i = per_setting - 8; i < per_setting; ++i) {
-      const size_t k = setting * per_setting + i;
-      expect_same(run_alone(*engine, reqs[k]), (*reference_)[k], "request " + std::to_string(k));
-    }
-  }
-  expect_no_leak(*engine);
-}
-
-TEST_F(SpecIdentity, NgramUnderPreemptionEqualsOff) {
-  LLMSERVE_REQUIRE_MODEL();
-  EngineOptions o = spec_options(SpecMethod::kNgram);
-  o.kv_cache_bytes = 14ull << 20;  // 39 blocks of 16 tokens: too few for 16 requests at once
-  auto engine = make_engine(o);
-  ASSERT_NE(engine, nullptr);
-  std::vector<GenerateRequest> reqs = all_requests(engine->tokenizer());
-  const size_t per_setting = reqs.size() / identity_settings().size();
-  std::vector<GenerateRequest> subset;
-  std::vector<size_t> index;
-  for (size_t k = 3 * per_setting; k < 4 * per_setting; ++k) {  // T = 0.8, seed 11
-    subset.push_back(reqs[k]);
-    index.push_back(k);
-  }
-  const std::vector<Collected> got = run_together(*engine, std::move(subset));
-  for (size_t i = 0; i < got.size(); ++i) {
-    expect_same(got[i], (*reference_)[index[i]], "request " + std::to_string(index[i]));
-  }
-  EXPECT_GT(engine->stats().preemptions, 0u);
-  expect_no_leak(*engine);
 }
 
 }  // namespace
