@@ -222,7 +222,7 @@ TEST_F(GrpcServerTest, DrainingAndQueueFull) {
   grpc::ClientContext c2;
   EXPECT_EQ(stub_->Complete(&c2, req, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
   const std::string page = metrics_.render(EngineStats{}, nullptr);
-  EXPECT_NE(page.find("llmserve_grpc_requests_total{method=\"Complete\",code=\"UNAVAILABLE\"} 1"),
+  EXPECT_NE(page.find("llmserve_grpc_requests_total{code=\"UNAVAILABLE\",method=\"Complete\"} 1"),
             std::string::npos);
 }
 

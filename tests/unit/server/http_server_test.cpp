@@ -362,7 +362,7 @@ TEST_F(HttpServerTest, QueueFullIs429WithRetryAfterAndCounted) {
   engine_.set_submit_error(Status::ok());
   // The per-route counter is bumped after the response is sent; give it a moment.
   const std::string counted =
-      "llmserve_http_requests_total{route=\"/v1/completions\",code=\"429\"} 2";
+      "llmserve_http_requests_total{code=\"429\",route=\"/v1/completions\"} 2";
   auto m = client_->Get("/metrics");
   for (int i = 0; i < 200 && m->body.find(counted) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
