@@ -64,7 +64,10 @@ class Scrape:
         return sum(v for (n, _), v in self.samples.items() if n == name)
 
     def rose(self, before: "Scrape", name: str, **labels) -> float:
-        return self.value(name, **labels) - before.value(name, **labels)
+        """How much a series grew since `before`; one that `before` lacked counts from 0 (a
+        counter whose label set appears with its first event)."""
+        key = (name, frozenset(labels.items()))
+        return self.value(name, **labels) - before.samples.get(key, 0.0)
 
 
 class Daemon:
