@@ -116,9 +116,10 @@ def test_cancel_mid_stream_aborts_on_the_server(daemon, pb, stub):
     after = ended_on_the_server(daemon, before, "abort")
     generated = after.rose(before, "llmserve_generation_tokens_total")
     after_cancel = after.rose(at_cancel, "llmserve_generation_tokens_total")
-    print(f"generated {generated}, {after_cancel} after the cancel")
+    # One token per step here: a step or two after the cancel (stats lag a step), far short of
+    # max_tokens in all.
     assert after_cancel <= 3, f"{after_cancel} tokens generated after the cancel"
-    assert generated < 50, generated
+    assert generated < 200, generated
     assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
                       code="CANCELLED") == 1
 
@@ -137,7 +138,6 @@ def test_deadline_times_out_on_the_server(daemon, pb, stub):
     # engine's deadline check or gRPC's cancellation of the call reaches it first.
     after = ended_on_the_server(daemon, before, "timeout")
     after_deadline = after.rose(at_deadline, "llmserve_generation_tokens_total")
-    print(f"{after_deadline} tokens generated after the deadline")
     assert after_deadline <= 3, f"{after_deadline} tokens generated after the deadline"
     assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
                       code="DEADLINE_EXCEEDED") == 1
