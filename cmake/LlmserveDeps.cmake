@@ -10,6 +10,8 @@ find_package(benchmark REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(gRPC CONFIG REQUIRED)
 find_package(OpenSSL REQUIRED)
+# prometheus-cpp (core: registry, families, text serializer); only server/metrics links it.
+find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 # Debian ships cpp-httplib compiled (with OpenSSL) behind pkg-config, not a CMake package.

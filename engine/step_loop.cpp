@@ -130,6 +130,11 @@ void StepLoop::end_request(uint64_t id, FinishReason reason, Status error) {
   auto it = active_.find(id);
   if (it == active_.end()) return;
   ActiveRequest& req = *it->second;
+  // Aborted past its deadline: the deadline ended it (a gRPC deadline cancels the call at the
+  // same instant as this loop's own deadline check would), so it counts as a timeout.
+  if (reason == FinishReason::kAbort && req.deadline && *req.deadline <= Clock::now()) {
+    reason = FinishReason::kTimeout;
+  }
   for (const auto& slot : req.samples) {
     if (slot->finished()) continue;
     (void)scheduler_->finish(slot->seq_id, reason);  // kNotFound when never added: fine

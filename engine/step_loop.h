@@ -63,7 +63,8 @@ class StepLoop {
   // Turns a submitted request into n scheduler requests (or ends it at once: past its deadline,
   // or refused by the scheduler -> kError).
   void admit(PendingSubmit p);
-  // Ends every unfinished sample of request `id` (unknown ids are ignored).
+  // Ends every unfinished sample of request `id` (unknown ids are ignored). An abort that comes
+  // once the request's deadline has passed ends it as kTimeout.
   void end_request(uint64_t id, FinishReason reason, Status error = Status::ok());
   // Aborts requests whose reader is gone and times out those past their deadline.
   void check_streams_and_deadlines(Clock::time_point now);

@@ -16,6 +16,10 @@ namespace llmserve {
 // Why a request was turned away before it reached the engine (metric label values).
 enum class RejectReason { kNone, kDraining, kNotReady, kQueueFull, kTooManyConcurrent };
 const char* reject_reason_name(RejectReason r);  // "draining", "not_ready", "queue_full", ...
+// Every reason a request can be turned away for (kNone excluded).
+inline constexpr RejectReason kRejectReasons[] = {RejectReason::kDraining, RejectReason::kNotReady,
+                                                  RejectReason::kQueueFull,
+                                                  RejectReason::kTooManyConcurrent};
 
 class ServerState {
  public:

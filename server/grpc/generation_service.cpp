@@ -3,6 +3,8 @@
 #include <atomic>
 #include <random>
 
+#include <google/protobuf/descriptor.h>
+
 #include "engine/tokenizer/utf8.h"
 #include "server/common/request_grammar.h"
 #include "server/grpc/grpc_status.h"
@@ -220,7 +222,14 @@ class CompleteReactor : public grpc::ServerUnaryReactor {
 }  // namespace
 
 GenerationService::GenerationService(ServerState& state, ServerMetrics& metrics)
-    : state_(state), metrics_(metrics), keys_(state.options().api_keys) {}
+    : state_(state), metrics_(metrics), keys_(state.options().api_keys) {
+  // Every method of the service (read from the proto, so a new one is not forgotten) at 0 OK.
+  const google::protobuf::ServiceDescriptor* service =
+      v1::GenerateRequest::descriptor()->file()->FindServiceByName("Generation");
+  for (int i = 0; service != nullptr && i < service->method_count(); ++i) {
+    metrics_.declare_grpc(service->method(i)->name(), grpc_code_name(grpc::StatusCode::OK));
+  }
+}
 
 bool GenerationService::authorized(const grpc::CallbackServerContext* ctx) const {
   if (!keys_.enabled()) return true;

@@ -66,13 +66,17 @@ bool origin_allowed(const std::vector<std::string>& allow, const std::string& or
 
 }  // namespace
 
+const std::vector<std::string>& http_routes() {
+  static const std::vector<std::string> routes = {"/v1/completions", "/v1/chat/completions",
+                                                  "/v1/models",      "/tokenize",
+                                                  "/detokenize",     "/version",
+                                                  "/health",         "/ready",
+                                                  "/metrics"};
+  return routes;
+}
+
 std::string http_route_label(const std::string& method, const std::string& path) {
-  static const char* kRoutes[] = {"/v1/completions", "/v1/chat/completions",
-                                  "/v1/models",      "/tokenize",
-                                  "/detokenize",     "/version",
-                                  "/health",         "/ready",
-                                  "/metrics"};
-  for (const char* r : kRoutes) {
+  for (const std::string& r : http_routes()) {
     if (path == r) return r;
   }
   if (path.rfind("/v1/requests/", 0) == 0) {
@@ -84,7 +88,9 @@ std::string http_route_label(const std::string& method, const std::string& path)
 HttpServer::HttpServer(ServerState& state, ServerMetrics& metrics, ChatRenderer chat_renderer)
     : state_(state),
       ctx_(new HttpContext{state, metrics, ApiKeys(state.options().api_keys),
-                           std::move(chat_renderer)}) {}
+                           std::move(chat_renderer)}) {
+  for (const std::string& route : http_routes()) metrics.declare_http(route, 200);
+}
 
 HttpServer::~HttpServer() {
   stop();

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "engine/core/status.h"
 #include "server/common/server_state.h"
@@ -42,6 +43,8 @@ class HttpServer {
   int listen_fd_ = -1;  // the listening socket, once bound
 };
 
+// The routes counted under their own path (each exists at 0 with code 200 from start-up).
+const std::vector<std::string>& http_routes();
 // The metric label for a request path: a known route, "/v1/requests/{id}", or "other".
 std::string http_route_label(const std::string& method, const std::string& path);
 

@@ -1,13 +1,12 @@
-// Front-end counters (HTTP / gRPC requests by route and code, rejections by reason) and the
-// whole /metrics page: these plus the engine's stats and histograms and process figures.
+// The /metrics page: a prometheus-cpp registry of the front end's own counters (HTTP / gRPC
+// requests by route or method and code, rejections by reason) and process figures, plus the
+// engine's families read from its stats on each scrape (engine_collector.h), in the Prometheus
+// text format 0.0.4.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "engine/engine_stats.h"
 
@@ -15,8 +14,18 @@ namespace llmserve {
 
 class ServerMetrics {
  public:
+  // Every rejection reason (server_state.h) exists at 0 from here on.
   ServerMetrics();
+  ~ServerMetrics();
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
 
+  // Makes a series exist at 0 before its first event, so a dashboard shows 0 rather than no
+  // data (the transports declare their routes / methods when they are built).
+  void declare_http(const std::string& route, int code);
+  void declare_grpc(const std::string& method, const std::string& code);
+
+  // Thread-safe.
   void count_http(const std::string& route, int code);
   void count_grpc(const std::string& method, const std::string& code);
   void count_rejection(const std::string& reason);
@@ -26,11 +35,8 @@ class ServerMetrics {
   double start_time_seconds() const { return start_time_seconds_; }
 
  private:
-  using Key = std::pair<std::string, std::string>;
-  mutable std::mutex mu_;
-  std::map<Key, uint64_t> http_;
-  std::map<Key, uint64_t> grpc_;
-  std::map<std::string, uint64_t> rejected_;
+  struct Families;  // the registry and its families (prometheus-cpp stays out of this header)
+  std::unique_ptr<Families> f_;
   double start_time_seconds_;
 };
 

@@ -41,6 +41,35 @@ def serve_available() -> str:
     return ""
 
 
+class Scrape:
+    """One /metrics page, parsed with prometheus_client: samples by name and label set."""
+
+    def __init__(self, text: str):
+        from prometheus_client.parser import text_string_to_metric_families
+        self.text = text
+        self.samples = {}
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                self.samples[(s.name, frozenset(s.labels.items()))] = s.value
+
+    def has(self, name: str, **labels) -> bool:
+        return (name, frozenset(labels.items())) in self.samples
+
+    def value(self, name: str, **labels) -> float:
+        """The sample with exactly these labels; KeyError when the series is not exported."""
+        return self.samples[(name, frozenset(labels.items()))]
+
+    def total(self, name: str) -> float:
+        """The sum over every label set of `name`."""
+        return sum(v for (n, _), v in self.samples.items() if n == name)
+
+    def rose(self, before: "Scrape", name: str, **labels) -> float:
+        """How much a series grew since `before`; one that `before` lacked counts from 0 (a
+        counter whose label set appears with its first event)."""
+        key = (name, frozenset(labels.items()))
+        return self.value(name, **labels) - before.samples.get(key, 0.0)
+
+
 class Daemon:
     def __init__(self, extra_args=(), env=None):
         self.http_port = free_port()
@@ -86,6 +115,11 @@ class Daemon:
             if line.startswith(name + " ") or line.startswith(name + "{"):
                 return float(line.rsplit(" ", 1)[1])
         raise KeyError(name)
+
+    def scrape(self, headers=None) -> Scrape:
+        r = requests.get(self.url("/metrics"), headers=headers or self.headers, timeout=10)
+        r.raise_for_status()
+        return Scrape(r.text)
 
     def stop(self, sig=signal.SIGTERM, timeout=60) -> int:
         if self.proc.poll() is None:

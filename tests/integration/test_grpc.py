@@ -3,7 +3,6 @@ import sys
 import time
 
 import pytest
-import requests
 
 from conftest import ROOT
 
@@ -74,32 +73,74 @@ def wait_idle(daemon, timeout=30):
     return False
 
 
-def test_cancel_mid_stream_frees_the_request(daemon, pb, stub):
+def ended_on_the_server(daemon, before, reason, timeout=10):
+    """Waits for the engine to record one more finished request with `reason` and to be idle,
+    then checks that the request stopped generating and gave back its KV blocks."""
+    end = time.time() + timeout
+    while True:
+        m = daemon.scrape()
+        ended = m.rose(before, "llmserve_requests_finished_total", reason=reason) >= 1
+        if (ended and m.value("llmserve_requests_running") == 0) or time.time() > end:
+            break
+        time.sleep(0.05)
+    assert m.rose(before, "llmserve_requests_finished_total", reason=reason) == 1, reason
+    for other in ("stop", "length", "abort", "timeout", "error"):
+        if other != reason:
+            assert m.rose(before, "llmserve_requests_finished_total", reason=other) == 0, other
+    # KV blocks back to their idle value: all free (or cached and evictable), none held.
+    assert m.value("llmserve_kv_cache_blocks_free") == m.value("llmserve_kv_cache_blocks_total")
+    assert m.value("llmserve_kv_cache_usage_ratio") == 0
+    time.sleep(0.5)  # dozens of decode steps of this model: no token may come of them
+    later = daemon.scrape()
+    assert later.value("llmserve_generation_tokens_total") == m.value(
+        "llmserve_generation_tokens_total")
+    return m
+
+
+def test_cancel_mid_stream_aborts_on_the_server(daemon, pb, stub):
     assert wait_idle(daemon)
+    before = daemon.scrape()
     call = stub.Generate(pb[0].GenerateRequest(prompt="Write a long story.", max_tokens=1000,
                                                ignore_eos=True), timeout=300)
     got = 0
-    for _ in call:
-        got += 1
-        if got == 3:
+    for msg in call:
+        got += len(msg.token_ids)
+        if got >= 3:
             call.cancel()
             break
+    at_cancel = daemon.scrape()
     with pytest.raises(grpc.RpcError) as e:
         for _ in call:
             pass
-    assert e.value.code() == grpc.StatusCode.CANCELLED
-    assert wait_idle(daemon)
+    assert e.value.code() == grpc.StatusCode.CANCELLED  # the client library's own verdict
+    after = ended_on_the_server(daemon, before, "abort")
+    generated = after.rose(before, "llmserve_generation_tokens_total")
+    after_cancel = after.rose(at_cancel, "llmserve_generation_tokens_total")
+    # One token per step here: a step or two after the cancel (stats lag a step), far short of
+    # max_tokens in all.
+    assert after_cancel <= 3, f"{after_cancel} tokens generated after the cancel"
+    assert generated < 200, generated
+    assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
+                      code="CANCELLED") == 1
 
 
-def test_deadline_aborts(daemon, pb, stub):
+def test_deadline_times_out_on_the_server(daemon, pb, stub):
     assert wait_idle(daemon)
+    before = daemon.scrape()
     with pytest.raises(grpc.RpcError) as e:
         for _ in stub.Generate(pb[0].GenerateRequest(prompt="Tell me everything.",
                                                      max_tokens=2000, ignore_eos=True),
                                timeout=0.5):
             pass
-    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert wait_idle(daemon)
+    at_deadline = daemon.scrape()
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # the client library's own
+    # The engine holds the deadline too: a request past it ends as "timeout", whether the
+    # engine's deadline check or gRPC's cancellation of the call reaches it first.
+    after = ended_on_the_server(daemon, before, "timeout")
+    after_deadline = after.rose(at_deadline, "llmserve_generation_tokens_total")
+    assert after_deadline <= 3, f"{after_deadline} tokens generated after the deadline"
+    assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
+                      code="DEADLINE_EXCEEDED") == 1
 
 
 def test_health_service(daemon):
@@ -125,9 +166,10 @@ def test_reflection_lists_the_service(daemon):
 
 
 def test_grpc_counted_in_metrics(daemon, stub, pb):
+    before = daemon.scrape()
     stub.ListModels(pb[0].ListModelsRequest(), timeout=10)
-    text = requests.get(daemon.url("/metrics"), timeout=10).text
-    assert 'llmserve_grpc_requests_total{method="ListModels",code="OK"}' in text
+    after = daemon.scrape()
+    assert after.rose(before, "llmserve_grpc_requests_total", method="ListModels", code="OK") == 1
 
 
 def test_structured_outputs_through_generate(pb, stub):

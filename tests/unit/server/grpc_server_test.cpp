@@ -210,6 +210,16 @@ TEST_F(GrpcServerTest, DeadlineAbortsTheRequest) {
   EXPECT_TRUE(sub[0].deadline.has_value());
 }
 
+TEST_F(GrpcServerTest, EveryMethodIsExportedAtZeroFromTheStart) {
+  start();
+  const std::string page = metrics_.render(EngineStats{}, nullptr);
+  for (const char* method : {"Generate", "Complete", "Tokenize", "Detokenize", "ListModels"}) {
+    const std::string line =
+        std::string("\nllmserve_grpc_requests_total{code=\"OK\",method=\"") + method + "\"} 0\n";
+    EXPECT_NE(page.find(line), std::string::npos) << method << "\n" << page;
+  }
+}
+
 TEST_F(GrpcServerTest, DrainingAndQueueFull) {
   ServerOptions o;
   o.max_waiting_requests = 1;
@@ -227,7 +237,7 @@ TEST_F(GrpcServerTest, DrainingAndQueueFull) {
   grpc::ClientContext c2;
   EXPECT_EQ(stub_->Complete(&c2, req, &resp).error_code(), grpc::StatusCode::UNAVAILABLE);
   const std::string page = metrics_.render(EngineStats{}, nullptr);
-  EXPECT_NE(page.find("llmserve_grpc_requests_total{method=\"Complete\",code=\"UNAVAILABLE\"} 1"),
+  EXPECT_NE(page.find("llmserve_grpc_requests_total{code=\"UNAVAILABLE\",method=\"Complete\"} 1"),
             std::string::npos);
 }
 

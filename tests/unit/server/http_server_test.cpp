@@ -99,6 +99,19 @@ TEST_F(HttpServerTest, HealthVersionModels) {
   EXPECT_EQ(j["data"][0]["max_model_len"], 256);
 }
 
+TEST_F(HttpServerTest, NamedRoutesAreExportedAtZeroFromTheStart) {
+  start();
+  auto m = client_->Get("/metrics");
+  ASSERT_TRUE(m);
+  for (const std::string& route : http_routes()) {
+    if (route == "/metrics") continue;  // this scrape may be counted already
+    const std::string line =
+        "\nllmserve_http_requests_total{code=\"200\",route=\"" + route + "\"} 0\n";
+    EXPECT_NE(m->body.find(line), std::string::npos) << route << "\n" << m->body;
+  }
+  EXPECT_GE(http_routes().size(), 9u);
+}
+
 TEST_F(HttpServerTest, CompletionNonStreaming) {
   start();
   auto r = post("/v1/completions", R"({"model":"fake-model","prompt":"hi","max_tokens":5})");
@@ -362,7 +375,7 @@ TEST_F(HttpServerTest, QueueFullIs429WithRetryAfterAndCounted) {
   engine_.set_submit_error(Status::ok());
   // The per-route counter is bumped after the response is sent; give it a moment.
   const std::string counted =
-      "llmserve_http_requests_total{route=\"/v1/completions\",code=\"429\"} 2";
+      "llmserve_http_requests_total{code=\"429\",route=\"/v1/completions\"} 2";
   auto m = client_->Get("/metrics");
   for (int i = 0; i < 200 && m->body.find(counted) == std::string::npos; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

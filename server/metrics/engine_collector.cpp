@@ -1,0 +1,145 @@
+#include "server/metrics/engine_collector.h"
+
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace llmserve {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+ClientMetric counter_sample(double value, std::vector<ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.counter.value = value;
+  return m;
+}
+
+// Appends families in call order; the name literals here are the exported names.
+class Families {
+ public:
+  MetricFamily& family(const char* name, const char* help, MetricType type) {
+    out_.push_back(MetricFamily{name, help, type, {}});
+    return out_.back();
+  }
+  void gauge(const char* name, const char* help, double value) {
+    ClientMetric m;
+    m.gauge.value = value;
+    family(name, help, MetricType::Gauge).metric.push_back(std::move(m));
+  }
+  void counter(const char* name, const char* help, double value) {
+    family(name, help, MetricType::Counter).metric.push_back(counter_sample(value));
+  }
+  void histogram(const char* name, const char* help, const HistogramSnapshot& h) {
+    out_.push_back(histogram_family(name, help, h));
+  }
+  std::vector<MetricFamily> take() { return std::move(out_); }
+
+ private:
+  std::vector<MetricFamily> out_;
+};
+
+double d(uint64_t v) {
+  return static_cast<double>(v);
+}
+double d(int64_t v) {
+  return static_cast<double>(v);
+}
+
+}  // namespace
+
+MetricFamily histogram_family(const char* name, const char* help, const HistogramSnapshot& h) {
+  ClientMetric m;
+  m.histogram.sample_count = h.count;
+  m.histogram.sample_sum = h.sum;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= h.upper_bounds.size(); ++i) {
+    cumulative += i < h.bucket_counts.size() ? h.bucket_counts[i] : 0;
+    const double le =
+        i < h.upper_bounds.size() ? h.upper_bounds[i] : std::numeric_limits<double>::infinity();
+    m.histogram.bucket.push_back(ClientMetric::Bucket{cumulative, le});
+  }
+  return MetricFamily{name, help, MetricType::Histogram, {std::move(m)}};
+}
+
+std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const EngineMetrics* m) {
+  Families f;
+  f.gauge("llmserve_requests_running", "Requests in the running batch.", d(s.requests_running));
+  f.gauge("llmserve_requests_waiting", "Requests waiting to be scheduled.", d(s.requests_waiting));
+  f.gauge("llmserve_kv_cache_usage_ratio", "KV-cache blocks held by requests / total blocks.",
+          s.kv_cache_usage_ratio);
+  f.gauge("llmserve_kv_cache_blocks_total", "Usable KV-cache blocks.", d(s.kv_blocks_total));
+  f.gauge("llmserve_kv_cache_blocks_free", "Free or evictable KV-cache blocks.",
+          d(s.kv_blocks_free));
+  f.gauge("llmserve_kv_cache_capacity_tokens",
+          "Tokens the usable KV-cache blocks hold (blocks x block size).", d(s.kv_capacity_tokens));
+  f.gauge("llmserve_kv_cache_bytes_per_token",
+          "KV-cache bytes one token takes over all layers (K and V, int8/fp8 scales included).",
+          d(s.kv_bytes_per_token));
+  f.counter("llmserve_prompt_tokens_total", "Prompt tokens processed.", d(s.prompt_tokens));
+  f.counter("llmserve_generation_tokens_total", "Tokens generated.", d(s.generation_tokens));
+  MetricFamily& finished = f.family("llmserve_requests_finished_total",
+                                    "Finished requests by finish reason.", MetricType::Counter);
+  for (size_t r = 1; r < s.finished_by_reason.size(); ++r) {  // every reason but kNone
+    finished.metric.push_back(
+        counter_sample(d(s.finished_by_reason[r]),
+                       {{"reason", finish_reason_name(static_cast<FinishReason>(r))}}));
+  }
+  f.counter("llmserve_preemptions_total", "Requests preempted for lack of KV-cache blocks.",
+            d(s.preemptions));
+  f.counter("llmserve_prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
+            d(s.prefix_cache_queries));
+  f.counter("llmserve_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
+            d(s.prefix_cache_hits));
+  f.counter("llmserve_engine_steps_total", "Engine steps run.", d(s.steps));
+  f.counter("llmserve_spec_decode_num_drafts_total",
+            "Speculative checks: a request verifying drafts in a step.", d(s.spec_num_drafts));
+  f.counter("llmserve_spec_decode_num_draft_tokens_total", "Draft tokens verified.",
+            d(s.spec_num_draft_tokens));
+  f.counter("llmserve_spec_decode_num_accepted_tokens_total", "Draft tokens accepted.",
+            d(s.spec_num_accepted_tokens));
+  MetricFamily& per_pos =
+      f.family("llmserve_spec_decode_num_accepted_tokens_per_pos_total",
+               "Draft tokens accepted by position in their check (0 = the first draft).",
+               MetricType::Counter);
+  for (size_t p = 0; p < s.spec_accepted_per_position.size(); ++p) {
+    per_pos.metric.push_back(
+        counter_sample(d(s.spec_accepted_per_position[p]), {{"position", std::to_string(p)}}));
+  }
+  f.counter("llmserve_grammar_compiles_total",
+            "Structured-output grammars compiled (cache misses), errors included.",
+            d(s.grammar_compiles));
+  f.counter("llmserve_grammar_cache_hits_total",
+            "Structured-output requests whose grammar was compiled already (or in flight).",
+            d(s.grammar_cache_hits));
+  f.counter("llmserve_grammar_compile_errors_total",
+            "Grammars that did not compile (each a 400 naming its field).",
+            d(s.grammar_compile_errors));
+  f.counter("llmserve_grammar_compile_seconds_total", "Time spent compiling grammars.",
+            s.grammar_compile_seconds);
+  f.gauge("llmserve_grammar_cache_entries", "Compiled grammars kept for reuse.",
+          d(s.grammar_cache_entries));
+  if (m != nullptr) {
+    f.histogram("llmserve_time_to_first_token_seconds", "Time to first token, seconds.",
+                m->time_to_first_token.snapshot());
+    f.histogram("llmserve_inter_token_latency_seconds", "Time between output tokens, seconds.",
+                m->inter_token_latency.snapshot());
+    f.histogram("llmserve_e2e_request_latency_seconds", "Arrival to finish, seconds.",
+                m->e2e_request_latency.snapshot());
+    f.histogram("llmserve_request_queue_time_seconds", "Time waiting before first scheduled.",
+                m->request_queue_time.snapshot());
+    f.histogram("llmserve_request_prefill_time_seconds", "Time in prefill, seconds.",
+                m->request_prefill_time.snapshot());
+    f.histogram("llmserve_request_decode_time_seconds", "Time in decode, seconds.",
+                m->request_decode_time.snapshot());
+    f.histogram("llmserve_iteration_tokens", "Tokens per engine step.",
+                m->iteration_tokens.snapshot());
+  }
+  return f.take();
+}
+
+}  // namespace llmserve
