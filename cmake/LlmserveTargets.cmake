@@ -49,9 +49,13 @@ endfunction()
 # Each GoogleTest case is its own ctest test (unit_<name>.<Suite>.<Case>, listed when ctest runs),
 # so a skipped case shows as "Skipped" in ctest's summary. CPU_ISA_RUNS also links
 # tests/unit/cpu_isa_environment.cpp and registers every case again as unit_<name>_avx2.<...>
-# with the CPU kernels forced to AVX2 (LLMSERVE_TEST_CPU_ISA).
+# with the CPU kernels forced to AVX2 (LLMSERVE_TEST_CPU_ISA); AVX2_FILTER (a gtest filter)
+# limits that second run.
 function(llmserve_unit_test)
-  cmake_parse_arguments(A "CPU_ISA_RUNS" "NAME" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(A "CPU_ISA_RUNS" "NAME;AVX2_FILTER" "SOURCES;DEPS" ${ARGN})
+  if(NOT A_AVX2_FILTER)
+    set(A_AVX2_FILTER "*")
+  endif()
   if(A_CPU_ISA_RUNS)
     list(APPEND A_SOURCES ${LLMSERVE_ROOT}/tests/unit/cpu_isa_environment.cpp)
   endif()
@@ -64,7 +68,7 @@ function(llmserve_unit_test)
     DISCOVERY_TIMEOUT 120 WORKING_DIRECTORY ${LLMSERVE_ROOT} PROPERTIES LABELS unit)
   if(A_CPU_ISA_RUNS)
     gtest_discover_tests(unit_${A_NAME} TEST_PREFIX "unit_${A_NAME}_avx2." DISCOVERY_MODE PRE_TEST
-      DISCOVERY_TIMEOUT 120 WORKING_DIRECTORY ${LLMSERVE_ROOT}
+      DISCOVERY_TIMEOUT 120 TEST_FILTER "${A_AVX2_FILTER}" WORKING_DIRECTORY ${LLMSERVE_ROOT}
       PROPERTIES LABELS "unit;avx2" ENVIRONMENT LLMSERVE_TEST_CPU_ISA=avx2)
   endif()
 endfunction()

@@ -8,11 +8,10 @@
 // - q8x2 (the default): two 8-bit passes, rounding each element by at most amax/64516. The graph
 //   itself is exact (on the weights dequantized to f32 safetensors it matches transformers to
 //   1e-4), so what is left is that rounding: 127x below one pass's, whose measured effect on these
-//   logits was 0.18-1.14 (so ~0.009 expected). We require |diff| <= 0.01 on the top-20 over an
-//   f32 KV cache and <= 0.03 over the default f16 one (keys and values rounded to 11 bits), the
-//   same top-5 sets, >= 18 of 20 identical greedy continuations (the bar) with every
-//   parting at an HF top-2 margin
-//   <= 0.05, and Paris for both the raw and the chat France prompts.
+//   logits was 0.18-1.14 (so ~0.009 expected). We require |diff| <= 0.004 on the top-20 over an
+//   f32 KV cache and <= 0.015 over the default f16 one (keys and values rounded to 11 bits), the
+//   same top-5 sets, all 22 greedy continuations identical, and Paris for both the raw and the
+//   chat France prompts, on AVX-512 and on AVX2 (ctest's unit_graph_model_avx2 run).
 // - q8 (one pass, llama.cpp's own scheme): SmolLM2's activation outliers move logits by up to
 //   ~1.1, which flips near-ties; against llama.cpp we require every parting at our top-2 margin
 //   <= 0.6 and report the count.
@@ -142,34 +141,33 @@ class ReferenceLogits : public ::testing::Test {
   static inline std::string model_path_;
 };
 
-TEST_F(ReferenceLogits, LastPositionLogitsMatchTransformers) {
-  ASSERT_GE(q8x2().size(), 20u);
-  ASSERT_EQ(q8().size(), q8x2().size());
-  ASSERT_EQ(q8x2_f32kv().size(), q8x2().size());
-  for (const auto* set : {&q8x2_f32kv(), &q8x2(), &q8()}) {
-    const bool precise = set != &q8();
-    // Rounding keys and values to f16 (relative 2^-11) moves these logits by ~0.01 more.
-    const float bound = set == &q8x2_f32kv() ? 0.01f : set == &q8x2() ? 0.03f : 1.5f;
-    float worst = 0;
-    int top5_all = 0, top1 = 0;
-    for (const auto& r : *set) {
-      worst = std::max(worst, r.max_abs);
-      top5_all += r.top5_overlap == 5;
-      top1 += r.top1_same;
-      EXPECT_LE(r.max_abs, bound) << r.kind << " prompt: " << r.prompt.substr(0, 40);
-      EXPECT_GE(r.top5_overlap, precise ? 5 : 3) << r.prompt.substr(0, 40);
-    }
-    std::printf(
-        "[reference] %s: %zu prompts: max |logit diff| on top-20 = %.4f; top-5 sets identical on "
-        "%d, top-1 on %d\n",
-        set == &q8x2_f32kv() ? "q8x2 + f32 KV"
-        : precise            ? "q8x2"
-                             : "q8",
-        set->size(), worst, top5_all, top1);
+// Top-20 logits of the last prompt position against transformers: every |diff| <= bound and
+// at least min_top5 of the top-5 set shared; prints the worst.
+void check_last_position(const std::vector<CaseResult>& set, const char* name, float bound,
+                         int min_top5) {
+  ASSERT_GE(set.size(), 20u);
+  float worst = 0;
+  int top5_all = 0, top1 = 0;
+  for (const auto& r : set) {
+    worst = std::max(worst, r.max_abs);
+    top5_all += r.top5_overlap == 5;
+    top1 += r.top1_same;
+    EXPECT_LE(r.max_abs, bound) << r.kind << " prompt: " << r.prompt.substr(0, 40);
+    EXPECT_GE(r.top5_overlap, min_top5) << r.prompt.substr(0, 40);
   }
+  std::printf(
+      "[reference] %s: %zu prompts: max |logit diff| on top-20 = %.4f (bound %.4f); top-5 sets "
+      "identical on %d, top-1 on %d\n",
+      name, set.size(), worst, bound, top5_all, top1);
 }
 
-TEST_F(ReferenceLogits, GreedyContinuationsMatchTransformers) {
+// The defaults (q8x2 activations, f16 KV cache): logits within 0.015 of transformers' (measured
+// 0.0121 with AVX-512, 0.0137 with AVX2: f16 rounds keys and values to 11 bits), the same top-5
+// sets, all 22 greedy 32-token continuations identical, and Paris for the raw and the chat France
+// prompts (the chat one a near-tie with SmolLM2's default system prompt: "The" 25.325 vs "L"
+// 25.243 in transformers' f32 logits).
+TEST_F(ReferenceLogits, DefaultsMatchTransformersLogitsAndGreedyText) {
+  check_last_position(q8x2(), "q8x2", 0.015f, 5);
   int identical = 0;
   for (const auto& r : q8x2()) {
     const size_t i = first_difference(r.greedy, r.expected_greedy);
@@ -177,15 +175,29 @@ TEST_F(ReferenceLogits, GreedyContinuationsMatchTransformers) {
       ++identical;
       continue;
     }
-    std::printf(
-        "[reference] q8x2 parts from transformers at step %zu (HF margin %.4f, ours %.4f): %s\n", i,
-        r.expected_margins[i], r.margins[i], r.prompt.substr(0, 40).c_str());
-    EXPECT_LE(r.expected_margins[i], 0.05f) << r.prompt.substr(0, 40);
+    ADD_FAILURE() << "q8x2 parts from transformers at step " << i << " (HF margin "
+                  << r.expected_margins[i] << ", ours " << r.margins[i]
+                  << "): " << r.prompt.substr(0, 40);
   }
   std::printf(
       "[reference] q8x2: greedy 32-token continuations identical to transformers on %d of %zu\n",
       identical, q8x2().size());
-  EXPECT_GE(identical * 20, 18 * static_cast<int>(q8x2().size()));
+  auto tok = load_tokenizer(model_path_);
+  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
+  int found = 0;
+  for (const auto& r : q8x2()) {
+    if (r.prompt == "The capital of France is" || r.prompt == "What is the capital of France?") {
+      ++found;
+      const std::string text = (*tok)->decode(r.greedy, true);
+      EXPECT_NE(text.find("Paris"), std::string::npos) << r.kind << ": " << text;
+    }
+  }
+  EXPECT_EQ(found, 2);
+}
+
+// Over an f32 KV cache only the activation rounding is left: 0.0030 (AVX-512) and 0.0032 (AVX2).
+TEST_F(ReferenceLogits, F32KvCacheMatchesTransformersLogits) {
+  check_last_position(q8x2_f32kv(), "q8x2 + f32 KV", 0.004f, 5);
 }
 
 // An int8 KV cache rounds each key and value element by at most amax/254 of its (token, head)
@@ -234,6 +246,7 @@ TEST_F(ReferenceLogits, Int8KvCacheStaysCloseToF16) {
 // One 8-bit pass: partings from llama.cpp (same scheme, other rounding details) and from
 // transformers happen only at near-ties; reported, with the identical counts.
 TEST_F(ReferenceLogits, OnePassPartsOnlyAtNearTies) {
+  check_last_position(q8(), "q8", 1.5f, 3);
   int same_llamacpp = 0, same_hf = 0;
   for (const auto& r : q8()) {
     const size_t i = first_difference(r.greedy, r.llamacpp_greedy);
@@ -250,22 +263,6 @@ TEST_F(ReferenceLogits, OnePassPartsOnlyAtNearTies) {
       "[reference] q8: greedy continuations identical to llama.cpp on %d of %zu, to transformers "
       "on %d\n",
       same_llamacpp, q8().size(), same_hf);
-}
-
-// "The capital of France is" continues with Paris, and so does the chat question (with SmolLM2's
-// default system prompt, a near-tie: "The" 25.325 vs "L" 25.243 in transformers' f32 logits).
-TEST_F(ReferenceLogits, CapitalOfFranceIsParis) {
-  auto tok = load_tokenizer(model_path_);
-  ASSERT_TRUE(tok.is_ok()) << tok.status().to_string();
-  int found = 0;
-  for (const auto& r : q8x2()) {
-    if (r.prompt == "The capital of France is" || r.prompt == "What is the capital of France?") {
-      ++found;
-      const std::string text = (*tok)->decode(r.greedy, true);
-      EXPECT_NE(text.find("Paris"), std::string::npos) << r.kind << ": " << text;
-    }
-  }
-  EXPECT_EQ(found, 2);
 }
 
 }  // namespace
