@@ -50,6 +50,10 @@ Status ModelConfig::validate() const {
   LLMSERVE_RETURN_IF_ERROR(positive(ffn_size, "ffn_size"));
   LLMSERVE_RETURN_IF_ERROR(positive(vocab_size, "vocab_size"));
   LLMSERVE_RETURN_IF_ERROR(positive(max_context, "max_context"));
+  if (sliding_window < 0 || sliding_window > (int64_t{1} << 31)) {
+    return invalid_argument("model config: sliding_window = " + std::to_string(sliding_window) +
+                            " is out of range");
+  }
   if (num_heads % num_kv_heads != 0) {
     return invalid_argument("model config: num_heads " + std::to_string(num_heads) +
                             " is not a multiple of num_kv_heads " + std::to_string(num_kv_heads));
@@ -113,6 +117,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   c.head_dim = gguf.get_i64(p + "attention.key_length").value_or(c.hidden_size / c.num_heads);
   c.rms_norm_eps = gguf.get_f32(p + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
   c.rope_theta = gguf.get_f32(p + "rope.freq_base").value_or(10000.0f);
+  c.sliding_window = gguf.get_i64(p + "attention.sliding_window").value_or(0);
 
   const std::string_view stype = gguf.get_string(p + "rope.scaling.type").value_or("none");
   if (stype == "linear") {
