@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Makes tests/fixtures/tiny_kquant/: a tiny random Llama converted to GGUF and quantized to
-Q4_K_M by llama.cpp's own tools, and the oracle for it: the logits HF transformers computes in
+"""Makes tests/fixtures/tiny_kquant/ and tiny_kquant_q5_k_m/: a tiny random Llama converted to GGUF
+and quantized to Q4_K_M (Q4_K + Q6_K tensors) and Q5_K_M (Q5_K + Q6_K) by llama.cpp's own tools,
+and the oracle for each: the logits HF transformers computes in
 f32 on the weights of that GGUF dequantized by the `gguf` Python package (PyPI). The test
 (tests/unit/graph/tiny_kquant_test.cpp) runs our K-quant kernels on the GGUF and compares.
 
@@ -15,7 +16,7 @@ from the llama.cpp tree against its installed libraries, e.g.
   g++ -O1 -std=c++17 -I include -I common -I ggml/include -I tools/quantize \
       tools/quantize/quantize.cpp tools/quantize/main.cpp -L$LIB -lllama-common -lllama -lggml \
       -lggml-base -Wl,-rpath,$LIB -o llama-quantize
-Writes model.gguf, expected.json ({"vocab_size", "sequences", "greedy_prompt", "greedy_tokens",
+Writes (in each folder) model.gguf, expected.json ({"vocab_size", "sequences", "greedy_prompt", "greedy_tokens",
 "greedy_min_margin", "tensor_types", "quant"}) and expected_logits.f32 ([sum(len), vocab] f32 LE).
 Deterministic: seeded weights, a tokenizer trained single-threaded on seeded text.
 """
@@ -35,8 +36,8 @@ import sentencepiece as spm
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tiny_kquant"
-QUANT = "Q4_K_M"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+QUANTS = {"Q4_K_M": "tiny_kquant", "Q5_K_M": "tiny_kquant_q5_k_m"}
 
 
 def make_model():
@@ -147,20 +148,27 @@ def main():
         for s in seqs:
             d = np.abs(logits_of(back, s) - logits_of(model, s)).max()
             assert d < 1e-5, f"f32 GGUF round trip differs by {d}"
-        OUT.mkdir(parents=True, exist_ok=True)
-        subprocess.run([args.quantize, str(f32), str(OUT / "model.gguf"), QUANT, "1"], check=True)
-    sd, types = hf_state_from_gguf(OUT / "model.gguf", model.config)
+        for quant, name in QUANTS.items():
+            out = FIXTURES / name
+            out.mkdir(parents=True, exist_ok=True)
+            subprocess.run([args.quantize, str(f32), str(out / "model.gguf"), quant, "1"],
+                           check=True)
+            write_oracle(model, out, quant, seqs, prompt)
+
+
+def write_oracle(model, out, quant, seqs, prompt):
+    sd, types = hf_state_from_gguf(out / "model.gguf", model.config)
     deq = LlamaForCausalLM(model.config).eval()
     deq.load_state_dict(sd)
     rows = [logits_of(deq, s) for s in seqs]
-    np.concatenate(rows).astype("<f4").tofile(OUT / "expected_logits.f32")
+    np.concatenate(rows).astype("<f4").tofile(out / "expected_logits.f32")
     tokens, margin = greedy(deq, prompt, 24)
     drift = max(np.abs(r - logits_of(model, s)).max() for r, s in zip(rows, seqs))
-    (OUT / "expected.json").write_text(json.dumps({
+    (out / "expected.json").write_text(json.dumps({
         "vocab_size": 512, "sequences": seqs, "greedy_prompt": prompt, "greedy_tokens": tokens,
-        "greedy_min_margin": margin, "tensor_types": types, "quant": QUANT,
+        "greedy_min_margin": margin, "tensor_types": types, "quant": quant,
         "max_abs_logit_change_from_quantization": float(drift)}, indent=1) + "\n")
-    print(f"wrote {OUT}: {sorted(set(types.values()))}, quantization moved logits by up to "
+    print(f"wrote {out}: {sorted(set(types.values()))}, quantization moved logits by up to "
           f"{drift:.3g}, greedy min margin {margin:.3g}")
 
 
