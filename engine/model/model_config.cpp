@@ -1,6 +1,8 @@
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "engine/model/gguf_file.h"
 
@@ -118,6 +120,17 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   c.rms_norm_eps = gguf.get_f32(p + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
   c.rope_theta = gguf.get_f32(p + "rope.freq_base").value_or(10000.0f);
   c.sliding_window = gguf.get_i64(p + "attention.sliding_window").value_or(0);
+  // Per-layer windows (llama.cpp's sliding_window_pattern, a bool per layer): all or none only.
+  if (auto pattern = gguf.get_i32_array(p + "attention.sliding_window_pattern");
+      pattern && !pattern->empty()) {
+    const auto sliding =
+        std::count_if(pattern->begin(), pattern->end(), [](int32_t v) { return v != 0; });
+    if (sliding == 0) c.sliding_window = 0;
+    if (sliding != 0 && sliding != static_cast<std::ptrdiff_t>(pattern->size())) {
+      return unimplemented("gguf: " + p +
+                           "attention.sliding_window_pattern mixes sliding and full attention");
+    }
+  }
 
   const std::string_view stype = gguf.get_string(p + "rope.scaling.type").value_or("none");
   if (stype == "linear") {

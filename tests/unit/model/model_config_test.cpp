@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "engine/model/gguf_file.h"
 #include "tests/unit/model/gguf_writer_for_tests.h"
 #include "tests/unit/model/test_files.h"
@@ -208,6 +210,22 @@ TEST(ModelConfig, FromGgufQwen2AndErrors) {
   EXPECT_EQ(r->head_dim, 8);
   EXPECT_FLOAT_EQ(r->rope_theta, 1e6f);
   EXPECT_EQ(r->sliding_window, 48);
+
+  // llama.cpp's per-layer pattern: all false = no window; mixed = refused.
+  for (auto [pattern, want_ok, want_window] : {std::tuple{std::vector<uint8_t>{0, 0}, true, 0},
+                                               std::tuple{std::vector<uint8_t>{1, 1}, true, 48},
+                                               std::tuple{std::vector<uint8_t>{1, 0}, false, 0}}) {
+    testing::GgufBuilder pb = b;
+    pb.add_array("qwen2.attention.sliding_window_pattern", testing::GgufBuilder::kBool, pattern);
+    const auto pbytes = pb.build();
+    auto pf = GgufFile::parse(testing::as_bytes(pbytes));
+    ASSERT_TRUE(pf.is_ok());
+    auto pr = model_config_from_gguf(**pf);
+    ASSERT_EQ(pr.is_ok(), want_ok) << pr.status().to_string();
+    if (want_ok) {
+      EXPECT_EQ(pr->sliding_window, want_window);
+    }
+  }
 
   auto bad = testing::GgufBuilder().add_string("general.architecture", "llama").build();
   auto fb = GgufFile::parse(testing::as_bytes(bad));
