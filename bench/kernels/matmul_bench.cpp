@@ -46,8 +46,11 @@ void BM_Matmul(benchmark::State& state) {
 }
 
 void matmul_args(benchmark::internal::Benchmark* b) {
+  // Q2_K / Q3_K / Q5_K have no integer kernel (a row dequantized to f32, then an f32 dot):
+  // run at the K-quant-sized shape (K = 1536) beside Q4_K / Q6_K.
   const DType types[] = {DType::F32,  DType::F16,  DType::BF16, DType::Q8_0,
-                         DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K};
+                         DType::Q4_0, DType::Q4_1, DType::Q4_K, DType::Q6_K,
+                         DType::Q2_K, DType::Q3_K, DType::Q5_K};
   const int64_t shapes[][2] = {{576, 576}, {576, 192}, {576, 1536}, {576, 49152}, {1536, 576}};
   for (DType t : types) {
     for (auto [k, n] : shapes) {

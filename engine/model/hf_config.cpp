@@ -87,6 +87,30 @@ Status read_rope_scaling(const json& j, const char* key, RopeScaling* rs) {
   return read_int(r, "original_max_position_embeddings", &rs->original_max_position, false);
 }
 
+// Mistral's sliding_window (null = none), for every layer. Qwen2 writes one too but applies it
+// only with use_sliding_window, and then from layer max_window_layers on; transformers 5 spells
+// the layers out in layer_types. One window for all layers or none is supported.
+Status read_sliding_window(const json& j, const std::string& arch, int64_t* window) {
+  LLMSERVE_RETURN_IF_ERROR(read_int(j, "sliding_window", window, false));
+  bool use = arch != "qwen2";  // transformers' Qwen2 default: use_sliding_window false
+  if (auto u = j.find("use_sliding_window"); u != j.end() && u->is_boolean()) use = u->get<bool>();
+  auto lt = j.find("layer_types");
+  if (lt != j.end() && lt->is_array() && !lt->empty()) {
+    size_t sliding = 0;
+    for (const json& t : *lt)
+      sliding += t.is_string() && t.get<std::string>() == "sliding_attention";
+    if (sliding == 0) use = false;
+    if (sliding != 0 && sliding != lt->size()) {
+      return unimplemented("config.json: layer_types mixes sliding and full attention");
+    }
+  } else if (use && arch == "qwen2") {
+    return unimplemented(
+        "config.json: qwen2 use_sliding_window (max_window_layers) is not supported");
+  }
+  if (!use) *window = 0;
+  return Status::ok();
+}
+
 Result<ModelConfig> parse_config(const json& j) {
   if (!j.is_object()) return invalid_argument("config.json: top level must be an object");
   ModelConfig c;
@@ -127,6 +151,7 @@ Result<ModelConfig> parse_config(const json& j) {
       return invalid_argument("config.json: 'tie_word_embeddings' must be bool");
     c.tie_word_embeddings = t->get<bool>();
   }
+  LLMSERVE_RETURN_IF_ERROR(read_sliding_window(j, c.architecture, &c.sliding_window));
   c.attention_bias = c.architecture == "qwen2";
   if (auto t = j.find("attention_bias"); t != j.end() && t->is_boolean()) {
     c.attention_bias = t->get<bool>();

@@ -1,6 +1,8 @@
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 
 #include "engine/model/gguf_file.h"
 
@@ -50,6 +52,10 @@ Status ModelConfig::validate() const {
   LLMSERVE_RETURN_IF_ERROR(positive(ffn_size, "ffn_size"));
   LLMSERVE_RETURN_IF_ERROR(positive(vocab_size, "vocab_size"));
   LLMSERVE_RETURN_IF_ERROR(positive(max_context, "max_context"));
+  if (sliding_window < 0 || sliding_window > (int64_t{1} << 31)) {
+    return invalid_argument("model config: sliding_window = " + std::to_string(sliding_window) +
+                            " is out of range");
+  }
   if (num_heads % num_kv_heads != 0) {
     return invalid_argument("model config: num_heads " + std::to_string(num_heads) +
                             " is not a multiple of num_kv_heads " + std::to_string(num_kv_heads));
@@ -113,6 +119,18 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   c.head_dim = gguf.get_i64(p + "attention.key_length").value_or(c.hidden_size / c.num_heads);
   c.rms_norm_eps = gguf.get_f32(p + "attention.layer_norm_rms_epsilon").value_or(1e-5f);
   c.rope_theta = gguf.get_f32(p + "rope.freq_base").value_or(10000.0f);
+  c.sliding_window = gguf.get_i64(p + "attention.sliding_window").value_or(0);
+  // Per-layer windows (llama.cpp's sliding_window_pattern, a bool per layer): all or none only.
+  if (auto pattern = gguf.get_i32_array(p + "attention.sliding_window_pattern");
+      pattern && !pattern->empty()) {
+    const auto sliding =
+        std::count_if(pattern->begin(), pattern->end(), [](int32_t v) { return v != 0; });
+    if (sliding == 0) c.sliding_window = 0;
+    if (sliding != 0 && sliding != static_cast<std::ptrdiff_t>(pattern->size())) {
+      return unimplemented("gguf: " + p +
+                           "attention.sliding_window_pattern mixes sliding and full attention");
+    }
+  }
 
   const std::string_view stype = gguf.get_string(p + "rope.scaling.type").value_or("none");
   if (stype == "linear") {

@@ -47,6 +47,9 @@ struct ModelConfig {
   int32_t bos_id = -1, eos_id = -1, pad_id = -1;  // -1 = none
   std::vector<int32_t> eos_ids;  // every end-of-sequence id (eos_id first when set)
   int64_t max_context = 0;       // max_position_embeddings / context_length
+  // > 0: every layer's attention sees only the last sliding_window positions (the query's
+  // included): Mistral's sliding_window, GGUF {arch}.attention.sliding_window. 0: full context.
+  int64_t sliding_window = 0;
 
   // K and V of one token over all layers: 2 x layers x kv_heads x head_dim x bytes.
   uint64_t kv_bytes_per_token(int bytes_per_element) const {

@@ -44,6 +44,9 @@ struct KvCacheSpec {
   int block_size = 16;
   int head_dim = 0;
   kernels::KvDtype dtype = kernels::KvDtype::kF16;  // element type of K and V
+  // > 0: both attention ops see only each query's last sliding_window positions (itself
+  // included; ModelConfig::sliding_window). 0: the whole context.
+  int64_t sliding_window = 0;
 };
 
 class Ops {

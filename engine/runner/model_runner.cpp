@@ -99,6 +99,7 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   KvCacheSpec spec{cfg.num_layers, blocks, static_cast<int>(cfg.num_kv_heads), o.block_size,
                    static_cast<int>(cfg.head_dim)};
   spec.dtype = o.kv_cache_dtype;
+  spec.sliding_window = cfg.sliding_window;
   LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
   LLMSERVE_ASSIGN_OR_RETURN(
       *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, logits_rows(o)));
@@ -182,6 +183,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   spec.block_size = options.block_size;
   spec.head_dim = static_cast<int>(cfg.head_dim);
   spec.dtype = options.kv_cache_dtype;
+  spec.sliding_window = cfg.sliding_window;
   LLMSERVE_RETURN_IF_ERROR(r->ops_->alloc_kv_cache(spec));
   LLMSERVE_ASSIGN_OR_RETURN(
       r->graph_,

@@ -9,15 +9,19 @@ namespace llmserve::kernels {
 namespace {
 
 // Attends every partition of one query group in order, then merges: the shared per-query path.
+// Keys [window_start, ctx): the sliding window (if any) is cut here, so every partition kernel
+// (AVX2, AVX-512, int8 VNNI) sees only keys inside it.
 void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
                   float scale, int64_t ctx, float* out) {
   const int D = kv.shape.head_dim;
-  const int64_t P = cpu::num_partitions(ctx);
+  const int64_t lo = cpu::window_start(ctx, kv.sliding_window);
+  const int64_t P = cpu::num_partitions(lo, ctx);
   const int64_t rec = cpu::partial_floats(G, D);
   thread_local std::vector<float> recs;
   if (recs.size() < static_cast<size_t>(P * rec)) recs.resize(P * rec);
   for (int64_t p = 0; p < P; ++p) {
-    const int64_t s = p * kAttentionPartition, e = std::min(ctx, s + kAttentionPartition);
+    int64_t s = 0, e = 0;
+    cpu::partition_range(lo, ctx, p, &s, &e);
     cpu::attend_partition(kv, table, kv_head, q, G, scale, s, e, recs.data() + p * rec);
   }
   cpu::merge_partials(recs.data(), static_cast<int>(P), G, D, out);
@@ -69,7 +73,9 @@ void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const
   first_part.resize(B + 1);
   first_part[0] = 0;
   for (int64_t b = 0; b < B; ++b)
-    first_part[b + 1] = first_part[b] + cpu::num_partitions(seq_lens[b]);
+    first_part[b + 1] =
+        first_part[b] +
+        cpu::num_partitions(cpu::window_start(seq_lens[b], kv.sliding_window), seq_lens[b]);
   const int64_t total = first_part[B];
   if (recs.size() < static_cast<size_t>(total * KVH * rec)) recs.resize(total * KVH * rec);
   const int64_t n = total * KVH;
@@ -81,7 +87,8 @@ void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const
                         first_part.begin() - 1;
       const int64_t p = part - first_part[b];
       const int64_t ctx = seq_lens[b];
-      const int64_t s = p * kAttentionPartition, e = std::min(ctx, s + kAttentionPartition);
+      int64_t s = 0, e = 0;
+      cpu::partition_range(cpu::window_start(ctx, kv.sliding_window), ctx, p, &s, &e);
       // Records of one (request, head) are contiguous over partitions for the merge.
       float* r =
           recs.data() + ((first_part[b] * KVH) + h * (first_part[b + 1] - first_part[b]) + p) * rec;

@@ -131,8 +131,25 @@ inline float softmax_tile(float* s, int n, float* m, float* l) {
 // Merges P consecutive records (in order) into out[G][head_dim].
 void merge_partials(const float* recs, int P, int G, int head_dim, float* out);
 
-inline int64_t num_partitions(int64_t ctx) {
-  return (ctx + kAttentionPartition - 1) / kAttentionPartition;
+// The first key a query of context ctx (its position + 1) attends under a sliding window
+// (window 0: none): keys [window_start, ctx).
+inline int64_t window_start(int64_t ctx, int64_t window) {
+  return window > 0 && ctx > window ? ctx - window : 0;
+}
+
+// Keys [lo, ctx) cut at the fixed partition edges (multiples of kAttentionPartition), so a query
+// splits the same way in prefill and decode: partitions first_partition(lo) onwards, in order.
+inline int64_t first_partition(int64_t lo) {
+  return lo / kAttentionPartition;
+}
+inline int64_t num_partitions(int64_t lo, int64_t ctx) {
+  return (ctx + kAttentionPartition - 1) / kAttentionPartition - first_partition(lo);
+}
+// Keys of the p-th partition (from 0) of [lo, ctx): [*s, *e), never empty.
+inline void partition_range(int64_t lo, int64_t ctx, int64_t p, int64_t* s, int64_t* e) {
+  const int64_t edge = (first_partition(lo) + p) * kAttentionPartition;
+  *s = std::max(lo, edge);
+  *e = std::min(ctx, edge + kAttentionPartition);
 }
 
 }  // namespace llmserve::kernels::cpu

@@ -109,8 +109,6 @@ template void dot_rows_dequant<DType::Q2_K>(const void*, const void*, size_t, in
                                             int64_t);
 template void dot_rows_dequant<DType::Q3_K>(const void*, const void*, size_t, int, int64_t, float*,
                                             int64_t);
-template void dot_rows_dequant<DType::Q5_K>(const void*, const void*, size_t, int, int64_t, float*,
-                                            int64_t);
 
 DotKernel dot_kernel_for(DType t) {
   switch (t) {
@@ -139,7 +137,7 @@ DotKernel dot_kernel_for(DType t) {
     case DType::Q3_K:
       return {ActFormat::kF32, dot_rows_dequant<DType::Q3_K>};
     case DType::Q5_K:
-      return {ActFormat::kF32, dot_rows_dequant<DType::Q5_K>};
+      return {ActFormat::kQ8K, dot_rows_q5_k};
     default:
       return {ActFormat::kF32, nullptr};
   }

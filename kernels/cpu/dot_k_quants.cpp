@@ -1,5 +1,6 @@
-// Q4_K / Q6_K weights against Q8_K activations (per-256 scale, per-16 sums) with AVX2.
+// Q4_K / Q5_K / Q6_K weights against Q8_K activations (per-256 scale, per-16 sums) with AVX2.
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/dot_kernels.h"
 #include "kernels/cpu/simd_util.h"
@@ -25,8 +26,10 @@ void q4_k_scales(const uint8_t* s, uint8_t sc[8], uint8_t mn[8]) {
   }
 }
 
-template <int R>
-void q4_k_rows(const BlockQ4_K* w, const void* x, size_t xs, int64_t nb, float* out, int64_t os) {
+// Q4_K, or Q5_K (Block = BlockQ5_K): the same scales and mins, and element 64c + 32h + l
+// (h = 0, 1) gains bit 2c + h of qh[l] as its 5th bit (values 0..31: maddubs stays in range).
+template <typename Block, int R>
+void q45_k_rows(const Block* w, const void* x, size_t xs, int64_t nb, float* out, int64_t os) {
   __m256 acc[R];
   const BlockQ8_K* xr[R];
   for (int r = 0; r < R; ++r) {
@@ -46,6 +49,15 @@ void q4_k_rows(const BlockQ4_K* w, const void* x, size_t xs, int64_t nb, float* 
       const __m256i raw = load32(w[b].qs + 32 * c);
       q[2 * c] = _mm256_and_si256(raw, low);
       q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+    }
+    if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+      const __m256i hb = load32(w[b].qh);
+      const __m256i five = _mm256_set1_epi8(0x10);
+      for (int j = 0; j < 8; ++j) {
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << j));
+        const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(hb, bit), bit);
+        q[j] = _mm256_or_si256(q[j], _mm256_and_si256(set, five));
+      }
     }
     const float dw = half_to_float(w[b].d);
     const float mw = half_to_float(w[b].dmin);
@@ -113,26 +125,37 @@ void q6_k_rows(const BlockQ6_K* w, const void* x, size_t xs, int64_t nb, float* 
   for (int r = 0; r < R; ++r) out[r * os] = hsum(acc[r]);
 }
 
+template <typename Block>
+void q45_k_dispatch(const void* w, const void* x, size_t xs, int R, int64_t K, float* out,
+                    int64_t os) {
+  const auto* wb = static_cast<const Block*>(w);
+  const int64_t nb = K / kQKK;
+  switch (R) {
+    case 1:
+      q45_k_rows<Block, 1>(wb, x, xs, nb, out, os);
+      break;
+    case 2:
+      q45_k_rows<Block, 2>(wb, x, xs, nb, out, os);
+      break;
+    case 3:
+      q45_k_rows<Block, 3>(wb, x, xs, nb, out, os);
+      break;
+    default:
+      q45_k_rows<Block, 4>(wb, x, xs, nb, out, os);
+      break;
+  }
+}
+
 }  // namespace
 
 void dot_rows_q4_k(const void* w, const void* x, size_t xs, int R, int64_t K, float* out,
                    int64_t os) {
-  const auto* wb = static_cast<const BlockQ4_K*>(w);
-  const int64_t nb = K / kQKK;
-  switch (R) {
-    case 1:
-      q4_k_rows<1>(wb, x, xs, nb, out, os);
-      break;
-    case 2:
-      q4_k_rows<2>(wb, x, xs, nb, out, os);
-      break;
-    case 3:
-      q4_k_rows<3>(wb, x, xs, nb, out, os);
-      break;
-    default:
-      q4_k_rows<4>(wb, x, xs, nb, out, os);
-      break;
-  }
+  q45_k_dispatch<BlockQ4_K>(w, x, xs, R, K, out, os);
+}
+
+void dot_rows_q5_k(const void* w, const void* x, size_t xs, int R, int64_t K, float* out,
+                   int64_t os) {
+  q45_k_dispatch<BlockQ5_K>(w, x, xs, R, K, out, os);
 }
 
 void dot_rows_q6_k(const void* w, const void* x, size_t xs, int R, int64_t K, float* out,

@@ -30,6 +30,7 @@ void dot_rows_q4_0(const void*, const void*, size_t, int, int64_t, float*, int64
 void dot_rows_q4_1(const void*, const void*, size_t, int, int64_t, float*, int64_t);
 void dot_rows_q8_0(const void*, const void*, size_t, int, int64_t, float*, int64_t);
 void dot_rows_q4_k(const void*, const void*, size_t, int, int64_t, float*, int64_t);
+void dot_rows_q5_k(const void*, const void*, size_t, int, int64_t, float*, int64_t);
 void dot_rows_q6_k(const void*, const void*, size_t, int, int64_t, float*, int64_t);
 void dot_rows_f32(const void*, const void*, size_t, int, int64_t, float*, int64_t);
 void dot_rows_f16(const void*, const void*, size_t, int, int64_t, float*, int64_t);

@@ -105,7 +105,12 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
   const int rest = static_cast<int>(blockIdx.x) - item * per_item;
   const int kvh = rest / a.passes, pass = rest - kvh * a.passes;
   const int32_t* it = a.plan + kDecodePlanHeaderInts + item * kDecodePlanItemInts;
-  const int b = it[0], kv_begin = it[1], kv_end = it[2], slot = it[3];
+  const int b = it[0], kv_end = it[2], slot = it[3];
+  // Sliding window: keys below lo are outside it. The item starts at the even key at or below
+  // lo when that is inside it (pairs of 8-bit scales stay in one page: block_size is even),
+  // and the keys [kv_begin, lo) left are masked; an item wholly below lo has no tiles.
+  const int lo = a.window > 0 ? max(0, a.seq_lens[b] - a.window) : 0;
+  const int kv_begin = min(max(it[1], lo & ~1), kv_end);
 
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int ht = warp >> 1, kw = warp & 1;
@@ -272,6 +277,11 @@ __global__ void __maxnreg__(112) decode_partial_kernel(PartialArgs a) {
       }
       if (kb + g >= valid) s[0] = s[1] = -INFINITY;
       if (kb + g + 8 >= valid) s[2] = s[3] = -INFINITY;
+      if (a.window > 0) {  // keys below the window (only the first tile of an item has them)
+        const int key0 = kv_begin + tile * TK + kb + g;
+        if (key0 < lo) s[0] = s[1] = -INFINITY;
+        if (key0 + 8 < lo) s[2] = s[3] = -INFINITY;
+      }
       float x0 = fmaxf(s[0], s[2]), x1 = fmaxf(s[1], s[3]);
 #pragma unroll
       for (int off = 4; off < 32; off <<= 1) {

@@ -29,6 +29,8 @@ struct DecodePartialArgs {
   float* ws_ml;  // [capacity, num_heads, 2] (max in log2 units, sum)
   int num_heads, group, head_tiles, passes;
   float scale_log2;
+  int window;               // > 0: keys below seq_lens[b] - window are skipped / masked
+  const int32_t* seq_lens;  // with window > 0
 };
 
 // The partial kernel instantiated for head_dim (64 or 128) and dtype (bf16, int8, e4m3), for

@@ -134,6 +134,11 @@ cudaError_t decode_attention(const DecodeAttentionParams& p, cudaStream_t stream
   a.head_tiles = shape.head_tiles;
   a.passes = shape.passes;
   a.scale_log2 = p.scale * kLog2e;
+  if (p.sliding_window < 0 || (p.sliding_window > 0 && p.seq_lens == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
+  a.window = p.sliding_window;
+  a.seq_lens = p.seq_lens;
   void* args[] = {&a};
   int smem = 0;
   void* kernel = detail::decode_partial_kernel_for(D, kv.dtype, &smem);

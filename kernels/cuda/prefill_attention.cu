@@ -99,6 +99,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int first_pos = p.seq_lens[b] - q_len + qt * kBM;  // position of tile row 0
   const int kv_end = first_pos + rows;                     // keys [0, kv_end)
   const int n_tiles = (kv_end + kBN - 1) / kBN;
+  // Sliding window W: row at position pos attends keys (pos - W, pos]; tiles wholly below the
+  // window of the CTA's first row are never loaded.
+  const int window = p.sliding_window;
+  const int t_first = window > 0 ? max(0, first_pos - window + 1) / kBN : 0;
   const int kvh = h / (p.num_heads / p.kv.num_kv_heads);
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int64_t row0 = static_cast<int64_t>(q0) + qt * kBM;
@@ -215,8 +219,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
   }
 
-  load_tile(0);
-  for (int t = 0; t < n_tiles; ++t) {
+  load_tile(t_first);
+  for (int t = t_first; t < n_tiles; ++t) {
     cp_async_wait_all();
     __syncthreads();  // tile t (and Q) visible to all; all warps are done with tile t - 1
     if (t + 1 < n_tiles) load_tile(t + 1);
@@ -234,6 +238,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     // Warp-uniform: every key of the tile lies past the warp's last row.
     if (!warp_active || t * kBN > min(warp_first_pos + kWarpRows - 1, kv_end - 1)) continue;
+    // Warp-uniform too: every key of the tile lies below the window of the warp's first row.
+    if (window > 0 && t * kBN + kBN - 1 <= warp_first_pos - window) continue;
     const uint32_t tile_off = kQuant ? 0 : (t & 1) * L::kTile;
     const uint32_t k_addr = s_base + L::kK + tile_off + k_row * L::kRowBytes + (k_sw << 4);
     const uint32_t v_addr = s_base + L::kV + tile_off + a_row * L::kRowBytes + (a_sw << 4);
@@ -280,7 +286,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
-    if (t * kBN + kBN - 1 > warp_first_pos) {  // diagonal tile: mask keys past each row
+    // Diagonal tile: mask keys past each row; window edge tile: keys at or below pos - window.
+    const bool window_edge = window > 0 && t * kBN <= warp_first_pos + kWarpRows - 1 - window;
+    if (t * kBN + kBN - 1 > warp_first_pos || window_edge) {
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -289,7 +297,7 @@ __global__ void __launch_bounds__(kThreads, 2)
           for (int e = 0; e < 4; ++e) {
             const int pos = warp_first_pos + mt * 16 + g + ((e >> 1) << 3);
             const int key = t * kBN + nt * 8 + tq * 2 + (e & 1);
-            if (key > pos) s[mt][nt][e] = -INFINITY;
+            if (key > pos || (window > 0 && key <= pos - window)) s[mt][nt][e] = -INFINITY;
           }
         }
       }
@@ -449,7 +457,8 @@ cudaError_t prefill_attention_check(const PrefillAttentionParams& p) {
       p.num_seqs <= kMaxGridZ && p.max_q_len >= 0 &&
       (static_cast<int64_t>(p.max_q_len) + kBM - 1) / kBM <= kMaxGridY && p.scale > 0.0f &&
       std::isfinite(p.scale) && p.out != nullptr && aligned(p.out, 4) &&
-      p.out_row_stride % 2 == 0 && p.out_row_stride >= row && kv_device_elem_bytes(kv.dtype) != 0;
+      p.out_row_stride % 2 == 0 && p.out_row_stride >= row && kv_device_elem_bytes(kv.dtype) != 0 &&
+      p.sliding_window >= 0;
   const bool scales_ok =
       kv_device_elem_bytes(kv.dtype) != 1 || (kv.k_scales != nullptr && kv.v_scales != nullptr &&
                                               aligned(kv.k_scales, 16) && aligned(kv.v_scales, 16));

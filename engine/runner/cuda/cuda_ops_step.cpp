@@ -255,6 +255,7 @@ void CudaOps::prefill_attention(int64_t layer, const float* q, int num_heads, fl
   p.max_q_len = fill_.max_q_len;
   p.num_heads = num_heads;
   p.scale = scale;
+  p.sliding_window = static_cast<int>(kv_spec_.sliding_window);
   check(kc::prefill_attention(p, stream_), "prefill_attention");
 }
 
@@ -281,6 +282,8 @@ void CudaOps::decode_attention(int64_t layer, const float* q, int num_heads, flo
   p.workspace = attn_ws_;
   p.num_heads = num_heads;
   p.scale = scale;
+  p.sliding_window = static_cast<int>(kv_spec_.sliding_window);
+  p.seq_lens = dev_idx_ + layout_.seq_lens;  // decode request b's length at row b
   check(kc::decode_attention(p, stream_), "decode_attention");
 }
 

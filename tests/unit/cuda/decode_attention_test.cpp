@@ -35,6 +35,7 @@ constexpr float kAtol = 5e-3f, kRtol = 1.5e-2f;
 
 struct Shape {
   int head_dim, group, num_kv_heads = 2, block_size = 16;
+  int window = 0;  // sliding window (0: none), the CPU twin's too
   int num_heads() const { return group * num_kv_heads; }
 };
 
@@ -76,7 +77,10 @@ void cpu_reference(Batch& b) {
                             b.k.data(),
                             b.v.data(),
                             bt.data(),
-                            b.max_blocks};
+                            b.max_blocks,
+                            nullptr,
+                            nullptr,
+                            b.s.window};
   kernels::decode_attention(cpu_pool(), kv, q.data(), seq.data(), n, H,
                             1.0f / std::sqrt(static_cast<float>(D)), out.data());
   for (int64_t j = 0; j < n; ++j) {
@@ -148,13 +152,14 @@ std::vector<int32_t> pack(const Batch& b, const kc::DecodePlanConfig& cfg, int c
 
 struct DeviceBatch {
   DeviceBuffer<uint16_t> k, v;
-  DeviceBuffer<int32_t> bt;
+  DeviceBuffer<int32_t> bt, seq;
   DeviceBuffer<float> q;
   DeviceBuffer<uint16_t> out;
   explicit DeviceBatch(const Batch& b)
       : k(cuda_test::to_bf16(b.k)),
         v(cuda_test::to_bf16(b.v)),
         bt(b.bt),
+        seq(b.lens),
         q(b.q),
         out(std::vector<uint16_t>(b.lens.size() * static_cast<size_t>(b.out_stride), kNanBits)) {}
 };
@@ -174,6 +179,8 @@ kc::DecodeAttentionParams params(const Batch& b, const DeviceBatch& d, const int
   p.num_requests = static_cast<int>(b.lens.size());
   p.num_heads = b.s.num_heads();
   p.scale = 1.0f / std::sqrt(static_cast<float>(b.s.head_dim));
+  p.sliding_window = b.s.window;
+  p.seq_lens = d.seq.get();
   return p;
 }
 
@@ -224,6 +231,23 @@ TEST(CudaDecodeAttention, MatchesCpuOverShapeGrid) {
         EXPECT_TRUE(
             near_all(name(b, "decode_attention") + " min_split " + std::to_string(min_split), got,
                      b.want, kAtol, kRtol));
+      }
+    }
+  }
+}
+
+// Sliding windows: items wholly below the window, windows starting mid-tile and mid-page
+// (odd starts too), splits of one request on both sides of the edge.
+TEST(CudaDecodeAttention, MatchesCpuWithSlidingWindows) {
+  LLMSERVE_REQUIRE_CUDA();
+  const std::vector<int32_t> lens = {1, 2, 17, 33, 64, 65, 129, 257, 600, 0, 1000, 4100};
+  for (int D : {64, 128}) {
+    for (int W : {1, 7, 31, 100, 512}) {
+      const Batch b = make_batch({D, 4, 2, 16, W}, lens, 700 + D + W);
+      for (int min_split : {16, 128}) {
+        EXPECT_TRUE(near_all(name(b, "decode_attention") + " window " + std::to_string(W) +
+                                 " min_split " + std::to_string(min_split),
+                             run_gpu(b, device_config(b.s, min_split)), b.want, kAtol, kRtol));
       }
     }
   }

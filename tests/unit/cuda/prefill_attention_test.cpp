@@ -51,6 +51,7 @@ struct Case {
   bool fused_q = true;        // q rows inside [T, (H + 2 KV) D] with NaN in the K/V columns
   bool f32_pitch_out = true;  // out rows 2 H D apart, as CudaOps passes them
   int extra_max_q_len = 0;    // grid larger than the longest request
+  int window = 0;             // sliding window (0: none), the CPU twin's too
   int num_heads() const { return num_kv_heads * group; }
 };
 
@@ -132,7 +133,10 @@ std::vector<float> cpu_reference(const Case& c, const Batch& b) {
                             b.k.data(),
                             b.v.data(),
                             b.bt.data(),
-                            b.bt_width};
+                            b.bt_width,
+                            nullptr,
+                            nullptr,
+                            c.window};
   std::vector<float> out(b.q.size(), 0.0f);
   kernels::prefill_attention(pool, kv, b.q.data(), b.qs.data(), b.seq.data(), b.B, b.H,
                              1.0f / std::sqrt(static_cast<float>(b.D)), out.data());
@@ -166,6 +170,7 @@ struct DeviceBatch {
     params.scale = 1.0f / std::sqrt(static_cast<float>(b.D));
     params.out = out.get();
     params.out_row_stride = b.out_stride;
+    params.sliding_window = c.window;
   }
 };
 
@@ -223,6 +228,22 @@ TEST(CudaPrefillAttention, MatchesCpuOverHeadDimsAndGqaGroups) {
       c.num_kv_heads = G == 16 ? 1 : 2;
       c.reqs = kMixedBatch;
       expect_matches_cpu(c, 100 + D + G);
+    }
+  }
+}
+
+// Sliding windows shorter than, around and longer than the 64-key tiles and 128-row CTAs, over
+// fresh prompts and chunks after cached tokens.
+TEST(CudaPrefillAttention, MatchesCpuWithSlidingWindows) {
+  LLMSERVE_REQUIRE_CUDA();
+  for (int D : {64, 128}) {
+    for (int W : {1, 7, 64, 100, 300}) {
+      Case c;
+      c.name = "window " + std::to_string(W);
+      c.head_dim = D;
+      c.window = W;
+      c.reqs = kMixedBatch;
+      expect_matches_cpu(c, 500 + D + W);
     }
   }
 }

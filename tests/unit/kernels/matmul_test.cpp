@@ -24,6 +24,7 @@ bool uses_q8_activations(DType t) {
     case DType::Q4_1:
     case DType::Q8_0:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       return true;
     default:

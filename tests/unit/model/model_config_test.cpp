@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "engine/model/gguf_file.h"
 #include "tests/unit/model/gguf_writer_for_tests.h"
 #include "tests/unit/model/test_files.h"
@@ -132,6 +134,46 @@ TEST(ModelConfig, HfErrorsNameTheKey) {
              "num_attention_heads");
 }
 
+// sliding_window: Mistral's applies to every layer; Qwen2's only with use_sliding_window (and
+// then per layer, refused); transformers 5's layer_types decide when present.
+TEST(ModelConfig, HfSlidingWindow) {
+  const std::string base = R"("hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 128, "vocab_size": 100)";
+  auto cfg = [&](const std::string& extra) {
+    return model_config_from_hf_json("{" + base + ", " + extra + "}");
+  };
+  auto m = cfg(R"("model_type": "mistral", "sliding_window": 4096)");
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  EXPECT_EQ(m->sliding_window, 4096);
+  auto none = cfg(R"("model_type": "mistral", "sliding_window": null)");
+  ASSERT_TRUE(none.is_ok());
+  EXPECT_EQ(none->sliding_window, 0);
+  auto llama = cfg(R"("model_type": "llama")");
+  ASSERT_TRUE(llama.is_ok());
+  EXPECT_EQ(llama->sliding_window, 0);
+  auto q_off = cfg(R"("model_type": "qwen2", "sliding_window": 32768)");
+  ASSERT_TRUE(q_off.is_ok());
+  EXPECT_EQ(q_off->sliding_window, 0);  // use_sliding_window defaults to false
+  auto q_full = cfg(R"("model_type": "qwen2", "sliding_window": 32768, "use_sliding_window": true,
+    "layer_types": ["full_attention", "full_attention"])");
+  ASSERT_TRUE(q_full.is_ok());
+  EXPECT_EQ(q_full->sliding_window, 0);
+  auto all = cfg(R"("model_type": "mistral", "sliding_window": 16,
+    "layer_types": ["sliding_attention", "sliding_attention"])");
+  ASSERT_TRUE(all.is_ok());
+  EXPECT_EQ(all->sliding_window, 16);
+  EXPECT_EQ(cfg(R"("model_type": "qwen2", "sliding_window": 64, "use_sliding_window": true)")
+                .status()
+                .code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(cfg(R"("model_type": "mistral", "sliding_window": 16,
+    "layer_types": ["sliding_attention", "full_attention"])")
+                .status()
+                .code(),
+            StatusCode::kUnimplemented);
+  EXPECT_FALSE(cfg(R"("model_type": "mistral", "sliding_window": -3)").is_ok());
+}
+
 TEST(ModelConfig, FromGgufTinyFile) {
   auto f = GgufFile::open(testing::fixture_path("model/tiny.gguf"));
   ASSERT_TRUE(f.is_ok()) << f.status().to_string();
@@ -154,7 +196,8 @@ TEST(ModelConfig, FromGgufQwen2AndErrors) {
       .add_u32("qwen2.attention.head_count", 4)
       .add_u32("qwen2.attention.head_count_kv", 2)
       .add_u32("qwen2.vocab_size", 100)
-      .add_f32("qwen2.rope.freq_base", 1e6f);
+      .add_f32("qwen2.rope.freq_base", 1e6f)
+      .add_u32("qwen2.attention.sliding_window", 48);
   b.add_f32_tensor("blk.0.attn_q.bias", {32}, std::vector<float>(32));
   const auto bytes = b.build();
   auto f = GgufFile::parse(testing::as_bytes(bytes));
@@ -166,6 +209,23 @@ TEST(ModelConfig, FromGgufQwen2AndErrors) {
   EXPECT_TRUE(r->tie_word_embeddings);
   EXPECT_EQ(r->head_dim, 8);
   EXPECT_FLOAT_EQ(r->rope_theta, 1e6f);
+  EXPECT_EQ(r->sliding_window, 48);
+
+  // llama.cpp's per-layer pattern: all false = no window; mixed = refused.
+  for (auto [pattern, want_ok, want_window] : {std::tuple{std::vector<uint8_t>{0, 0}, true, 0},
+                                               std::tuple{std::vector<uint8_t>{1, 1}, true, 48},
+                                               std::tuple{std::vector<uint8_t>{1, 0}, false, 0}}) {
+    testing::GgufBuilder pb = b;
+    pb.add_array("qwen2.attention.sliding_window_pattern", testing::GgufBuilder::kBool, pattern);
+    const auto pbytes = pb.build();
+    auto pf = GgufFile::parse(testing::as_bytes(pbytes));
+    ASSERT_TRUE(pf.is_ok());
+    auto pr = model_config_from_gguf(**pf);
+    ASSERT_EQ(pr.is_ok(), want_ok) << pr.status().to_string();
+    if (want_ok) {
+      EXPECT_EQ(pr->sliding_window, want_window);
+    }
+  }
 
   auto bad = testing::GgufBuilder().add_string("general.architecture", "llama").build();
   auto fb = GgufFile::parse(testing::as_bytes(bad));

@@ -23,17 +23,22 @@ struct PagedKv {
   int64_t max_blocks_per_seq;
   const uint16_t* k_scales = nullptr;  // int8: f16 scales, [num_blocks, num_kv_heads, block_size]
   const uint16_t* v_scales = nullptr;
+  // > 0: sliding-window attention (Mistral): the query at position p attends only positions
+  // (p - sliding_window, p], the last sliding_window of them, itself included. 0: no window.
+  int64_t sliding_window = 0;
 };
 
 // Varlen causal attention. q/out: [T, num_heads, head_dim]; request b owns query rows
 // [query_start[b], query_start[b+1]) and seq_lens[b] cached tokens including those new ones
 // (already written by write_kv); its query i sits at position seq_lens[b] - q_len_b + i and
-// attends positions 0..that position. scale is usually 1/sqrt(head_dim).
+// attends positions 0..that position (the last kv.sliding_window of them when that is > 0).
+// scale is usually 1/sqrt(head_dim).
 void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
                        const int32_t* query_start, const int32_t* seq_lens, int64_t B,
                        int num_heads, float scale, float* out);
 
-// One query per request at position seq_lens[b] - 1. q/out: [B, num_heads, head_dim].
+// One query per request at position seq_lens[b] - 1 (same window rule). q/out:
+// [B, num_heads, head_dim].
 void decode_attention(ThreadPool& pool, const PagedKv& kv, const float* q, const int32_t* seq_lens,
                       int64_t B, int num_heads, float scale, float* out);
 

@@ -32,6 +32,11 @@ struct DecodeAttentionParams {
   int num_requests = 0;        // B rows of q, out and block_tables, at most 65535
   int num_heads = 0;           // a multiple of kv.num_kv_heads
   float scale = 0.0f;          // softmax scale, usually 1 / sqrt(head_dim)
+  // > 0: sliding window, request b's query (position seq_lens[b] - 1) attends only its last
+  // sliding_window positions; seq_lens [num_requests] (device) is required then. Keys of a plan
+  // item below the window are skipped in the kernel (an item wholly below it adds nothing).
+  int sliding_window = 0;
+  const int32_t* seq_lens = nullptr;
 };
 
 // Two kernels on `stream`: one CTA per (plan capacity slot, kv head), those past the plan's item

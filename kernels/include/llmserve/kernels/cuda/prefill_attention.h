@@ -35,6 +35,8 @@ struct PrefillAttentionParams {
   // out + r * out_row_stride: out 4-byte aligned, out_row_stride even and >= num_heads * head_dim.
   uint16_t* out = nullptr;
   int64_t out_row_stride = 0;
+  // > 0: sliding window, the query at position p attends only (p - sliding_window, p]. 0: all.
+  int sliding_window = 0;
 };
 
 // cudaSuccess when p meets the preconditions above that the host can check (pointers,
