@@ -9,7 +9,7 @@ noise hits all alike) it runs
 
     build/llmserve generate --model models/SmolLM2-135M-Instruct.Q4_1.gguf \\
         --prompts-file FILE --sequential --threads 2 --speculative-method METHOD \\
-        [--speculative-num-tokens K] [--speculative-draft-model PATH]
+        [--speculative.num-tokens K] [--speculative.draft-model PATH]
 
 (the speculative flags are left out for method none) and reads one JSON line per prompt: index,
 text, token_ids, finish_reason, usage, ttft_ms, e2e_ms and spec {draft_tokens, accepted_tokens,
@@ -200,9 +200,9 @@ def generate_argv(args, method, prompts_file, help_text):
         argv.append("--sequential")
     argv += ["--threads", str(args.threads)]
     if method != "none":
-        argv += ["--speculative-method", method, "--speculative-num-tokens", str(args.num_tokens)]
+        argv += ["--speculative-method", method, "--speculative.num-tokens", str(args.num_tokens)]
         if method == "draft":
-            argv += ["--speculative-draft-model", args.draft_model]
+            argv += ["--speculative.draft-model", args.draft_model]
     return argv + args.extra_arg
 
 

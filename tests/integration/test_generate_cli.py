@@ -1,0 +1,55 @@
+"""`llmserve generate` takes the engine's configuration as `serve` does: --engine.* flags, the
+LLMSERVE_* environment and --config; a bad key is an error naming it (exit 2)."""
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN, MODEL
+
+PROMPT = "The capital of France is"
+
+
+def generate(*args, env=None, check=True):
+    if not BIN.exists() or not MODEL.exists():
+        pytest.skip("daemon or model missing")
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    r = subprocess.run([str(BIN), "generate", "--model", str(MODEL), "--prompt", PROMPT,
+                        "--max-tokens", "12", "--ignore-eos", *args], capture_output=True,
+                       text=True, timeout=300, env=full_env)
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_engine_flags_env_and_config_file_reach_generate(tmp_path):
+    base = generate().stdout
+    assert "Paris" in base
+    # The AVX2 kernels, an int8 KV cache and q8 activations, each from a different source.
+    assert generate("--engine.cpu-isa", "avx2").stdout == base
+    f16_logits, int8_logits = tmp_path / "f16.f32", tmp_path / "int8.f32"
+    generate("--logits-out", str(f16_logits))
+    int8 = generate("--logits-out", str(int8_logits),
+                    env={"LLMSERVE_ENGINE_KV_CACHE_DTYPE": "int8"})
+    assert "Paris" in int8.stdout
+    # int8 pages round keys and values: the logits move (so the setting reached the engine).
+    assert f16_logits.read_bytes() != int8_logits.read_bytes()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("engine:\n  cpu_matmul_precision: q8\n  threads: 1\n")
+    assert "Paris" in generate("--config", str(cfg)).stdout
+    # The chosen values really reach the engine: an invalid one fails, naming its key.
+    bad = generate("--engine.kv-cache-dtype", "int4", check=False)
+    assert bad.returncode == 2 and "engine.kv_cache_dtype" in bad.stderr
+    bad_env = generate(env={"LLMSERVE_ENGINE_CPU_ISA": "mmx"}, check=False)
+    assert bad_env.returncode == 2 and "engine.cpu_isa" in bad_env.stderr
+    bad_cfg = tmp_path / "bad.yaml"
+    bad_cfg.write_text("engine:\n  block_sizes: 16\n")
+    r = generate("--config", str(bad_cfg), check=False)
+    assert r.returncode == 2 and "block_sizes" in r.stderr
+
+
+def test_speculation_from_config_runs_through_the_engine():
+    r = generate("--speculative.method", "ngram", "--speculative.num-tokens", "3")
+    assert "Paris" in r.stdout
+    assert "spec" in r.stderr  # the acceptance stats line
