@@ -55,8 +55,8 @@ class Engine {
   virtual ~Engine() = default;
 
   // Validates (prompt non-empty, ids in vocab, prompt + max_tokens within max_model_len,
-  // sampling ranges) and queues. Errors: INVALID_ARGUMENT, OUT_OF_RANGE (context length),
-  // RESOURCE_EXHAUSTED (queue full), UNAVAILABLE (shutting down).
+  // sampling ranges) and queues. Errors: INVALID_ARGUMENT, OUT_OF_RANGE (context length, or more KV
+  // than the whole cache holds), RESOURCE_EXHAUSTED (queue full), UNAVAILABLE (shutting down).
   virtual Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) = 0;
   // Takes effect at the next step: blocks freed, the stream gets a kAbort final message.
   virtual void abort(uint64_t request_id) = 0;

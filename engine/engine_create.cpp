@@ -132,6 +132,14 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       per_token * static_cast<uint64_t>(options.block_size), num_blocks,
       int64_t{num_blocks - 1} * options.block_size);
 
+  const int64_t cache_tokens = int64_t{num_blocks - 1} * options.block_size;
+  if (max_model_len > cache_tokens) {
+    spdlog::warn(
+        "the context limit ({} tokens, model.max_model_len) exceeds what the KV cache holds ({} "
+        "tokens): longer requests get 400; raise engine.kv_cache_bytes (or "
+        "engine.gpu_memory_utilization) or lower model.max_model_len",
+        max_model_len, cache_tokens);
+  }
   SchedulerConfig sc;
   sc.max_num_batched_tokens = options.max_num_batched_tokens;
   sc.max_num_seqs = options.max_num_seqs;

@@ -77,9 +77,12 @@ Status LlmEngine::validate(const GenerateRequest& r) const {
                         std::to_string(r.params.max_tokens) + " max_tokens)");
   }
   if (total > kv_usable_tokens_) {
-    return resource_exhausted("the request needs up to " + std::to_string(total) +
-                              " tokens of KV cache; the cache holds " +
-                              std::to_string(kv_usable_tokens_));
+    // It would never fit, however long it waits: a client error, not a retryable 429.
+    return out_of_range(
+        "max_tokens: the request needs up to " + std::to_string(total) + " tokens of KV cache (" +
+        std::to_string(prompt) + " in the prompt + " + std::to_string(r.params.max_tokens) +
+        " max_tokens) and the whole cache holds " + std::to_string(kv_usable_tokens_) +
+        "; prompt + max_tokens must be <= " + std::to_string(kv_usable_tokens_));
   }
   return Status::ok();
 }

@@ -149,3 +149,20 @@ def test_daemon_healthy_after_corpus(daemon):
     r = requests.post(daemon.url("/v1/completions"), json={"prompt": "ok", "max_tokens": 2},
                       timeout=60)
     assert r.status_code == 200
+
+
+def test_request_larger_than_the_whole_kv_cache_is_400_not_429(start_daemon):
+    # Issue 23 item 6: 16 MiB holds ~700 tokens of SmolLM2's f16 KV; 800 can never fit.
+    d = start_daemon("--engine.kv-cache-bytes", "16MiB")
+    assert "exceeds what the KV cache holds" in d.logs()
+    r = requests.post(d.url("/v1/completions"), json={"prompt": "hi", "max_tokens": 800},
+                      timeout=60)
+    assert r.status_code == 400, r.text
+    assert "Retry-After" not in r.headers
+    err = r.json()["error"]
+    assert err["code"] == "context_length_exceeded" and err["param"] == "max_tokens", err
+    assert "must be <= " in err["message"]
+    fits = int(err["message"].rsplit("<= ", 1)[1])
+    ok = requests.post(d.url("/v1/completions"), json={"prompt": "hi", "max_tokens": fits - 1},
+                       timeout=300)
+    assert ok.status_code == 200, ok.text
