@@ -39,7 +39,7 @@ Status check_options(const EngineOptions& o) {
   if (!kernels::cpu_supports(*isa)) {
     return failed_precondition(
         "engine.cpu_isa is " + o.cpu_isa + " but this CPU lacks it (" +
-        (*isa == kernels::CpuIsa::kAvx512 ? "AVX-512F/BW/VL/DQ" : "AVX2/FMA/F16C") +
+        (*isa == kernels::CpuIsa::kAvx512 ? "AVX-512F/BW/VL/DQ" : "AVX2/FMA") +
         "); use engine.cpu_isa auto");
   }
   if (!kernels::parse_kv_dtype(o.kv_cache_dtype)) {
