@@ -48,6 +48,10 @@ struct EngineOptions {
   SpecConfig speculative;              // speculative decoding (off by default)
 };
 
+// Points the CPU kernels (process-wide) at EngineOptions::cpu_isa; Engine::create calls it.
+// INVALID_ARGUMENT when the name is unknown, FAILED_PRECONDITION when the CPU lacks the ISA.
+Status apply_cpu_isa(const std::string& name);
+
 class Engine {
  public:
   // Loads the model and tokenizer, sizes the KV cache, starts the engine thread.

@@ -31,17 +31,6 @@ Status check_options(const EngineOptions& o) {
         "engine.device is cuda but no CUDA device is usable (no GPU or driver, or a binary built "
         "without CUDA); use engine.device auto or cpu");
   }
-  const auto isa = kernels::parse_cpu_isa(o.cpu_isa);
-  if (!isa) {
-    return invalid_argument("engine: cpu_isa must be auto, avx2 or avx512, got '" + o.cpu_isa +
-                            "'");
-  }
-  if (!kernels::cpu_supports(*isa)) {
-    return failed_precondition(
-        "engine.cpu_isa is " + o.cpu_isa + " but this CPU lacks it (" +
-        (*isa == kernels::CpuIsa::kAvx512 ? "AVX-512F/BW/VL/DQ" : "AVX2/FMA") +
-        "); use engine.cpu_isa auto");
-  }
   if (!kernels::parse_kv_dtype(o.kv_cache_dtype)) {
     return invalid_argument("engine: kv_cache_dtype must be f16, f32, int8 or fp8, got '" +
                             o.kv_cache_dtype + "'");
@@ -59,9 +48,24 @@ Status check_options(const EngineOptions& o) {
 
 }  // namespace
 
+Status apply_cpu_isa(const std::string& name) {
+  const auto isa = kernels::parse_cpu_isa(name);
+  if (!isa) {
+    return invalid_argument("engine: cpu_isa must be auto, avx2 or avx512, got '" + name + "'");
+  }
+  if (!kernels::cpu_supports(*isa)) {
+    return failed_precondition(
+        "engine.cpu_isa is " + name + " but this CPU lacks it (" +
+        (*isa == kernels::CpuIsa::kAvx512 ? "AVX-512F/BW/VL/DQ" : "AVX2/FMA") +
+        "); use engine.cpu_isa auto");
+  }
+  kernels::set_cpu_isa(*isa);
+  return Status::ok();
+}
+
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   LLMSERVE_RETURN_IF_ERROR(check_options(options));
-  kernels::set_cpu_isa(*kernels::parse_cpu_isa(options.cpu_isa));
+  LLMSERVE_RETURN_IF_ERROR(apply_cpu_isa(options.cpu_isa));
   LLMSERVE_ASSIGN_OR_RETURN(auto tokenizer, load_tokenizer(options.model_path));
   LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(options.model_path));
   const ModelConfig cfg = model->config();

@@ -26,7 +26,6 @@
 #include "engine/runner/stop_checker.h"
 #include "engine/tokenizer/load_tokenizer.h"
 #include "llmserve/kernels/act_precision.h"
-#include "llmserve/kernels/cpu_isa.h"
 #include "server/cli/command.h"
 #include "server/cli/generate_prompts_file.h"
 #include "server/common/options_from_config.h"
@@ -153,12 +152,7 @@ Status run(const GenerateOptions& o) {
   const auto kv_dtype = kernels::parse_kv_dtype(o.engine.kv_cache_dtype);
   if (!kv_dtype) return invalid_argument("engine.kv_cache_dtype must be f16, f32, int8 or fp8");
   ro.kv_cache_dtype = *kv_dtype;
-  const auto isa = kernels::parse_cpu_isa(o.engine.cpu_isa);
-  if (!isa || !kernels::cpu_supports(*isa)) {
-    return failed_precondition("engine.cpu_isa " + o.engine.cpu_isa +
-                               " is unknown or this CPU lacks it; use auto");
-  }
-  kernels::set_cpu_isa(*isa);
+  LLMSERVE_RETURN_IF_ERROR(apply_cpu_isa(o.engine.cpu_isa));
   ro.max_tokens_per_step = std::min<int64_t>(static_cast<int64_t>(prompt.size()), 2048);
   ro.max_samples_per_step = 1;
   const int64_t total = static_cast<int64_t>(prompt.size()) + max_new;
