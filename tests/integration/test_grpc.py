@@ -127,20 +127,28 @@ def test_cancel_mid_stream_aborts_on_the_server(daemon, pb, stub):
 def test_deadline_times_out_on_the_server(daemon, pb, stub):
     assert wait_idle(daemon)
     before = daemon.scrape()
-    with pytest.raises(grpc.RpcError) as e:
-        for _ in stub.Generate(pb[0].GenerateRequest(prompt="Tell me everything.",
+    # The client's deadline and the server's (the same instant) race: either the client library
+    # raises DEADLINE_EXCEEDED, or the engine's deadline check ends the stream first with
+    # finish_reason "timeout". Either way the server must stop the request.
+    code, finishes = None, []
+    try:
+        for r in stub.Generate(pb[0].GenerateRequest(prompt="Tell me everything.",
                                                      max_tokens=2000, ignore_eos=True),
                                timeout=0.5):
-            pass
+            if r.finish_reason:
+                finishes.append(r.finish_reason)
+    except grpc.RpcError as e:
+        code = e.code()
     at_deadline = daemon.scrape()
-    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # the client library's own
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED or finishes == ["timeout"], (code, finishes)
     # The engine holds the deadline too: a request past it ends as "timeout", whether the
     # engine's deadline check or gRPC's cancellation of the call reaches it first.
     after = ended_on_the_server(daemon, before, "timeout")
     after_deadline = after.rose(at_deadline, "llmserve_generation_tokens_total")
     assert after_deadline <= 3, f"{after_deadline} tokens generated after the deadline"
-    assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
-                      code="DEADLINE_EXCEEDED") == 1
+    if code is not None:
+        assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
+                          code="DEADLINE_EXCEEDED") == 1
 
 
 def test_health_service(daemon):
