@@ -52,6 +52,10 @@ struct ServerSection {
   double request_timeout_seconds = 0.0;         // default per-request deadline; 0 = none
   double watchdog_seconds = 60.0;               // /ready false if no step for this long
   int stream_buffer_tokens = 4096;              // per-request output buffer, in tokens
+  double request_head_timeout_seconds = 10.0;   // accept / first byte -> request head received
+  double request_body_timeout_seconds = 30.0;   // head received -> body received
+  int max_header_count = 100;                   // header fields per request; beyond: 431
+  int max_pending_connections = 1024;           // connections still sending their request
   std::string served_model_name;                // "" = derived from model.path
 };
 

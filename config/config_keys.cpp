@@ -247,6 +247,20 @@ std::vector<ConfigKey> build_table() {
                       1 << 20,
                       "Per-request output buffer, tokens; a client reading slower than this "
                       "is cancelled."));
+  t.push_back(double_key("server", "request_head_timeout_seconds", &C::server,
+                         &SS::request_head_timeout_seconds, 0, 3600, true,
+                         "Whole time a connection may take to send a request's head (from "
+                         "accept or its first byte); beyond it 408."));
+  t.push_back(double_key("server", "request_body_timeout_seconds", &C::server,
+                         &SS::request_body_timeout_seconds, 0, 3600, true,
+                         "Whole time a client may take to send a request's body after its "
+                         "head; beyond it 408."));
+  t.push_back(int_key("server", "max_header_count", &C::server, &SS::max_header_count, 1, 10000,
+                      "Header fields allowed in one request; beyond them 431."));
+  t.push_back(int_key("server", "max_pending_connections", &C::server,
+                      &SS::max_pending_connections, 1, 1000000,
+                      "Connections allowed to be sending a request at once (they hold no "
+                      "worker); beyond it the one waiting longest is dropped."));
   t.push_back(string_key("server", "served_model_name", &C::server, &SS::served_model_name, false,
                          "Model id in the API (/v1/models, \"model\" fields); \"\" = the model "
                          "file or directory name."));

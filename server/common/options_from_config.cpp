@@ -74,6 +74,10 @@ ServerOptions server_options_from_config(const Config& c) {
   o.request_timeout_seconds = c.server.request_timeout_seconds;
   o.watchdog_seconds = c.server.watchdog_seconds;
   o.served_model_name = c.server.served_model_name;
+  o.request_head_timeout_seconds = c.server.request_head_timeout_seconds;
+  o.request_body_timeout_seconds = c.server.request_body_timeout_seconds;
+  o.max_header_count = c.server.max_header_count;
+  o.max_pending_connections = c.server.max_pending_connections;
   return o;
 }
 

@@ -13,7 +13,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int http_port = 8000;                         // 0 = any free port
   int grpc_port = 50051;                        // 0 = any free port
-  int http_threads = 64;                        // cpp-httplib pool size
+  int http_threads = 64;                        // HTTP worker threads
   int max_concurrent_generations = 48;          // HTTP generation requests in flight; beyond: 429
   size_t max_body_bytes = 8u << 20;             // larger bodies: 413
   std::vector<std::string> api_keys;            // empty = auth off
@@ -29,6 +29,10 @@ struct ServerOptions {
   double watchdog_seconds = 60.0;      // /ready false when work is pending and no step this long
   std::string served_model_name;       // "" = the engine's model_name()
   int keep_alive_timeout_seconds = 5;
+  double request_head_timeout_seconds = 10.0;  // whole time to receive a request's head
+  double request_body_timeout_seconds = 30.0;  // whole time to receive its body
+  int max_header_count = 100;                  // beyond: 431
+  int max_pending_connections = 1024;          // connections still sending a request
 
   bool tls_enabled() const { return !tls_cert_file.empty() && !tls_key_file.empty(); }
 };

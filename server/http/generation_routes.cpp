@@ -9,6 +9,7 @@
 #include "server/common/request_grammar.h"
 #include "server/http/chat_request.h"
 #include "server/http/completion_request.h"
+#include "server/http/http_connection.h"
 #include "server/http/http_context.h"
 #include "server/http/openai_response.h"
 #include "server/http/sse.h"
@@ -156,7 +157,16 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   if (!stream) {
     const auto give_up =
         deadline->has_value() ? **deadline + std::chrono::seconds(30) : Clock::time_point::max();
+    auto next_check = Clock::now() + kPollInterval;
     while (true) {
+      if (Clock::now() >= next_check) {
+        // A client that went away gets nothing: stop its generation instead of running it out.
+        if (http_client_disconnected()) {
+          st->job->cancel();
+          return;
+        }
+        next_check = Clock::now() + kPollInterval;
+      }
       auto ev = st->job->next(kPollInterval);
       if (ev) {
         st->builder->accumulate(ev->prompt_index, ev->output);

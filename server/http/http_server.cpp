@@ -3,14 +3,20 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <random>
 
 #include <sys/socket.h>
 
 #include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include "server/http/connection_guard.h"
+#include "server/http/guarded_server.h"
 #include "server/http/http_context.h"
+#include "server/http/worker_pool.h"
 
 namespace llmserve {
 
@@ -25,6 +31,69 @@ constexpr int kSendBufferBytes = 64 << 10;
 // cpp-httplib 0.11 listens with a backlog of 5: a burst of connects overflows it and the dropped
 // SYNs are retried after 1 s. The listening socket is re-listened with this backlog.
 constexpr int kListenBacklog = 1024;
+// Requests served on one kept-alive connection before it is closed.
+constexpr int kMaxRequestsPerConnection = 1000;
+constexpr auto kWriteTimeout = std::chrono::seconds(30);
+constexpr auto kErrorWriteTimeout = std::chrono::seconds(2);
+constexpr int kControlThreads = 2;
+
+// Probes and scrapes run on their own workers: they answer while every other worker streams.
+bool is_control_request(const RequestHead& head) {
+  const std::string path = head.path();
+  return head.method == "GET" && (path == "/health" || path == "/ready" || path == "/metrics");
+}
+
+// Routes that read a JSON body: without a length they get 411.
+bool requires_body(const RequestHead& head) {
+  const std::string path = head.path();
+  return head.method == "POST" && (path == "/v1/completions" || path == "/v1/chat/completions" ||
+                                   path == "/tokenize" || path == "/detokenize");
+}
+
+ssl_ctx_st* make_ssl_context(const std::string& cert, const std::string& key, std::string* why) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) {
+    *why = "cannot create a TLS context";
+    return nullptr;
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx) != 1) {
+    char buf[256] = {0};
+    ERR_error_string_n(ERR_get_error(), buf, sizeof(buf));
+    ERR_clear_error();
+    *why = buf;
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+std::string status_line_reason(int status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 411:
+      return "Length Required";
+    case 413:
+      return "Payload Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
+  }
+}
 
 bool is_public_path(const std::string& path) {
   return path == "/health" || path == "/ready";
@@ -94,21 +163,14 @@ HttpServer::HttpServer(ServerState& state, ServerMetrics& metrics, ChatRenderer 
 
 HttpServer::~HttpServer() {
   stop();
+  if (ssl_ctx_ != nullptr) SSL_CTX_free(ssl_ctx_);
 }
 
 void HttpServer::configure() {
   const ServerOptions& o = state_.options();
   httplib::Server& s = *server_;
   HttpContext& ctx = *ctx_;
-  const int threads = std::max(o.http_threads, 4);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.set_payload_max_length(o.max_body_bytes);
-  s.set_keep_alive_timeout(o.keep_alive_timeout_seconds);
-  s.set_read_timeout(30, 0);
-  s.set_write_timeout(30, 0);
-  // Responses are written as headers then body (then one write per SSE event); with Nagle on,
-  // each second small write waits for the peer's delayed ACK (40 ms).
-  s.set_tcp_nodelay(true);
   // Replaces cpp-httplib's default (SO_REUSEPORT, which let a second daemon bind the same port).
   s.set_socket_options([this](int fd) {
     const int one = 1;
@@ -197,17 +259,41 @@ void HttpServer::configure() {
 
 Status HttpServer::start() {
   const ServerOptions& o = state_.options();
+  // A write to a connection the client closed must fail, not end the process (TLS writes
+  // cannot pass MSG_NOSIGNAL).
+  std::signal(SIGPIPE, SIG_IGN);
   if (o.tls_enabled()) {
-    auto ssl =
-        std::make_unique<httplib::SSLServer>(o.tls_cert_file.c_str(), o.tls_key_file.c_str());
-    if (!ssl->is_valid()) {
+    std::string why;
+    ssl_ctx_ = make_ssl_context(o.tls_cert_file, o.tls_key_file, &why);
+    if (ssl_ctx_ == nullptr) {
       return invalid_argument("server.tls_cert_file / server.tls_key_file: cannot load '" +
-                              o.tls_cert_file + "' / '" + o.tls_key_file + "'");
+                              o.tls_cert_file + "' / '" + o.tls_key_file + "': " + why);
     }
-    server_ = std::move(ssl);
-  } else {
-    server_ = std::make_unique<httplib::Server>();
   }
+  GuardOptions g;
+  g.limits.max_header_count = o.max_header_count;
+  g.limits.max_body_bytes = o.max_body_bytes;
+  g.head_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(o.request_head_timeout_seconds * 1000.0));
+  g.body_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(o.request_body_timeout_seconds * 1000.0));
+  g.keep_alive_timeout = std::chrono::seconds(o.keep_alive_timeout_seconds);
+  g.max_pending_connections = o.max_pending_connections;
+  g.max_buffered_bytes = std::max<size_t>(256u << 20, 4 * o.max_body_bytes);
+  g.ssl_ctx = ssl_ctx_;
+  g.requires_body = requires_body;
+  guard_ = std::make_unique<ConnectionGuard>(
+      g, [this](ConnectionPtr c) { on_request_ready(std::move(c)); },
+      [this](ConnectionPtr c, int status, std::string message) {
+        std::function<void()> task = [this, c, status, message] {
+          answer_and_close(c, status, message);
+        };
+        control_->try_post(task);
+      });
+  const int threads = std::max(o.http_threads, 4);
+  workers_ = std::make_unique<WorkerPool>(threads, static_cast<size_t>(threads) * 4 + 64);
+  control_ = std::make_unique<WorkerPool>(kControlThreads, 4096);
+  server_ = std::make_unique<GuardedServer>([this](int fd) { guard_->adopt(fd); });
   configure();
   if (o.http_port == 0) {
     port_ = server_->bind_to_any_port(o.host);
@@ -221,6 +307,8 @@ Status HttpServer::start() {
   if (listen_fd_ >= 0 && ::listen(listen_fd_, kListenBacklog) != 0) {
     spdlog::warn("HTTP: cannot raise the listen backlog to {}", kListenBacklog);
   }
+  Status guard = guard_->start();
+  if (!guard.is_ok()) return guard;
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // cpp-httplib 0.11's stop() only ends a server that is already running (and it has no
   // wait_until_ready): a stop() right after start() left the accept loop blocked for good.
@@ -230,9 +318,68 @@ Status HttpServer::start() {
   return Status::ok();
 }
 
+void HttpServer::on_request_ready(std::shared_ptr<HttpConnection> conn) {
+  WorkerPool& pool = is_control_request(conn->head) ? *control_ : *workers_;
+  std::function<void()> task = [this, conn] { serve(conn); };
+  if (!pool.try_post(task)) {
+    std::function<void()> busy = [this, conn] {
+      answer_and_close(conn, 503, "every HTTP worker is busy and its queue is full; retry later");
+    };
+    control_->try_post(busy);
+  }
+}
+
+void HttpServer::serve(std::shared_ptr<HttpConnection> conn) {
+  {
+    std::lock_guard<std::mutex> lock(serving_mu_);
+    if (stopping_) return;
+    serving_fds_.insert(conn->fd);
+  }
+  const bool last = conn->requests_served + 1 >= kMaxRequestsPerConnection;
+  set_current_http_connection(conn.get());
+  ConnectionStream stream(*conn, kWriteTimeout);
+  const bool keep = server_->serve(stream, last);
+  set_current_http_connection(nullptr);
+  conn->requests_served++;
+  {
+    std::lock_guard<std::mutex> lock(serving_mu_);
+    serving_fds_.erase(conn->fd);
+  }
+  if (keep && !stopping_) guard_->resume(std::move(conn));
+}
+
+void HttpServer::answer_and_close(std::shared_ptr<HttpConnection> conn, int status,
+                                  const std::string& message) {
+  HttpError e{status, message, status >= 500 ? "server_error" : "invalid_request_error", "", "", 0};
+  if (status == 413) e = payload_too_large_error(state_.options().max_body_bytes);
+  if (status == 503) e.retry_after_seconds = state_.options().retry_after_seconds;
+  const std::string body = error_body(e);
+  std::string response =
+      "HTTP/1.1 " + std::to_string(status) + " " + status_line_reason(status) +
+      "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n";
+  if (e.retry_after_seconds > 0) {
+    response += "Retry-After: " + std::to_string(e.retry_after_seconds) + "\r\n";
+  }
+  response += "\r\n" + body;
+  write_fully(*conn, response, kErrorWriteTimeout);
+  const RequestHead& head = conn->head;
+  ctx_->metrics.count_http(
+      head.method.empty() ? "other" : http_route_label(head.method, head.path()), status);
+}
+
 void HttpServer::stop() {
+  stopping_ = true;
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (guard_) guard_->stop();
+  {
+    // Streams and waits in flight see their connection end.
+    std::lock_guard<std::mutex> lock(serving_mu_);
+    for (int fd : serving_fds_) ::shutdown(fd, SHUT_RDWR);
+  }
+  if (workers_) workers_->shutdown();
+  if (control_) control_->shutdown();
 }
 
 }  // namespace llmserve
