@@ -249,6 +249,30 @@ def tokenizer_seeds():
     write("tokenizer", "ids", b"\x00" + struct.pack("<8i", 0, 1, 2, 255, -1, 2 ** 31 - 1, 300, 49151))
 
 
+def request_framing_seeds():
+    # Byte 0: the piece size the scanner is fed in; then one request's bytes.
+    heads = [
+        b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"POST /v1/completions HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello",
+        b"POST / HTTP/1.1\r\nContent-Length: 38\r\nContent-Length: 5\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: 5, 5\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n4;x=y\r\nWiki\r\n0\r\nT: v\r\n\r\n",
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+        b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nab",
+        b"GET / HTTP/1.1\nHost: x\n\n",
+        b"GET / HTTP/2.0\r\n\r\n",
+        b"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
+        b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: v\r\n" % i for i in range(20)) + b"\r\n",
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+    ]
+    for i, h in enumerate(heads):
+        for piece in (0, 3):
+            write("request_framing", f"head_{i:02d}_{piece}", bytes([piece]) + h)
+
+
 def chat_template_seeds():
     msgs = {"messages": [{"role": "system", "content": "Be brief."},
                          {"role": "user", "content": "What is 2+2?"},
@@ -440,6 +464,7 @@ def main():
     gguf_seeds()
     safetensors_seeds()
     tokenizer_seeds()
+    request_framing_seeds()
     chat_template_seeds()
     request_seeds()
     structured_output_seeds()
