@@ -144,9 +144,9 @@ bool EngineIntake::has_pending() const {
   return !submits_.empty() || !aborts_.empty();
 }
 
-size_t EngineIntake::num_pending() const {
+int64_t EngineIntake::num_waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<size_t>(pending_seqs_);
+  return pending_seqs_ + backlog_requests_;
 }
 
 }  // namespace llmserve

@@ -67,7 +67,10 @@ class EngineIntake {
   // Engine thread: the request ended; its external id no longer aborts it.
   void forget(uint64_t id, const std::string& external_id);
   bool has_pending() const;
-  size_t num_pending() const;  // sequences submitted, not yet drained
+  // Sequences not running: submitted here, drained but not yet reported, or waiting in the
+  // scheduler (as of the last set_backlog). A request is never missing from it between the
+  // drain and the next set_backlog, as it would be from a stats snapshot.
+  int64_t num_waiting() const;
 
  private:
   const int32_t max_running_;

@@ -127,7 +127,7 @@ EngineStats LlmEngine::stats() const {
     s = stats_;
   }
   s.has_pending_work = s.has_pending_work || intake_.has_pending();
-  s.requests_waiting += static_cast<int64_t>(intake_.num_pending());
+  s.requests_waiting = intake_.num_waiting();  // counts what the last snapshot missed
   s.last_step_age_ms = (now_ns() - last_step_ns_.load()) / 1000000;
   const GrammarCompilerStats g = grammar_compiler_->stats();
   s.grammar_compiles = g.compiled;

@@ -268,11 +268,13 @@ def test_resource_exhausted_carries_retry_after(start_daemon, pb):
     with grpc.insecure_channel(d.grpc_target) as ch:
         stub = pb[1].GenerationStub(ch)
         long_req = pb[0].GenerateRequest(prompt="Count:", max_tokens=3000, ignore_eos=True)
-        calls = [stub.Generate(long_req, timeout=300) for _ in range(2)]
-        next(calls[0])
+        calls = [stub.Generate(long_req, timeout=300)]
+        next(calls[0])  # running
+        calls.append(stub.Generate(long_req, timeout=300))  # then one waiting behind it
         end = time.time() + 30
         while d.metric("llmserve_requests_waiting") < 1 and time.time() < end:
             time.sleep(0.05)
+        assert d.metric("llmserve_requests_waiting") == 1
         with pytest.raises(grpc.RpcError) as e:
             stub.Complete(pb[0].GenerateRequest(prompt="x", max_tokens=2), timeout=30)
         assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
