@@ -1,22 +1,30 @@
 #include "engine/engine_intake.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace llmserve {
 
-EngineIntake::EngineIntake(int32_t max_waiting_requests, int64_t max_waiting_tokens)
-    : max_waiting_requests_(max_waiting_requests), max_waiting_tokens_(max_waiting_tokens) {}
+EngineIntake::EngineIntake(int32_t max_running, int32_t max_waiting_requests,
+                           int64_t max_waiting_tokens)
+    : max_running_(max_running),
+      max_waiting_requests_(max_waiting_requests),
+      max_waiting_tokens_(max_waiting_tokens) {}
 
 Status EngineIntake::submit(PendingSubmit p) {
   const auto tokens = static_cast<int64_t>(p.request.prompt_token_ids.size());
+  const int64_t seqs = std::max(p.request.params.n, 1);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_ || shutdown_) return unavailable("engine is not accepting requests");
-    const int64_t waiting = static_cast<int64_t>(submits_.size()) + backlog_requests_;
-    if (max_waiting_requests_ > 0 && waiting >= max_waiting_requests_) {
-      return resource_exhausted("waiting queue is full (" + std::to_string(waiting) +
-                                " requests; max_waiting_requests is " +
-                                std::to_string(max_waiting_requests_) + ")");
+    const int64_t waiting = pending_seqs_ + backlog_requests_;
+    const int64_t held = waiting + backlog_running_;
+    const int64_t capacity = int64_t{std::max(max_running_, 0)} + max_waiting_requests_;
+    if (max_waiting_requests_ > 0 && held > 0 && held + seqs > capacity) {
+      return resource_exhausted("waiting queue is full (" + std::to_string(backlog_running_) +
+                                " running, " + std::to_string(waiting) +
+                                " waiting; max_num_seqs + max_waiting_requests is " +
+                                std::to_string(capacity) + ")");
     }
     const int64_t waiting_tokens = pending_tokens_ + backlog_tokens_;
     if (max_waiting_tokens_ > 0 && waiting > 0 && waiting_tokens + tokens > max_waiting_tokens_) {
@@ -25,6 +33,7 @@ Status EngineIntake::submit(PendingSubmit p) {
                                 std::to_string(max_waiting_tokens_));
     }
     if (!p.request.external_id.empty()) external_ids_.emplace(p.request.external_id, p.id);
+    pending_seqs_ += seqs;
     pending_tokens_ += tokens;
     submits_.push_back(std::move(p));
   }
@@ -80,8 +89,9 @@ IntakeBatch EngineIntake::drain() {
   batch.aborts.swap(aborts_);
   batch.shutdown = shutdown_;
   // The drained requests count against the limits until set_backlog() reports them.
-  backlog_requests_ += static_cast<int32_t>(batch.submits.size());
+  backlog_requests_ += static_cast<int32_t>(pending_seqs_);
   backlog_tokens_ += pending_tokens_;
+  pending_seqs_ = 0;
   pending_tokens_ = 0;
   return batch;
 }
@@ -110,9 +120,10 @@ void EngineIntake::wake() {
   cv_.notify_all();
 }
 
-void EngineIntake::set_backlog(int32_t waiting_requests, int64_t waiting_tokens) {
+void EngineIntake::set_backlog(int32_t running, int32_t waiting, int64_t waiting_tokens) {
   std::lock_guard<std::mutex> lock(mu_);
-  backlog_requests_ = waiting_requests;
+  backlog_running_ = running;
+  backlog_requests_ = waiting;
   backlog_tokens_ = waiting_tokens;
 }
 
@@ -133,9 +144,9 @@ bool EngineIntake::has_pending() const {
   return !submits_.empty() || !aborts_.empty();
 }
 
-size_t EngineIntake::num_pending() const {
+int64_t EngineIntake::num_waiting() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return submits_.size();
+  return pending_seqs_ + backlog_requests_;
 }
 
 }  // namespace llmserve

@@ -31,7 +31,7 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
           *tokenizer_, static_cast<int32_t>(config_.vocab_size),
           GrammarCompilerOptions{options.grammar_compile_threads, options.grammar_cache_size})),
       max_model_len_(max_model_len),
-      intake_(options.max_waiting_requests, options.max_waiting_tokens),
+      intake_(options.max_num_seqs, options.max_waiting_requests, options.max_waiting_tokens),
       wedge_after_steps_(fault_wedge_engine_after_steps()) {
   model_name_ = options.model_path;
   if (auto slash = model_name_.find_last_of('/'); slash != std::string::npos) {
@@ -127,7 +127,7 @@ EngineStats LlmEngine::stats() const {
     s = stats_;
   }
   s.has_pending_work = s.has_pending_work || intake_.has_pending();
-  s.requests_waiting += static_cast<int64_t>(intake_.num_pending());
+  s.requests_waiting = intake_.num_waiting();  // counts what the last snapshot missed
   s.last_step_age_ms = (now_ns() - last_step_ns_.load()) / 1000000;
   const GrammarCompilerStats g = grammar_compiler_->stats();
   s.grammar_compiles = g.compiled;
@@ -142,7 +142,8 @@ void LlmEngine::publish_stats() {
   EngineStats s;
   loop_->fill_stats(s);
   s.has_pending_work = loop_->has_work();
-  intake_.set_backlog(static_cast<int32_t>(s.requests_waiting), s.waiting_prompt_tokens);
+  intake_.set_backlog(static_cast<int32_t>(s.requests_running),
+                      static_cast<int32_t>(s.requests_waiting), s.waiting_prompt_tokens);
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_ = s;
 }

@@ -15,6 +15,7 @@ const char* status_code_name(StatusCode code) {
     case StatusCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
     case StatusCode::kCancelled: return "CANCELLED";
     case StatusCode::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case StatusCode::kAlreadyExists: return "ALREADY_EXISTS";
     case StatusCode::kInternal: return "INTERNAL";
   }
   return "UNKNOWN";

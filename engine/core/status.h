@@ -22,6 +22,7 @@ enum class StatusCode {
   kDeadlineExceeded,
   kCancelled,
   kFailedPrecondition,
+  kAlreadyExists,  // an id that a live request already holds
   kInternal,
 };
 
@@ -53,6 +54,7 @@ inline Status resource_exhausted(std::string m) { return {StatusCode::kResourceE
 inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 inline Status internal_error(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status failed_precondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+inline Status already_exists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 
 // A value or an error Status (never an OK Status).
 template <typename T>

@@ -1,7 +1,9 @@
 #include "engine/tokenizer/bpe_model.h"
 
+#include <algorithm>
 #include <cstdio>
-#include <queue>
+#include <cstring>
+#include <functional>
 
 #include "engine/tokenizer/utf8.h"
 
@@ -46,13 +48,25 @@ Result<BpeModel> BpeModel::create(const TokenizerSpec& spec, Options options) {
   return m;
 }
 
-bool BpeModel::lookup_pair(std::string_view word, const Symbol& a, const Symbol& b,
-                           double& priority, int32_t& id) const {
+namespace {
+
+// A float as a uint32 with the same order (-0 and +0 equal), so that scores pack into a key.
+uint32_t ordered_bits(float f) {
+  if (f == 0.0f) f = 0.0f;
+  uint32_t bits = 0;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return (bits & 0x80000000u) ? ~bits : bits | 0x80000000u;
+}
+
+}  // namespace
+
+bool BpeModel::lookup_pair(std::string_view word, const Symbol& a, const Symbol& b, uint32_t b_end,
+                           uint32_t& priority, int32_t& id) const {
   if (a.id < 0 || b.id < 0) return false;
   if (options_.merge_by_score) {
-    const int32_t merged = find(word.substr(a.start, a.len + b.len));
+    const int32_t merged = find(word.substr(a.start, b_end - a.start));
     if (merged < 0 || !mergeable_[merged]) return false;
-    priority = -static_cast<double>((*scores_)[merged]);
+    priority = ordered_bits(-(*scores_)[merged]);
     id = merged;
     return true;
   }
@@ -60,7 +74,7 @@ bool BpeModel::lookup_pair(std::string_view word, const Symbol& a, const Symbol&
       (static_cast<uint64_t>(static_cast<uint32_t>(a.id)) << 32) | static_cast<uint32_t>(b.id);
   auto it = merges_.find(key);
   if (it == merges_.end()) return false;
-  priority = it->second.rank;
+  priority = static_cast<uint32_t>(it->second.rank);
   id = it->second.id;
   return true;
 }
@@ -89,52 +103,71 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
       return;
     }
   }
+  constexpr int32_t kMerged = -2;
+  const auto word_end = static_cast<uint32_t>(word.size());
   std::vector<Symbol> syms;
-  syms.reserve(word.size());
+  size_t num_chars = 0;  // lead bytes: the symbol count of valid UTF-8
+  for (char c : word) num_chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  syms.reserve(num_chars);
   for (size_t pos = 0; pos < word.size();) {
     size_t len = utf8_sequence_length(word, pos);
     if (len == 0) len = 1;
     const int32_t id = find(word.substr(pos, len));
     const auto idx = static_cast<int32_t>(syms.size());
-    syms.push_back({id, idx - 1, idx + 1, static_cast<uint32_t>(pos), static_cast<uint32_t>(len)});
+    syms.push_back({id, idx - 1, idx + 1, static_cast<uint32_t>(pos)});
     pos += len;
   }
   syms.back().next = -1;
+  auto end_of = [&](const Symbol& s) { return s.next >= 0 ? syms[s.next].start : word_end; };
 
-  struct Candidate {
-    double priority;
-    int32_t left, right, left_id, right_id, merged;
-    bool operator>(const Candidate& o) const {
-      return priority != o.priority ? priority > o.priority : left > o.left;
-    }
+  // A candidate is (priority << 32 | left): the heap's order is the merge order (best priority,
+  // then leftmost). It carries no ids: when popped it is checked against the pair that stands
+  // at `left` now. A pair at one position is mergeable with one key during one stretch of time
+  // only (both of its symbols only grow), so a key that matches now is the live candidate.
+  auto pair_key = [&](int32_t left, uint32_t& priority, int32_t& merged) {
+    if (left < 0) return false;
+    const Symbol& l = syms[left];
+    if (l.next < 0) return false;
+    const Symbol& r = syms[l.next];
+    return lookup_pair(word, l, r, end_of(r), priority, merged);
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
-  auto push = [&](int32_t left) {
-    if (left < 0) return;
-    const int32_t right = syms[left].next;
-    if (right < 0) return;
-    double priority = 0;
+  auto key_of = [](uint32_t priority, int32_t left) {
+    return (static_cast<uint64_t>(priority) << 32) | static_cast<uint32_t>(left);
+  };
+  std::vector<uint64_t> heap;
+  heap.reserve(syms.size());
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) {
+    uint32_t priority = 0;
     int32_t merged = -1;
-    if (lookup_pair(word, syms[left], syms[right], priority, merged)) {
-      heap.push({priority, left, right, syms[left].id, syms[right].id, merged});
-    }
+    if (pair_key(i, priority, merged)) heap.push_back(key_of(priority, i));
+  }
+  std::make_heap(heap.begin(), heap.end(), std::greater<>());
+  auto push = [&](int32_t left) {
+    uint32_t priority = 0;
+    int32_t merged = -1;
+    if (!pair_key(left, priority, merged)) return;
+    heap.push_back(key_of(priority, left));
+    std::push_heap(heap.begin(), heap.end(), std::greater<>());
   };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(syms.size()); ++i) push(i);
 
   while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
-    Symbol& l = syms[c.left];
-    if (l.len == 0 || l.id != c.left_id || l.next != c.right) continue;
-    Symbol& r = syms[c.right];
-    if (r.len == 0 || r.id != c.right_id) continue;
-    l.id = c.merged;
-    l.len += r.len;
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+    const uint64_t key = heap.back();
+    heap.pop_back();
+    const auto left = static_cast<int32_t>(key & 0xFFFFFFFFu);
+    uint32_t priority = 0;
+    int32_t merged = -1;
+    if (!pair_key(left, priority, merged) || priority != static_cast<uint32_t>(key >> 32)) {
+      continue;  // stale: the pair at `left` changed since this key was pushed
+    }
+    Symbol& l = syms[left];
+    Symbol& r = syms[l.next];
+    l.id = merged;
     l.next = r.next;
-    if (r.next >= 0) syms[r.next].prev = c.left;
-    r.len = 0;
+    if (r.next >= 0) syms[r.next].prev = left;
+    r.id = kMerged;
     push(l.prev);
-    push(c.left);
+    push(left);
   }
   bool after_unk = false;
   for (int32_t i = 0; i >= 0; i = syms[i].next) {
@@ -143,7 +176,7 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
       out.push_back(s.id);
       after_unk = false;
     } else {
-      after_unk = emit_unknown(word.substr(s.start, s.len), after_unk, out);
+      after_unk = emit_unknown(word.substr(s.start, end_of(s) - s.start), after_unk, out);
     }
   }
 }

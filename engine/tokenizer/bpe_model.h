@@ -1,7 +1,8 @@
 // The BPE merge loop shared by both tokenizer kinds. A word (already in vocab alphabet: GPT-2
 // byte-mapped chars or "▁"-escaped text) starts as one symbol per UTF-8 character; adjacent pairs
 // are merged best-first (lowest merge rank, or highest SentencePiece score of the merged piece),
-// ties going to the leftmost pair, with a heap over a linked list of symbols: O(n log n).
+// ties going to the leftmost pair, with a heap over a linked list of symbols: O(n log n) time,
+// 16 bytes per character for the symbols plus 8 per candidate pair in the heap.
 #pragma once
 
 #include <cstdint>
@@ -44,12 +45,14 @@ class BpeModel {
     int32_t id;
   };
   struct Symbol {
-    int32_t id;  // -1: a character that is not in the vocab
+    int32_t id;  // -1: a character that is not in the vocab; kMerged: merged into its left
     int32_t prev, next;
-    uint32_t start, len;  // bytes in the word
+    uint32_t start;  // byte offset in the word; a symbol ends where the next one starts
   };
-  bool lookup_pair(std::string_view word, const Symbol& a, const Symbol& b, double& priority,
-                   int32_t& id) const;
+  // The pair (a, a.next) if it merges: `priority` (lower merges first: the merge rank, or the
+  // order-preserving bits of -score) and the merged id. b_end: the byte where a.next ends.
+  bool lookup_pair(std::string_view word, const Symbol& a, const Symbol& b, uint32_t b_end,
+                   uint32_t& priority, int32_t& id) const;
   // Byte fallback or unk for one unknown character; true when it became unk.
   bool emit_unknown(std::string_view chars, bool after_unk, std::vector<int32_t>& out) const;
 

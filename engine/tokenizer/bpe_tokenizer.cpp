@@ -1,5 +1,8 @@
 #include "engine/tokenizer/bpe_tokenizer.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <unordered_map>
 
 #include "engine/tokenizer/byte_unicode_map.h"
@@ -117,6 +120,26 @@ Status BpeTokenizer::init() {
     }
   }
   specials_ = SpecialTokenSplitter(std::move(specials));
+
+  max_token_bytes_ = 0;
+  if (spm) {
+    bool every_byte_has_fallback = true;
+    for (int b = 0; b < 256; ++b) {
+      char name[8];
+      std::snprintf(name, sizeof(name), "<0x%02X>", b);
+      every_byte_has_fallback = every_byte_has_fallback && model_->find(name) >= 0;
+    }
+    if (every_byte_has_fallback) {
+      for (const std::string& t : spec_.tokens) {
+        max_token_bytes_ = std::max(max_token_bytes_, t.size());
+      }
+    }
+  } else {
+    for (int b = 0; b < 256; ++b) {
+      byte_known_[b] = model_->find(byte_to_unicode(static_cast<uint8_t>(b))) >= 0;
+    }
+    for (const std::string& raw : bytes_) max_token_bytes_ = std::max(max_token_bytes_, raw.size());
+  }
   return Status::ok();
 }
 
@@ -125,7 +148,19 @@ TokenType BpeTokenizer::type_of(int32_t id) const {
   return spec_.token_types[id];
 }
 
-void BpeTokenizer::encode_text(std::string_view text, bool at_start,
+bool BpeTokenizer::surely_over(std::string_view text, size_t have, size_t limit) const {
+  if (have > limit) return true;
+  if (max_token_bytes_ == 0) return false;
+  const size_t room = limit - have;
+  auto min_ids = [&](size_t bytes) { return (bytes + max_token_bytes_ - 1) / max_token_bytes_; };
+  if (min_ids(text.size()) <= room) return false;  // cannot tell even if every byte counts
+  if (spec_.kind == TokenizerKind::kSentencePieceBpe) return true;
+  size_t known = 0;
+  for (char c : text) known += byte_known_[static_cast<uint8_t>(c)];
+  return min_ids(known) > room;
+}
+
+bool BpeTokenizer::encode_text(std::string_view text, bool at_start, size_t limit,
                                std::vector<int32_t>& out) const {
   if (spec_.kind == TokenizerKind::kSentencePieceBpe) {
     std::string word;
@@ -143,25 +178,26 @@ void BpeTokenizer::encode_text(std::string_view text, bool at_start,
         word.push_back(c);
       }
     }
+    if (surely_over(word, out.size(), limit)) return false;
     model_->encode_word(word, out);
-    return;
+    return out.size() <= limit;
   }
-  std::vector<std::string_view> pieces;
-  pre_->split(text, pieces);
-  // Long texts repeat words: remember each piece's ids for the rest of this call.
-  const bool use_cache = pieces.size() > 64;
+  // Long texts repeat words: after the first 64 pieces, remember each piece's ids.
+  size_t num_pieces = 0;
   std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> cache;
   std::vector<int32_t> cached_ids;
   std::string word;
-  for (std::string_view piece : pieces) {
+  return pre_->split(text, [&](std::string_view piece) {
+    const bool use_cache = ++num_pieces > 64;
     if (use_cache) {
       auto it = cache.find(piece);
       if (it != cache.end()) {
         out.insert(out.end(), cached_ids.begin() + it->second.first,
                    cached_ids.begin() + it->second.first + it->second.second);
-        continue;
+        return out.size() <= limit;
       }
     }
+    if (surely_over(piece, out.size(), limit)) return false;
     word.clear();
     for (char c : piece) word.append(byte_to_unicode(static_cast<uint8_t>(c)));
     const size_t before = out.size();
@@ -172,12 +208,12 @@ void BpeTokenizer::encode_text(std::string_view text, bool at_start,
                                                   static_cast<uint32_t>(out.size() - before)));
       cached_ids.insert(cached_ids.end(), out.begin() + before, out.end());
     }
-  }
+    return out.size() <= limit;
+  });
 }
 
-std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,
-                                          bool parse_special) const {
-  std::vector<int32_t> out;
+bool BpeTokenizer::encode_into(std::string_view text, bool add_special, bool parse_special,
+                               size_t limit, std::vector<int32_t>& out) const {
   if (add_special && spec_.add_bos && spec_.bos_id >= 0) out.push_back(spec_.bos_id);
   const std::string clean = utf8_sanitize(text);
   std::vector<SpecialTokenSplitter::Fragment> fragments;
@@ -189,12 +225,28 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
   for (const auto& f : fragments) {
     if (f.id >= 0) {
       out.push_back(f.id);
-    } else {
-      encode_text(f.text, f.text.data() == clean.data(), out);
+    } else if (!encode_text(f.text, f.text.data() == clean.data(), limit, out)) {
+      return false;
     }
+    if (out.size() > limit) return false;
   }
   if (add_special && spec_.add_eos && spec_.eos_id >= 0) out.push_back(spec_.eos_id);
+  return out.size() <= limit;
+}
+
+std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special,
+                                          bool parse_special) const {
+  std::vector<int32_t> out;
+  encode_into(text, add_special, parse_special, std::numeric_limits<size_t>::max(), out);
   return out;
+}
+
+LimitedEncoding BpeTokenizer::encode_limited(std::string_view text, size_t max_tokens,
+                                             bool add_special, bool parse_special) const {
+  LimitedEncoding e;
+  e.over_limit = !encode_into(text, add_special, parse_special, max_tokens, e.ids);
+  if (e.over_limit && e.ids.size() > max_tokens) e.ids.resize(max_tokens + 1);
+  return e;
 }
 
 std::string BpeTokenizer::decode(std::span<const int32_t> ids, bool skip_special) const {

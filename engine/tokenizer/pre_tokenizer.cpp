@@ -63,9 +63,20 @@ Result<std::unique_ptr<PreTokenizer>> PreTokenizer::create(
 
 namespace {
 
-// Splits one piece with one regex, appending matches and gaps to out.
-void split_one(pcre2_code* code, pcre2_match_data* md, pcre2_match_context* mctx,
-               std::string_view text, std::vector<std::string_view>& out) {
+struct MatchDataDeleter {
+  void operator()(pcre2_match_data* md) const { pcre2_match_data_free(md); }
+};
+struct JitStackDeleter {
+  void operator()(pcre2_jit_stack* s) const { pcre2_jit_stack_free(s); }
+};
+struct MatchContextDeleter {
+  void operator()(pcre2_match_context* c) const { pcre2_match_context_free(c); }
+};
+
+// Splits one piece with one regex, handing matches and gaps to emit; false when emit stopped.
+template <class Emit>
+bool split_one(pcre2_code* code, pcre2_match_data* md, pcre2_match_context* mctx,
+               std::string_view text, const Emit& emit) {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t pos = 0;
   size_t emitted = 0;
@@ -74,9 +85,9 @@ void split_one(pcre2_code* code, pcre2_match_data* md, pcre2_match_context* mctx
     if (rc < 0) break;  // no more matches (or a match error: the rest stays one piece)
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     size_t start = ov[0], end = ov[1];
-    if (start > emitted) out.push_back(text.substr(emitted, start - emitted));
+    if (start > emitted && !emit(text.substr(emitted, start - emitted))) return false;
     if (end > start) {
-      out.push_back(text.substr(start, end - start));
+      if (!emit(text.substr(start, end - start))) return false;
       emitted = end;
       pos = end;
     } else {
@@ -85,35 +96,48 @@ void split_one(pcre2_code* code, pcre2_match_data* md, pcre2_match_context* mctx
       while (pos < text.size() && (static_cast<uint8_t>(text[pos]) & 0xC0) == 0x80) ++pos;
     }
   }
-  if (emitted < text.size()) out.push_back(text.substr(emitted));
+  if (emitted < text.size()) return emit(text.substr(emitted));
+  return true;
+}
+
+// One split call's PCRE2 scratch: a JIT stack and one match block per regex stage.
+struct SplitScratch {
+  std::unique_ptr<pcre2_jit_stack, JitStackDeleter> stack;
+  std::unique_ptr<pcre2_match_context, MatchContextDeleter> mctx;
+  std::vector<std::unique_ptr<pcre2_match_data, MatchDataDeleter>> md;
+};
+
+// Stage `i` splits `text`; each piece goes through the later stages, and the last stage's
+// pieces to `piece`.
+bool split_stage(const std::vector<pcre2_code*>& codes, SplitScratch& s, size_t i,
+                 std::string_view text, const PreTokenizer::PieceFn& piece) {
+  if (i == codes.size()) return piece(text);
+  return split_one(codes[i], s.md[i].get(), s.mctx.get(), text,
+                   [&](std::string_view sub) { return split_stage(codes, s, i + 1, sub, piece); });
 }
 
 }  // namespace
 
+bool PreTokenizer::split(std::string_view text, const PieceFn& piece) const {
+  if (text.empty()) return true;
+  if (impl_->codes.empty()) return piece(text);
+  SplitScratch s;
+  s.stack.reset(pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr));
+  s.mctx.reset(pcre2_match_context_create(nullptr));
+  if (s.stack && s.mctx) pcre2_jit_stack_assign(s.mctx.get(), nullptr, s.stack.get());
+  std::vector<pcre2_code*> codes;
+  for (const auto& c : impl_->codes) {
+    codes.push_back(c.get());
+    s.md.emplace_back(pcre2_match_data_create_from_pattern(c.get(), nullptr));
+  }
+  return split_stage(codes, s, 0, text, piece);
+}
+
 void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& out) const {
-  if (text.empty()) return;
-  if (impl_->codes.empty()) {
-    out.push_back(text);
-    return;
-  }
-  pcre2_jit_stack* stack = pcre2_jit_stack_create(32 * 1024, 1024 * 1024, nullptr);
-  pcre2_match_context* mctx = pcre2_match_context_create(nullptr);
-  if (stack != nullptr && mctx != nullptr) pcre2_jit_stack_assign(mctx, nullptr, stack);
-  std::vector<std::string_view> current{text};
-  std::vector<std::string_view> next;
-  for (size_t i = 0; i < impl_->codes.size(); ++i) {
-    pcre2_code* code = impl_->codes[i].get();
-    pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
-    std::vector<std::string_view>& dst = (i + 1 == impl_->codes.size()) ? out : next;
-    for (std::string_view piece : current) split_one(code, md, mctx, piece, dst);
-    pcre2_match_data_free(md);
-    if (&dst == &next) {
-      current.swap(next);
-      next.clear();
-    }
-  }
-  pcre2_match_context_free(mctx);
-  pcre2_jit_stack_free(stack);
+  split(text, [&out](std::string_view p) {
+    out.push_back(p);
+    return true;
+  });
 }
 
 }  // namespace llmserve

@@ -3,6 +3,7 @@
 // pieces ("isolated" splitting, like HF `Split` and llama.cpp's regex sequences).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,11 @@ class PreTokenizer {
   // Appends the pieces of text (views into text, in order, covering all of it) to out.
   // Precondition: text is valid UTF-8.
   void split(std::string_view text, std::vector<std::string_view>& out) const;
+  // The same pieces, in order, handed to `piece` one at a time as they are found (nothing is
+  // collected: memory stays O(1) in the number of pieces). `piece` returns false to stop; then
+  // split returns false. Precondition: text is valid UTF-8.
+  using PieceFn = std::function<bool(std::string_view)>;
+  bool split(std::string_view text, const PieceFn& piece) const;
 
  private:
   PreTokenizer() = default;

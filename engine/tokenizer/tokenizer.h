@@ -48,6 +48,15 @@ struct TokenizerSpec {
   std::string chat_template;  // Jinja source; empty when the model has none
 };
 
+// What Tokenizer::encode_limited returns.
+struct LimitedEncoding {
+  // over_limit false: every id of encode(). true: a prefix of encode()'s ids, at most
+  // max_tokens + 1 of them (fewer when a long piece was judged over by a lower bound on its
+  // token count, without merging it).
+  std::vector<int32_t> ids;
+  bool over_limit = false;  // encode() would give more than max_tokens ids
+};
+
 class GgufFile;
 Result<TokenizerSpec> tokenizer_spec_from_gguf(const GgufFile& gguf);
 // dir holds tokenizer.json and optionally tokenizer_config.json (chat template, special tokens).
@@ -62,6 +71,11 @@ class Tokenizer {
   // becomes the special token instead of being split as plain text.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special = true,
                                       bool parse_special = true) const = 0;
+  // encode() that gives up once the ids (BOS / EOS included) would number more than max_tokens:
+  // for a prompt that must fit a context, its cost stays bounded by the limit, not the text.
+  // This default encodes everything, then compares.
+  virtual LimitedEncoding encode_limited(std::string_view text, size_t max_tokens,
+                                         bool add_special = true, bool parse_special = true) const;
   // Byte-exact decode of a sequence (may contain invalid UTF-8 if the ids split a character).
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special = false) const = 0;
   // The raw bytes one token stands for, as it would appear in the middle of a sequence

@@ -34,4 +34,10 @@ Status check_number_range(std::string_view field, double value, double lo, doubl
                                 format_number(value));
 }
 
+Status check_model_name(const std::string& requested, const std::string& served) {
+  if (requested.empty() || served.empty() || requested == served) return Status::ok();
+  return not_found("model: the model '" + requested + "' does not exist; this server serves '" +
+                   served + "'");
+}
+
 }  // namespace llmserve

@@ -19,6 +19,10 @@ Status check_int_range(std::string_view field, int64_t value, int64_t lo, int64_
 Status check_number_range(std::string_view field, double value, double lo, double hi,
                           bool lo_open = false, bool hi_open = false);
 
+// A request's `model` ("" = the served one) against the served model's name ("" = any):
+// NOT_FOUND "model: the model '<x>' does not exist; this server serves '<name>'".
+Status check_model_name(const std::string& requested, const std::string& served);
+
 // Shortest readable form of a number for messages ("0.5", "2", "1e-09").
 std::string format_number(double value);
 

@@ -100,10 +100,7 @@ Status check_prompts(const RequestLimits& limits, const GenerationRequest& req) 
 }  // namespace
 
 Status validate_generation_request(const RequestLimits& limits, GenerationRequest* req) {
-  if (!req->model.empty() && !limits.model_name.empty() && req->model != limits.model_name) {
-    return not_found("model: the model '" + req->model + "' does not exist; this server serves '" +
-                     limits.model_name + "'");
-  }
+  LLMSERVE_RETURN_IF_ERROR(check_model_name(req->model, limits.model_name));
   LLMSERVE_RETURN_IF_ERROR(check_sampling(limits, *req));
   SamplingParams& p = req->params;
   if (p.top_k > limits.vocab_size && limits.vocab_size > 0) p.top_k = limits.vocab_size;
@@ -144,17 +141,32 @@ Status validate_generation_request(const RequestLimits& limits, GenerationReques
 Status prepare_prompts(const Tokenizer& tokenizer, const RequestLimits& limits, PromptStyle style,
                        GenerationRequest* req) {
   const bool chat = style == PromptStyle::kChat;
+  // Encoding stops once a prompt passes the whole context: such a request is over the limit
+  // whatever max_tokens is, and a huge prompt costs what the context does, not its length.
+  // Prompts up to the context are counted exactly (fit_context names their size).
+  const int64_t fits = std::max<int64_t>(limits.max_model_len, 0);
+  int64_t over_by_at_least = -1;  // the longest over-limit prompt has at least this many tokens
   if (!req->prompt_texts.empty()) {
     req->prompt_token_ids.clear();
     for (const auto& text : req->prompt_texts) {
-      req->prompt_token_ids.push_back(chat ? tokenizer.encode(text, /*add_special=*/false,
-                                                              /*parse_special=*/true)
-                                           : tokenizer.encode(text));
-      if (req->prompt_token_ids.back().empty()) {
+      LimitedEncoding e = chat ? tokenizer.encode_limited(text, static_cast<size_t>(fits),
+                                                          /*add_special=*/false,
+                                                          /*parse_special=*/true)
+                               : tokenizer.encode_limited(text, static_cast<size_t>(fits));
+      if (e.over_limit) {
+        over_by_at_least =
+            std::max<int64_t>(over_by_at_least, std::max<int64_t>(fits + 1, e.ids.size()));
+        e.ids.clear();
+        e.ids.shrink_to_fit();
+      } else if (e.ids.empty()) {
         return chat ? field_error("messages", "rendered to an empty prompt")
                     : field_error("prompt", "must not be empty");
       }
+      req->prompt_token_ids.push_back(std::move(e.ids));
     }
+  }
+  if (over_by_at_least >= 0) {
+    return context_exceeded(over_by_at_least, /*lower_bound=*/true, limits, *req, style);
   }
   if (req->prompt_token_ids.empty()) return field_error("prompt", "is required");
   if (req->echo) {
@@ -171,18 +183,25 @@ Status prepare_prompts(const Tokenizer& tokenizer, const RequestLimits& limits, 
                      chat ? 0 : limits.default_completion_max_tokens, req, style);
 }
 
+Status context_exceeded(int64_t prompt_tokens, bool lower_bound, const RequestLimits& limits,
+                        const GenerationRequest& req, PromptStyle style) {
+  const std::string field = style == PromptStyle::kChat ? "messages" : "prompt";
+  const int64_t asked = req.max_tokens_given ? req.params.max_tokens : 1;
+  const std::string more = lower_bound ? "more than " : "";
+  const int64_t prompt = lower_bound ? prompt_tokens - 1 : prompt_tokens;
+  return out_of_range(
+      field + ": This model's maximum context length is " + std::to_string(limits.max_model_len) +
+      " tokens. However, you requested " + more + std::to_string(prompt + asked) + " tokens (" +
+      more + std::to_string(prompt) + " in the " + field + ", " + std::to_string(asked) +
+      " in the completion). Please reduce the length of the " + field + " or completion.");
+}
+
 Status fit_context(int64_t prompt_tokens, const RequestLimits& limits, int32_t default_max,
                    GenerationRequest* req, PromptStyle style) {
-  const std::string field = style == PromptStyle::kChat ? "messages" : "prompt";
   const int64_t ctx = limits.max_model_len;
   SamplingParams& p = req->params;
   if (prompt_tokens >= ctx || (req->max_tokens_given && prompt_tokens + p.max_tokens > ctx)) {
-    const int64_t asked = req->max_tokens_given ? p.max_tokens : 1;
-    return out_of_range(
-        field + ": This model's maximum context length is " + std::to_string(ctx) +
-        " tokens. However, you requested " + std::to_string(prompt_tokens + asked) + " tokens (" +
-        std::to_string(prompt_tokens) + " in the " + field + ", " + std::to_string(asked) +
-        " in the completion). Please reduce the length of the " + field + " or completion.");
+    return context_exceeded(prompt_tokens, /*lower_bound=*/false, limits, *req, style);
   }
   if (!req->max_tokens_given) {
     const int64_t room = ctx - prompt_tokens;

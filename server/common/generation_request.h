@@ -57,7 +57,9 @@ enum class PromptStyle {
 Status validate_generation_request(const RequestLimits& limits, GenerationRequest* req);
 
 // Tokenizes text prompts, fills echo_texts, rejects empty prompts and fits the longest prompt in
-// the context (fit_context). Call after validate_generation_request.
+// the context (fit_context). Tokenizing stops once a prompt passes the tokens that can fit
+// (context_exceeded with a lower bound): its cost is bounded by the context, not the text.
+// Call after validate_generation_request.
 Status prepare_prompts(const Tokenizer& tokenizer, const RequestLimits& limits, PromptStyle style,
                        GenerationRequest* req);
 
@@ -66,6 +68,11 @@ Status prepare_prompts(const Tokenizer& tokenizer, const RequestLimits& limits, 
 // message "prompt: ..." or "messages: ..." by `style`, naming both numbers) when it does not fit.
 Status fit_context(int64_t prompt_tokens, const RequestLimits& limits, int32_t default_max,
                    GenerationRequest* req, PromptStyle style);
+
+// The OUT_OF_RANGE of fit_context for a prompt of `prompt_tokens` tokens; lower_bound: the prompt
+// has at least that many (the message says "more than" prompt_tokens - 1).
+Status context_exceeded(int64_t prompt_tokens, bool lower_bound, const RequestLimits& limits,
+                        const GenerationRequest& req, PromptStyle style);
 
 // Token ids must lie in [0, vocab_size).
 Status check_token_ids(const std::vector<int32_t>& ids, int32_t vocab_size, const char* field);

@@ -52,10 +52,16 @@ Status ServerState::admit(RejectReason* reason, int max_in_flight) {
     return unavailable("the model is not loaded");
   }
   const EngineStats s = engine_->stats();
-  if (options_.max_waiting_requests > 0 && s.requests_waiting >= options_.max_waiting_requests) {
+  // Run slots and queue slots together, as the engine's intake counts them: a burst that the
+  // engine has not yet moved from waiting to running still finds the run slots free.
+  const int64_t held = s.requests_running + s.requests_waiting;
+  const int64_t capacity = int64_t{engine_->options().max_num_seqs} + options_.max_waiting_requests;
+  if (options_.max_waiting_requests > 0 && held >= capacity) {
     *reason = RejectReason::kQueueFull;
-    return resource_exhausted("the waiting queue is full (" + std::to_string(s.requests_waiting) +
-                              " requests waiting); retry later");
+    return resource_exhausted("the waiting queue is full (" + std::to_string(s.requests_running) +
+                              " running, " + std::to_string(s.requests_waiting) +
+                              " waiting; run slots + queue slots: " + std::to_string(capacity) +
+                              "); retry later");
   }
   if (options_.max_waiting_tokens > 0 && s.waiting_prompt_tokens >= options_.max_waiting_tokens) {
     *reason = RejectReason::kQueueFull;

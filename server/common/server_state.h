@@ -37,8 +37,9 @@ class ServerState {
   bool ready(std::string* why = nullptr) const;
 
   // Admission for generation requests: UNAVAILABLE (draining / not ready) or
-  // RESOURCE_EXHAUSTED (queue full / too many in flight). On OK the caller holds a slot until
-  // the returned guard is released.
+  // RESOURCE_EXHAUSTED (queue full: running + waiting sequences at the engine's max_num_seqs +
+  // max_waiting_requests; waiting prompt tokens at max_waiting_tokens; or max_in_flight calls).
+  // On OK the caller holds a slot until the returned guard is released.
   class Slot {
    public:
     explicit Slot(std::atomic<int>* counter) : counter_(counter) {}

@@ -6,10 +6,12 @@
 #include <google/protobuf/descriptor.h>
 
 #include "engine/tokenizer/utf8.h"
+#include "server/common/field_checks.h"
 #include "server/common/request_grammar.h"
+#include "server/grpc/generation_reactors.h"
 #include "server/grpc/grpc_status.h"
-#include "server/grpc/proto_convert.h"
 #include "server/grpc/proto_request.h"
+#include "server/grpc/wire_codec.h"
 
 namespace llmserve {
 
@@ -35,190 +37,6 @@ std::optional<std::chrono::steady_clock::time_point> steady_deadline(
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
 }
 
-// OnDone may run on the pump thread itself (inside Finish); never join from there.
-void join_or_detach(std::thread& t) {
-  if (t.get_id() == std::this_thread::get_id())
-    t.detach();
-  else if (t.joinable())
-    t.join();
-}
-
-// Server-streaming Generate: a pump thread pulls engine outputs and writes them one at a time.
-class GenerateReactor : public grpc::ServerWriteReactor<v1::GenerateResponse> {
- public:
-  GenerateReactor(GenerationService& svc, grpc::CallbackServerContext* ctx,
-                  GenerationService::Started started)
-      : svc_(svc), ctx_(ctx), started_(std::move(started)) {
-    registration_ = svc_.state().active().add(started_.id, started_.job.get());
-    tokenizer_ = &svc_.state().engine()->tokenizer();
-    thread_ = std::thread([this] { pump(); });
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard lock(mu_);
-    writing_ = false;
-    if (!ok) broken_ = true;
-    cv_.notify_all();
-  }
-  void OnCancel() override {
-    started_.job->cancel();
-    std::lock_guard lock(mu_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-  void OnDone() override {
-    join_or_detach(thread_);
-    delete this;
-  }
-
- private:
-  void pump() {
-    Status failure;
-    while (true) {
-      auto ev = started_.job->next(std::chrono::milliseconds(50));
-      {
-        std::lock_guard lock(mu_);
-        if (broken_) break;
-      }
-      if (!ev) {
-        if (started_.job->timed_out()) continue;
-        break;
-      }
-      const StepOutput& o = ev->output;
-      if (o.finish == FinishReason::kError && failure.is_ok()) {
-        failure = o.error.is_ok() ? internal_error("generation failed") : o.error;
-      }
-      if (o.text.empty() && o.token_ids.empty() && o.prompt_logprobs.empty() &&
-          o.finish == FinishReason::kNone) {
-        continue;
-      }
-      msg_.Clear();
-      msg_.set_id(started_.id);
-      msg_.set_index(o.index);
-      msg_.set_text(o.text);
-      for (int32_t t : o.token_ids) msg_.add_token_ids(t);
-      fill_logprobs(o.logprobs, *tokenizer_, msg_.mutable_logprobs());
-      fill_logprobs(o.prompt_logprobs, *tokenizer_, msg_.mutable_prompt_logprobs());
-      if (o.finish != FinishReason::kNone) {
-        msg_.set_finish_reason(finish_reason_name(o.finish));
-        msg_.set_stop_reason(o.stop_reason);
-        fill_usage(o.usage, msg_.mutable_usage());
-      }
-      std::unique_lock lock(mu_);
-      writing_ = true;
-      StartWrite(&msg_);
-      cv_.wait(lock, [this] { return !writing_ || broken_; });
-      if (broken_) {
-        // Wait for the outstanding write to complete before touching msg_ again.
-        cv_.wait(lock, [this] { return !writing_; });
-        break;
-      }
-    }
-    grpc::Status status = grpc::Status::OK;
-    bool broken;
-    {
-      std::lock_guard lock(mu_);
-      broken = broken_;
-    }
-    if (broken || started_.job->cancelled()) {
-      started_.job->cancel();
-      status = ctx_->IsCancelled()
-                   ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client")
-                   : grpc::Status(grpc::StatusCode::CANCELLED, "request cancelled");
-      if (ctx_->deadline() <= std::chrono::system_clock::now()) {
-        status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded");
-      }
-    } else if (!failure.is_ok()) {
-      status = to_grpc_status(failure);
-    }
-    svc_.metrics().count_grpc("Generate", grpc_code_name(status.error_code()));
-    registration_.reset();
-    started_.slot.reset();
-    Finish(status);
-  }
-
-  GenerationService& svc_;
-  grpc::CallbackServerContext* ctx_;
-  GenerationService::Started started_;
-  std::unique_ptr<ActiveRequests::Registration> registration_;
-  const Tokenizer* tokenizer_ = nullptr;
-  v1::GenerateResponse msg_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false;
-  bool broken_ = false;
-  std::thread thread_;
-};
-
-// Unary Complete: the same job, collected into one response on a worker thread.
-class CompleteReactor : public grpc::ServerUnaryReactor {
- public:
-  CompleteReactor(GenerationService& svc, GenerationService::Started started, int32_t n,
-                  v1::CompleteResponse* resp)
-      : n_(std::max(n, 1)), svc_(svc), started_(std::move(started)), resp_(resp) {
-    registration_ = svc_.state().active().add(started_.id, started_.job.get());
-    thread_ = std::thread([this] { run(); });
-  }
-  void OnCancel() override { started_.job->cancel(); }
-  void OnDone() override {
-    join_or_detach(thread_);
-    delete this;
-  }
-
- private:
-  void run() {
-    const Tokenizer& tok = svc_.state().engine()->tokenizer();
-    const int32_t n = n_;
-    for (int32_t i = 0; i < n; ++i) resp_->add_choices()->set_index(i);
-    Status failure;
-    Usage usage;
-    while (true) {
-      auto ev = started_.job->next(std::chrono::milliseconds(50));
-      if (!ev) {
-        if (started_.job->timed_out()) continue;
-        break;
-      }
-      const StepOutput& o = ev->output;
-      usage = o.usage;
-      const int idx = std::clamp(o.index, 0, n - 1);
-      v1::Choice* c = resp_->mutable_choices(idx);
-      c->mutable_text()->append(o.text);
-      for (int32_t t : o.token_ids) c->add_token_ids(t);
-      fill_logprobs(o.logprobs, tok, c->mutable_logprobs());
-      if (!o.prompt_logprobs.empty()) {
-        for (int32_t i = 0; i < n; ++i) {  // the samples share their prompt
-          fill_logprobs(o.prompt_logprobs, tok,
-                        resp_->mutable_choices(i)->mutable_prompt_logprobs());
-        }
-      }
-      if (o.finish != FinishReason::kNone) {
-        c->set_finish_reason(finish_reason_name(o.finish));
-        c->set_stop_reason(o.stop_reason);
-      }
-      if (o.finish == FinishReason::kError && failure.is_ok()) {
-        failure = o.error.is_ok() ? internal_error("generation failed") : o.error;
-      }
-    }
-    resp_->set_id(started_.id);
-    resp_->set_model(svc_.state().model_name());
-    fill_usage(usage, resp_->mutable_usage());
-    grpc::Status status = failure.is_ok() ? grpc::Status::OK : to_grpc_status(failure);
-    if (started_.job->cancelled()) {
-      status = grpc::Status(grpc::StatusCode::CANCELLED, "request cancelled");
-    }
-    svc_.metrics().count_grpc("Complete", grpc_code_name(status.error_code()));
-    registration_.reset();
-    started_.slot.reset();
-    Finish(status);
-  }
-  const int32_t n_;
-  GenerationService& svc_;
-  GenerationService::Started started_;
-  v1::CompleteResponse* resp_;
-  std::unique_ptr<ActiveRequests::Registration> registration_;
-  std::thread thread_;
-};
-
 }  // namespace
 
 GenerationService::GenerationService(ServerState& state, ServerMetrics& metrics)
@@ -239,9 +57,22 @@ bool GenerationService::authorized(const grpc::CallbackServerContext* ctx) const
   return keys_.authorize(std::string_view(it->second.data(), it->second.size()));
 }
 
-grpc::ServerUnaryReactor* GenerationService::finish_unary(grpc::CallbackServerContext* ctx,
-                                                          const char* method,
-                                                          const grpc::Status& status) {
+grpc::Status GenerationService::with_retry_hint(grpc::CallbackServerContext* ctx,
+                                                grpc::Status status) const {
+  const auto code = status.error_code();
+  if (code == grpc::StatusCode::RESOURCE_EXHAUSTED || code == grpc::StatusCode::UNAVAILABLE) {
+    ctx->AddTrailingMetadata("retry-after", std::to_string(state_.options().retry_after_seconds));
+  }
+  return status;
+}
+
+grpc::ServerUnaryReactor* GenerationService::finish_unary(
+    grpc::CallbackServerContext* ctx, const char* method, grpc::Status status,
+    const google::protobuf::MessageLite* response, grpc::ByteBuffer* out) {
+  if (status.ok() && response != nullptr && out != nullptr) {
+    status = serialize_response(*response, out);
+  }
+  status = with_retry_hint(ctx, std::move(status));
   metrics_.count_grpc(method, grpc_code_name(status.error_code()));
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(status);
@@ -268,6 +99,7 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
                             parse_proto_request(req, engine.tokenizer(), limits));
   LLMSERVE_RETURN_IF_ERROR(parsed.params.validate(limits.vocab_size, limits.max_logprobs));
   s.id = req.request_id().empty() ? new_grpc_id() : req.request_id();
+  LLMSERVE_ASSIGN_OR_RETURN(s.registration, state_.active().reserve(s.id, "request_id"));
   auto deadline = steady_deadline(ctx);
   if (!deadline && state_.options().request_timeout_seconds > 0) {
     deadline = std::chrono::steady_clock::now() +
@@ -284,65 +116,80 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
     return job.status();
   }
   s.job = std::move(job).value();
+  s.registration->attach(s.job.get());
   return s;
 }
 
-grpc::ServerWriteReactor<v1::GenerateResponse>* GenerationService::Generate(
-    grpc::CallbackServerContext* ctx, const v1::GenerateRequest* req) {
+grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerationService::Generate(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes) {
   auto fail = [&](const grpc::Status& st) {
-    metrics_.count_grpc("Generate", grpc_code_name(st.error_code()));
-    class Failed : public grpc::ServerWriteReactor<v1::GenerateResponse> {
-     public:
-      explicit Failed(const grpc::Status& s) { Finish(s); }
-      void OnDone() override { delete this; }
-    };
-    return new Failed(st);
+    const grpc::Status status = with_retry_hint(ctx, st);
+    metrics_.count_grpc("Generate", grpc_code_name(status.error_code()));
+    return failed_generate_call(status);
   };
   if (!authorized(ctx)) return fail(unauthenticated_status());
-  auto started = start_job(ctx, *req);
+  v1::GenerateRequest req;
+  if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) return fail(parsed);
+  auto started = start_job(ctx, req);
   if (!started.is_ok()) return fail(to_grpc_status(started.status()));
-  return new GenerateReactor(*this, ctx, std::move(started).value());
+  return start_generate_call(*this, ctx, std::move(started).value());
 }
 
 grpc::ServerUnaryReactor* GenerationService::Complete(grpc::CallbackServerContext* ctx,
-                                                      const v1::GenerateRequest* req,
-                                                      v1::CompleteResponse* resp) {
+                                                      const grpc::ByteBuffer* bytes,
+                                                      grpc::ByteBuffer* resp) {
   if (!authorized(ctx)) return finish_unary(ctx, "Complete", unauthenticated_status());
-  auto started = start_job(ctx, *req);
+  v1::GenerateRequest req;
+  if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) {
+    return finish_unary(ctx, "Complete", parsed);
+  }
+  auto started = start_job(ctx, req);
   if (!started.is_ok()) return finish_unary(ctx, "Complete", to_grpc_status(started.status()));
-  const int32_t n = req->has_n() ? req->n() : 1;
-  return new CompleteReactor(*this, std::move(started).value(), n, resp);
+  const int32_t n = req.has_n() ? req.n() : 1;
+  return start_complete_call(*this, ctx, std::move(started).value(), n, resp);
 }
 
 grpc::ServerUnaryReactor* GenerationService::Tokenize(grpc::CallbackServerContext* ctx,
-                                                      const v1::TokenizeRequest* req,
-                                                      v1::TokenizeResponse* resp) {
+                                                      const grpc::ByteBuffer* bytes,
+                                                      grpc::ByteBuffer* out) {
   if (!authorized(ctx)) return finish_unary(ctx, "Tokenize", unauthenticated_status());
+  v1::TokenizeRequest req;
+  if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) {
+    return finish_unary(ctx, "Tokenize", parsed);
+  }
   Engine* engine = state_.engine();
   if (engine == nullptr) {
     return finish_unary(ctx, "Tokenize", to_grpc_status(unavailable("model not loaded")));
   }
-  const bool add_special = req->has_add_special_tokens() ? req->add_special_tokens() : true;
-  const auto ids = engine->tokenizer().encode(req->text(), add_special, true);
-  for (int32_t id : ids) {
-    resp->add_token_ids(id);
-    resp->add_tokens(utf8_sanitize(engine->tokenizer().token_text(id)));
+  if (Status model = check_model_name(req.model(), state_.model_name()); !model.is_ok()) {
+    return finish_unary(ctx, "Tokenize", to_grpc_status(model));
   }
-  resp->set_count(static_cast<int32_t>(ids.size()));
-  resp->set_max_model_len(engine->max_model_len());
-  return finish_unary(ctx, "Tokenize", grpc::Status::OK);
+  const bool add_special = req.has_add_special_tokens() ? req.add_special_tokens() : true;
+  const auto ids = engine->tokenizer().encode(req.text(), add_special, true);
+  v1::TokenizeResponse resp;
+  for (int32_t id : ids) {
+    resp.add_token_ids(id);
+    resp.add_tokens(utf8_sanitize(engine->tokenizer().token_text(id)));
+  }
+  resp.set_count(static_cast<int32_t>(ids.size()));
+  resp.set_max_model_len(engine->max_model_len());
+  return finish_unary(ctx, "Tokenize", grpc::Status::OK, &resp, out);
 }
 
 grpc::ServerUnaryReactor* GenerationService::Detokenize(grpc::CallbackServerContext* ctx,
-                                                        const v1::DetokenizeRequest* req,
-                                                        v1::DetokenizeResponse* resp) {
+                                                        const grpc::ByteBuffer* bytes,
+                                                        grpc::ByteBuffer* out) {
   if (!authorized(ctx)) return finish_unary(ctx, "Detokenize", unauthenticated_status());
+  v1::DetokenizeRequest req;
+  if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) {
+    return finish_unary(ctx, "Detokenize", parsed);
+  }
   Engine* engine = state_.engine();
   if (engine == nullptr) {
     return finish_unary(ctx, "Detokenize", to_grpc_status(unavailable("model not loaded")));
   }
   const int32_t vocab = engine->tokenizer().vocab_size();
-  std::vector<int32_t> ids(req->token_ids().begin(), req->token_ids().end());
+  std::vector<int32_t> ids(req.token_ids().begin(), req.token_ids().end());
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab) {
       return finish_unary(
@@ -352,20 +199,26 @@ grpc::ServerUnaryReactor* GenerationService::Detokenize(grpc::CallbackServerCont
                                                                std::to_string(vocab) + ")"));
     }
   }
-  resp->set_text(utf8_sanitize(engine->tokenizer().decode(ids, req->skip_special_tokens())));
-  return finish_unary(ctx, "Detokenize", grpc::Status::OK);
+  v1::DetokenizeResponse resp;
+  resp.set_text(utf8_sanitize(engine->tokenizer().decode(ids, req.skip_special_tokens())));
+  return finish_unary(ctx, "Detokenize", grpc::Status::OK, &resp, out);
 }
 
 grpc::ServerUnaryReactor* GenerationService::ListModels(grpc::CallbackServerContext* ctx,
-                                                        const v1::ListModelsRequest* /*req*/,
-                                                        v1::ListModelsResponse* resp) {
+                                                        const grpc::ByteBuffer* bytes,
+                                                        grpc::ByteBuffer* out) {
   if (!authorized(ctx)) return finish_unary(ctx, "ListModels", unauthenticated_status());
-  v1::ModelInfo* m = resp->add_models();
+  v1::ListModelsRequest req;
+  if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) {
+    return finish_unary(ctx, "ListModels", parsed);
+  }
+  v1::ListModelsResponse resp;
+  v1::ModelInfo* m = resp.add_models();
   m->set_id(state_.model_name());
   m->set_owned_by("llmserve");
   m->set_created(static_cast<int64_t>(metrics_.start_time_seconds()));
   m->set_max_model_len(state_.engine() ? state_.engine()->max_model_len() : 0);
-  return finish_unary(ctx, "ListModels", grpc::Status::OK);
+  return finish_unary(ctx, "ListModels", grpc::Status::OK, &resp, out);
 }
 
 }  // namespace llmserve

@@ -3,17 +3,19 @@
 #include <fstream>
 #include <sstream>
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include "server/grpc/generation_service.h"
+#include "server/grpc/reflection_service.h"
 
 namespace llmserve {
 
 namespace {
 
 constexpr const char* kServiceName = "llmserve.v1.Generation";
+constexpr const char* kHealthName = "grpc.health.v1.Health";
+constexpr const char* kReflectionName = "grpc.reflection.v1alpha.ServerReflection";
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -26,7 +28,11 @@ Result<std::string> read_file(const std::string& path) {
 }  // namespace
 
 GrpcServer::GrpcServer(ServerState& state, ServerMetrics& metrics)
-    : state_(state), service_(std::make_unique<GenerationService>(state, metrics)) {}
+    : state_(state),
+      service_(std::make_unique<GenerationService>(state, metrics)),
+      reflection_(std::make_unique<ReflectionService>(
+          state.options().api_keys,
+          std::vector<std::string>{kServiceName, kHealthName, kReflectionName})) {}
 
 GrpcServer::~GrpcServer() {
   stop(0);
@@ -43,11 +49,11 @@ Status GrpcServer::start() {
     creds = grpc::SslServerCredentials(ssl);
   }
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   const std::string addr = o.host + ":" + std::to_string(o.grpc_port);
   builder.AddListeningPort(addr, creds, &port_);
   builder.RegisterService(service_.get());
+  builder.RegisterService(reflection_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(o.max_body_bytes, 1u << 30)));
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {

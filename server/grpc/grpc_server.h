@@ -1,5 +1,6 @@
 // The gRPC server: llmserve.v1.Generation, grpc.health.v1.Health and server reflection, with
-// optional TLS. start() binds (port 0 = any free port); set_serving(false) flips health to
+// optional TLS. With API keys, Generation and reflection need one; health answers without (as
+// HTTP /health). start() binds (port 0 = any free port); set_serving(false) flips health to
 // NOT_SERVING while draining.
 #pragma once
 
@@ -16,6 +17,7 @@ class Server;
 namespace llmserve {
 
 class GenerationService;
+class ReflectionService;
 
 class GrpcServer {
  public:
@@ -31,6 +33,7 @@ class GrpcServer {
  private:
   ServerState& state_;
   std::unique_ptr<GenerationService> service_;
+  std::unique_ptr<ReflectionService> reflection_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

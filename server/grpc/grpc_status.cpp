@@ -30,6 +30,9 @@ grpc::Status to_grpc_status(const Status& status) {
     case StatusCode::kFailedPrecondition:
       code = grpc::StatusCode::FAILED_PRECONDITION;
       break;
+    case StatusCode::kAlreadyExists:
+      code = grpc::StatusCode::ALREADY_EXISTS;
+      break;
     default:
       code = grpc::StatusCode::INTERNAL;
       break;

@@ -116,6 +116,8 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   if (!deadline.is_ok()) return send_status_error(res, deadline.status(), retry);
 
   const std::string id = request_id_of(res);
+  auto registration = ctx.state.active().reserve(id, "X-Request-Id");  // 409 for a live twin
+  if (!registration.is_ok()) return send_status_error(res, registration.status(), retry);
   ResponseContext rc;
   rc.kind = kind;
   rc.id = id;
@@ -151,7 +153,8 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   auto st = std::make_shared<StreamState>();
   st->slot = std::move(slot);
   st->job = std::move(job).value();
-  st->registration = ctx.state.active().add(id, st->job.get());
+  st->registration = std::move(registration).value();
+  st->registration->attach(st->job.get());
   st->builder = std::make_unique<ResponseBuilder>(rc);
 
   if (!stream) {

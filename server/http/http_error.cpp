@@ -12,7 +12,7 @@ std::string param_from_message(const std::string& message) {
   for (size_t i = 0; i < colon; ++i) {
     const char c = message[i];
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_' || c == '.' || c == '[' || c == ']';
+                    c == '_' || c == '.' || c == '[' || c == ']' || c == '-';
     if (!ok) return "";
   }
   return message.substr(0, colon);
@@ -41,6 +41,12 @@ HttpError http_error_from_status(const Status& status, int retry_after_seconds) 
       e.type = "invalid_request_error";
       e.param = param_from_message(status.message());
       e.code = e.param == "model" ? "model_not_found" : "not_found";
+      break;
+    case StatusCode::kAlreadyExists:
+      e.status = 409;
+      e.type = "invalid_request_error";
+      e.param = param_from_message(status.message());
+      e.code = "duplicate_request_id";
       break;
     case StatusCode::kUnimplemented:
       e.status = 400;

@@ -19,8 +19,9 @@ struct HttpError {
 
 // INVALID_ARGUMENT -> 400 (param taken from a "<field>: " message prefix; "model" ->
 // code model_not_found), OUT_OF_RANGE -> 400 context_length_exceeded, NOT_FOUND -> 404,
-// UNIMPLEMENTED -> 400, RESOURCE_EXHAUSTED -> 429 + Retry-After, UNAVAILABLE -> 503 +
-// Retry-After, DEADLINE_EXCEEDED -> 504, CANCELLED -> 499, others -> 500.
+// ALREADY_EXISTS -> 409 duplicate_request_id (param from the prefix), UNIMPLEMENTED -> 400,
+// RESOURCE_EXHAUSTED -> 429 + Retry-After, UNAVAILABLE -> 503 + Retry-After, DEADLINE_EXCEEDED ->
+// 504, CANCELLED -> 499, others -> 500.
 HttpError http_error_from_status(const Status& status, int retry_after_seconds = 1);
 
 HttpError unauthorized_error();                      // 401 invalid_api_key

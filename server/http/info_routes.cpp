@@ -1,6 +1,7 @@
 // Short routes: models, tokenize / detokenize, version, health, ready, metrics, cancel by id.
 #include <chrono>
 
+#include "server/common/field_checks.h"
 #include "server/common/version.h"
 #include "server/http/http_context.h"
 #include "server/http/json_fields.h"
@@ -16,8 +17,13 @@ void handle_tokenize(HttpContext& ctx, const httplib::Request& req, httplib::Res
   auto body = json_fields::parse_object(req.body);
   if (!body.is_ok()) return send_status_error(res, body.status(), retry);
   const Engine& engine = *ctx.state.engine();
+  std::string model;
+  Status st = json_fields::read_string(*body, "model", &model);
+  if (!st.is_ok()) return send_status_error(res, st, retry);
+  st = check_model_name(model, ctx.state.model_name());
+  if (!st.is_ok()) return send_status_error(res, st, retry);
   bool add_special = true;
-  Status st = json_fields::read_bool(*body, "add_special_tokens", &add_special);
+  st = json_fields::read_bool(*body, "add_special_tokens", &add_special);
   if (!st.is_ok()) return send_status_error(res, st, retry);
   bool want_strs = false;
   st = json_fields::read_bool(*body, "return_token_strs", &want_strs);

@@ -166,3 +166,41 @@ def test_request_larger_than_the_whole_kv_cache_is_400_not_429(start_daemon):
     ok = requests.post(d.url("/v1/completions"), json={"prompt": "hi", "max_tokens": fits - 1},
                        timeout=300)
     assert ok.status_code == 200, ok.text
+
+
+def peak_rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    raise KeyError("VmHWM")
+
+
+def test_one_huge_word_is_rejected_without_tokenizing_it_all(start_daemon):
+    # Issue 23 item 3: "a" x 8,388,508 (a body at the 8 MiB limit) cost +479 MiB of peak RSS
+    # and seconds before its 400, 60 bytes per input byte in the tokenizer. Now encoding stops
+    # once a prompt passes the context: the body, its JSON string and a few copies remain
+    # (measured: +32 MiB for the completion, +88 MiB for the chat with its rendering).
+    d = start_daemon()
+    requests.post(d.url("/v1/completions"), json={"prompt": "warm up", "max_tokens": 1},
+                  timeout=120)
+    for path, body in [
+            ("/v1/completions", {"prompt": "a" * 8388508, "max_tokens": 1}),
+            ("/v1/chat/completions",
+             {"messages": [{"role": "user", "content": "a" * 8388460}], "max_tokens": 1})]:
+        before = peak_rss_mib(d.proc.pid)
+        r = requests.post(d.url(path), data=json.dumps(body),
+                          headers={"Content-Type": "application/json"}, timeout=120)
+        assert r.status_code == 400, r.text[:300]
+        err = r.json()["error"]
+        assert err["code"] == "context_length_exceeded", err
+        grew = peak_rss_mib(d.proc.pid) - before
+        assert grew < 160, f"{path}: peak RSS grew {grew} MiB"
+        assert "more than" in err["message"], err["message"]  # the count stopped early
+
+
+def test_tokenize_unknown_model_is_404(daemon):
+    r = requests.post(daemon.url("/tokenize"), json={"model": "no-such-model", "prompt": "hi"},
+                      timeout=10)
+    assert r.status_code == 404, r.text
+    assert r.json()["error"]["code"] == "model_not_found"

@@ -203,3 +203,121 @@ def test_structured_outputs_through_generate(pb, stub):
             prompt="x", structured_outputs=pb[0].StructuredOutputs(regex="(")), timeout=60)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "structured_outputs.regex" in e.value.details()
+
+
+def test_malformed_protobuf_is_invalid_argument(daemon):
+    # Issue 23 item 11: bytes that parse as no message (field 1, length-delimited, with a
+    # truncated length) were UNIMPLEMENTED, gRPC's answer for a request that fails to parse.
+    with grpc.insecure_channel(daemon.grpc_target) as ch:
+        for method in ("Complete", "Tokenize", "Detokenize", "ListModels"):
+            call = ch.unary_unary(f"/llmserve.v1.Generation/{method}")  # raw bytes both ways
+            with pytest.raises(grpc.RpcError) as e:
+                call(b"\x0a\xff", timeout=30)
+            assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, method
+            assert "malformed protobuf" in e.value.details()
+        generate = ch.unary_stream("/llmserve.v1.Generation/Generate")
+        with pytest.raises(grpc.RpcError) as e:
+            list(generate(b"\x0a\xff", timeout=30))
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_tokenize_unknown_model_is_not_found(pb, stub):
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Tokenize(pb[0].TokenizeRequest(model="no-such-model", text="hi"), timeout=10)
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "no-such-model" in e.value.details()
+    served = stub.ListModels(pb[0].ListModelsRequest(), timeout=10).models[0].id
+    assert stub.Tokenize(pb[0].TokenizeRequest(model=served, text="hi"), timeout=10).count > 0
+
+
+def test_duplicate_request_id_is_refused_while_the_first_is_live(daemon, pb, stub):
+    import requests
+    assert wait_idle(daemon)
+    rid = "dup-id-item-11"
+    call = stub.Generate(pb[0].GenerateRequest(prompt="Count:", max_tokens=2000, ignore_eos=True,
+                                               request_id=rid), timeout=300)
+    next(call)  # live: it has produced a token
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Complete(pb[0].GenerateRequest(prompt="x", max_tokens=2, request_id=rid), timeout=30)
+    assert e.value.code() == grpc.StatusCode.ALREADY_EXISTS
+    r = requests.post(daemon.url("/v1/completions"), json={"prompt": "x", "max_tokens": 2},
+                      headers={"X-Request-Id": rid}, timeout=30)
+    assert r.status_code == 409, r.text
+    err = r.json()["error"]
+    assert (err["type"], err["code"], err["param"]) == (
+        "invalid_request_error", "duplicate_request_id", "X-Request-Id"), err
+    # The id names one request, so cancelling by id ends it and frees the id.
+    assert requests.delete(daemon.url(f"/v1/requests/{rid}"), timeout=10).status_code == 200
+    finishes = []
+    try:
+        for msg in call:
+            if msg.finish_reason:
+                finishes.append(msg.finish_reason)
+    except grpc.RpcError as e:
+        assert e.code() == grpc.StatusCode.CANCELLED
+    assert finishes in ([], ["abort"]), finishes
+    assert wait_idle(daemon)
+    ok = stub.Complete(pb[0].GenerateRequest(prompt="x", max_tokens=2, request_id=rid), timeout=60)
+    assert ok.id == rid
+
+
+def test_resource_exhausted_carries_retry_after(start_daemon, pb):
+    import requests
+    # 1 run slot + 1 queue slot: two long streams fill them.
+    d = start_daemon("--engine.max-num-seqs", "1", "--server.max-waiting-requests", "1")
+    with grpc.insecure_channel(d.grpc_target) as ch:
+        stub = pb[1].GenerationStub(ch)
+        long_req = pb[0].GenerateRequest(prompt="Count:", max_tokens=3000, ignore_eos=True)
+        calls = [stub.Generate(long_req, timeout=300)]
+        next(calls[0])  # running
+        calls.append(stub.Generate(long_req, timeout=300))  # then one waiting behind it
+        end = time.time() + 30
+        while d.metric("llmserve_requests_waiting") < 1 and time.time() < end:
+            time.sleep(0.05)
+        assert d.metric("llmserve_requests_waiting") == 1
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Complete(pb[0].GenerateRequest(prompt="x", max_tokens=2), timeout=30)
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        trailing = dict(e.value.trailing_metadata() or ())
+        http = requests.post(d.url("/v1/completions"), json={"prompt": "x", "max_tokens": 2},
+                             timeout=30)
+        assert http.status_code == 429
+        assert trailing.get("retry-after") == http.headers["Retry-After"], trailing
+        with pytest.raises(grpc.RpcError) as e:
+            list(stub.Generate(pb[0].GenerateRequest(prompt="x", max_tokens=2), timeout=30))
+        assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert dict(e.value.trailing_metadata() or ()).get("retry-after") == "1"
+        for c in calls:
+            c.cancel()
+
+
+def reflection_names(target, metadata=None):
+    refl_pb2 = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2")
+    refl_grpc = pytest.importorskip("grpc_reflection.v1alpha.reflection_pb2_grpc")
+    with grpc.insecure_channel(target) as ch:
+        stub = refl_grpc.ServerReflectionStub(ch)
+        reqs = [refl_pb2.ServerReflectionRequest(list_services=""),
+                refl_pb2.ServerReflectionRequest(file_containing_symbol="llmserve.v1.Generation")]
+        responses = list(stub.ServerReflectionInfo(iter(reqs), metadata=metadata, timeout=10))
+    assert len(responses) == 2
+    files = responses[1].file_descriptor_response.file_descriptor_proto
+    assert files, responses[1]
+    return [s.name for s in responses[0].list_services_response.service]
+
+
+def test_reflection_follows_the_api_key_and_health_stays_open(start_daemon):
+    # Issue 23 item 10: with keys set, reflection answered without one.
+    health_pb2 = pytest.importorskip("grpc_health.v1.health_pb2")
+    health_grpc = pytest.importorskip("grpc_health.v1.health_pb2_grpc")
+    d = start_daemon("--api-key", "sk-refl-1")
+    with pytest.raises(grpc.RpcError) as e:
+        reflection_names(d.grpc_target)
+    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.RpcError) as e:
+        reflection_names(d.grpc_target, metadata=[("authorization", "Bearer wrong")])
+    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    names = reflection_names(d.grpc_target, metadata=[("authorization", "Bearer sk-refl-1")])
+    assert "llmserve.v1.Generation" in names
+    with grpc.insecure_channel(d.grpc_target) as ch:  # health: open, as HTTP /health
+        r = health_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
+        assert r.status == health_pb2.HealthCheckResponse.SERVING

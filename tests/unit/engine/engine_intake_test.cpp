@@ -19,7 +19,7 @@ PendingSubmit pending(uint64_t id, size_t prompt_tokens, std::string external_id
 }
 
 TEST(EngineIntake, DrainsInSubmissionOrderWithAborts) {
-  EngineIntake in(0, 0);
+  EngineIntake in(0, 0, 0);
   ASSERT_TRUE(in.submit(pending(1, 3)).is_ok());
   ASSERT_TRUE(in.submit(pending(2, 3)).is_ok());
   in.abort(1);
@@ -34,30 +34,59 @@ TEST(EngineIntake, DrainsInSubmissionOrderWithAborts) {
 }
 
 TEST(EngineIntake, WaitingRequestLimitCountsTheBacklog) {
-  EngineIntake in(2, 0);
+  EngineIntake in(0, 2, 0);
   ASSERT_TRUE(in.submit(pending(1, 3)).is_ok());
   ASSERT_TRUE(in.submit(pending(2, 3)).is_ok());
   Status full = in.submit(pending(3, 3));
   EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
   (void)in.drain();  // the two drained requests still wait in the scheduler
   EXPECT_EQ(in.submit(pending(3, 3)).code(), StatusCode::kResourceExhausted);
-  in.set_backlog(1, 3);  // one was admitted
+  in.set_backlog(0, 1, 3);  // one of them ended
+  EXPECT_TRUE(in.submit(pending(3, 3)).is_ok());
+}
+
+TEST(EngineIntake, BurstOnAnIdleEngineFillsRunSlotsAndQueueSlots) {
+  // Issue 23 item 7: 8 run slots + 8 queue slots take 16 requests at once, before the loop has
+  // moved any of them to running; the 17th is over capacity.
+  EngineIntake in(8, 8, 0);
+  for (uint64_t id = 1; id <= 16; ++id) {
+    ASSERT_TRUE(in.submit(pending(id, 3)).is_ok()) << "request " << id;
+  }
+  EXPECT_EQ(in.submit(pending(17, 3)).code(), StatusCode::kResourceExhausted);
+  (void)in.drain();
+  EXPECT_EQ(in.num_waiting(), 16);  // drained, not yet reported: still counted
+  EXPECT_EQ(in.submit(pending(17, 3)).code(), StatusCode::kResourceExhausted);
+  in.set_backlog(8, 8, 24);  // the loop moved 8 to running: the same 16 held
+  EXPECT_EQ(in.submit(pending(17, 3)).code(), StatusCode::kResourceExhausted);
+  in.set_backlog(7, 8, 24);  // one ended
+  EXPECT_TRUE(in.submit(pending(17, 3)).is_ok());
+}
+
+TEST(EngineIntake, CapacityCountsSamples) {
+  EngineIntake in(2, 2, 0);
+  PendingSubmit three = pending(1, 3);
+  three.request.params.n = 3;
+  ASSERT_TRUE(in.submit(std::move(three)).is_ok());
+  EXPECT_EQ(in.num_waiting(), 3);
+  PendingSubmit two = pending(2, 3);
+  two.request.params.n = 2;
+  EXPECT_EQ(in.submit(std::move(two)).code(), StatusCode::kResourceExhausted);  // 5 > 4
   EXPECT_TRUE(in.submit(pending(3, 3)).is_ok());
 }
 
 TEST(EngineIntake, WaitingTokenLimitAdmitsAtLeastOne) {
-  EngineIntake in(0, 10);
+  EngineIntake in(0, 0, 10);
   ASSERT_TRUE(in.submit(pending(1, 50)).is_ok());  // alone, even if over the limit
   EXPECT_EQ(in.submit(pending(2, 1)).code(), StatusCode::kResourceExhausted);
-  in.set_backlog(0, 0);
+  in.set_backlog(0, 0, 0);
   (void)in.drain();
-  in.set_backlog(0, 0);
+  in.set_backlog(0, 0, 0);
   EXPECT_TRUE(in.submit(pending(2, 6)).is_ok());
   EXPECT_EQ(in.submit(pending(3, 6)).code(), StatusCode::kResourceExhausted);
 }
 
 TEST(EngineIntake, StopAcceptingAndShutdown) {
-  EngineIntake in(0, 0);
+  EngineIntake in(0, 0, 0);
   in.stop_accepting();
   EXPECT_FALSE(in.accepting());
   EXPECT_EQ(in.submit(pending(1, 1)).code(), StatusCode::kUnavailable);
@@ -68,7 +97,7 @@ TEST(EngineIntake, StopAcceptingAndShutdown) {
 }
 
 TEST(EngineIntake, AbortExternalRoutesToEveryLiveRequest) {
-  EngineIntake in(0, 0);
+  EngineIntake in(0, 0, 0);
   ASSERT_TRUE(in.submit(pending(1, 1, "cmpl-a")).is_ok());
   ASSERT_TRUE(in.submit(pending(2, 1, "cmpl-a")).is_ok());
   ASSERT_TRUE(in.submit(pending(3, 1, "cmpl-b")).is_ok());
@@ -82,7 +111,7 @@ TEST(EngineIntake, AbortExternalRoutesToEveryLiveRequest) {
 }
 
 TEST(EngineIntake, WaitWakesOnSubmitFromAnotherThread) {
-  EngineIntake in(0, 0);
+  EngineIntake in(0, 0, 0);
   std::thread t([&in] {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     (void)in.submit(pending(9, 1));
@@ -95,7 +124,7 @@ TEST(EngineIntake, WaitWakesOnSubmitFromAnotherThread) {
 }
 
 TEST(EngineIntake, WaitWithDeadlineTimesOut) {
-  EngineIntake in(0, 0);
+  EngineIntake in(0, 0, 0);
   in.wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(5));
   EXPECT_FALSE(in.has_pending());
 }

@@ -286,6 +286,11 @@ TEST(HttpErrorMapping, StatusCodesAndRetryAfter) {
   EXPECT_EQ(http_error_from_status(out_of_range("prompt: too long")).param, "prompt");
   EXPECT_EQ(http_error_from_status(invalid_argument("model: must be a string")).code,
             "invalid_value");
+  const HttpError dup = http_error_from_status(already_exists("X-Request-Id: in use"));
+  EXPECT_EQ(dup.status, 409);
+  EXPECT_EQ(dup.type, "invalid_request_error");
+  EXPECT_EQ(dup.code, "duplicate_request_id");
+  EXPECT_EQ(dup.param, "X-Request-Id");
   EXPECT_EQ(unauthorized_error().status, 401);
   EXPECT_EQ(unauthorized_error().code, "invalid_api_key");
   EXPECT_EQ(payload_too_large_error(10).status, 413);

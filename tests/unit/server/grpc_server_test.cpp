@@ -2,8 +2,11 @@
 // FakeEngine: streaming, unary, auth, cancellation, deadlines, admission.
 #include "server/grpc/grpc_server.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "llmserve/v1/generation.grpc.pb.h"
 #include "tests/unit/server/fake_engine.h"
@@ -25,6 +28,7 @@ class GrpcServerTest : public ::testing::Test {
     auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                        grpc::InsecureChannelCredentials());
     stub_ = v1::Generation::NewStub(channel);
+    channel_ = channel;
   }
   void TearDown() override {
     if (server_) server_->stop(0);
@@ -42,7 +46,31 @@ class GrpcServerTest : public ::testing::Test {
   std::unique_ptr<ServerState> state_;
   std::unique_ptr<GrpcServer> server_;
   std::unique_ptr<v1::Generation::Stub> stub_;
+  std::shared_ptr<grpc::Channel> channel_;
 };
+
+// A unary call with raw request bytes (not necessarily a valid message).
+grpc::Status raw_unary(grpc::Channel& channel, const std::string& method,
+                       const std::string& bytes) {
+  grpc::GenericStub generic(channel.shared_from_this());
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  grpc::ClientContext ctx;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status result;
+  generic.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &response, [&](grpc::Status st) {
+    std::lock_guard lock(mu);
+    result = std::move(st);
+    done = true;
+    cv.notify_all();
+  });
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done; });
+  return result;
+}
 
 TEST_F(GrpcServerTest, ListModelsTokenizeDetokenize) {
   start();
@@ -224,7 +252,8 @@ TEST_F(GrpcServerTest, DrainingAndQueueFull) {
   ServerOptions o;
   o.max_waiting_requests = 1;
   start(o);
-  EngineStats busy;
+  EngineStats busy;  // every run slot and queue slot taken
+  busy.requests_running = engine_.options().max_num_seqs;
   busy.requests_waiting = 1;
   engine_.set_stats_override(busy);
   grpc::ClientContext c1;
@@ -232,6 +261,10 @@ TEST_F(GrpcServerTest, DrainingAndQueueFull) {
   req.set_prompt("hi");
   v1::CompleteResponse resp;
   EXPECT_EQ(stub_->Complete(&c1, req, &resp).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // The retry hint, as HTTP's Retry-After (issue 23 item 11).
+  auto hint = c1.GetServerTrailingMetadata().find("retry-after");
+  ASSERT_NE(hint, c1.GetServerTrailingMetadata().end());
+  EXPECT_EQ(std::string(hint->second.data(), hint->second.size()), "1");
   engine_.set_stats_override(EngineStats{});
   state_->start_draining();
   grpc::ClientContext c2;
@@ -239,6 +272,58 @@ TEST_F(GrpcServerTest, DrainingAndQueueFull) {
   const std::string page = metrics_.render(EngineStats{}, nullptr);
   EXPECT_NE(page.find("llmserve_grpc_requests_total{code=\"UNAVAILABLE\",method=\"Complete\"} 1"),
             std::string::npos);
+}
+
+TEST_F(GrpcServerTest, MalformedRequestBytesAreInvalidArgument) {
+  // Issue 23 item 11: gRPC's generated handlers answer a request that fails to parse with
+  // UNIMPLEMENTED; field 1, length-delimited, with a truncated length is no message at all.
+  start();
+  for (const char* method : {"Complete", "Tokenize", "Detokenize", "ListModels", "Generate"}) {
+    const grpc::Status st =
+        raw_unary(*channel_, std::string("/llmserve.v1.Generation/") + method, "\x0a\xff");
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_NE(st.error_message().find("malformed protobuf"), std::string::npos) << method;
+  }
+  EXPECT_TRUE(engine_.submitted().empty());
+}
+
+TEST_F(GrpcServerTest, TokenizeChecksTheModel) {
+  start();
+  grpc::ClientContext c1;
+  v1::TokenizeRequest tr;
+  tr.set_text("ab");
+  tr.set_model("other-model");
+  v1::TokenizeResponse resp;
+  EXPECT_EQ(stub_->Tokenize(&c1, tr, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  grpc::ClientContext c2;
+  tr.set_model("fake-model");
+  EXPECT_TRUE(stub_->Tokenize(&c2, tr, &resp).ok());
+}
+
+TEST_F(GrpcServerTest, DuplicateRequestIdIsAlreadyExistsWhileLive) {
+  long_script();
+  start();
+  grpc::ClientContext first;
+  v1::GenerateRequest req;
+  req.set_prompt("hi");
+  req.set_max_tokens(200);
+  req.set_request_id("twin");
+  auto reader = stub_->Generate(&first, req);
+  v1::GenerateResponse msg;
+  ASSERT_TRUE(reader->Read(&msg));
+  grpc::ClientContext second;
+  v1::CompleteResponse resp;
+  EXPECT_EQ(stub_->Complete(&second, req, &resp).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(engine_.submitted().size(), 1u);  // the twin never reached the engine
+  EXPECT_TRUE(state_->active().cancel("twin"));
+  while (reader->Read(&msg)) {
+  }
+  (void)reader->Finish();
+  EXPECT_TRUE(engine_.wait_until_idle(std::chrono::seconds(5)));
+  for (int i = 0; i < 200 && state_->active().size() != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(state_->active().size(), 0u);  // the id is free again
 }
 
 }  // namespace

@@ -360,7 +360,8 @@ TEST_F(HttpServerTest, QueueFullIs429WithRetryAfterAndCounted) {
   ServerOptions o;
   o.max_waiting_requests = 2;
   start(o);
-  EngineStats busy;
+  EngineStats busy;  // every run slot and queue slot taken
+  busy.requests_running = engine_.options().max_num_seqs;
   busy.requests_waiting = 2;
   engine_.set_stats_override(busy);
   auto r = post("/v1/completions", R"({"prompt":"hi"})");
