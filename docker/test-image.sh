@@ -13,7 +13,7 @@
 # the image build alone takes longer than CI's budget leaves (docker/README.md).
 # Usage: docker/test-image.sh            (LLMSERVE_IMAGE names the tag, default localhost/llmserve:cpu)
 set -euo pipefail
-# shellcheck source=docker/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 IMAGE=${LLMSERVE_IMAGE:-localhost/llmserve:cpu}
