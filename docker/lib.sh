@@ -48,8 +48,9 @@ pick_cli() {
     nofile=$(ulimit -Hn)
     if [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ]; then nofile=65536; fi
     RUN_FLAGS+=(--ulimit "nofile=$nofile:$nofile" --ulimit nproc=4096:4096)
-    # chroot isolation builds where nested namespaces are not allowed.
-    BUILD_FLAGS+=(--isolation chroot)
+    # chroot isolation builds where nested namespaces are not allowed; the docker image format
+    # keeps HEALTHCHECK (the OCI format has no field for it).
+    BUILD_FLAGS+=(--isolation chroot --format docker)
   fi
   if [ -f "$CA_BUNDLE" ]; then
     BUILD_FLAGS+=(--secret "id=ca-certificates,src=$CA_BUNDLE")
