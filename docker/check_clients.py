@@ -99,7 +99,7 @@ def grpc_checks(target, key):
             ok("Generate without the key -> UNAUTHENTICATED")
 
 
-def drain_checks(base_url, key, stop_cmd, n=4, max_tokens=384):
+def drain_checks(base_url, key, stop_cmd, n=4, max_tokens=192):
     """n streaming completions; once all are producing tokens, stop_cmd stops the container.
     Each stream must still end with all max_tokens tokens and finish_reason 'length', and the
     daemon must say it is not ready (draining) while they finish."""
