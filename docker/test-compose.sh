@@ -40,6 +40,8 @@ prom=http://127.0.0.1:$PROMETHEUS_PUBLISH
 cleanup() {
   compose down -v -t 5 > "$work/down.log" 2>&1 || cat "$work/down.log" >&2
   "$CLI" volume rm -f "${project}_models" > /dev/null 2>&1 || true
+  # podman-compose 1.0.3 leaves the project network behind.
+  "$CLI" network rm "${project}_default" > /dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
