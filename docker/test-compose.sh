@@ -54,8 +54,9 @@ build_image localhost/llmserve:cpu docker/Dockerfile.cpu "BUILD_IMAGE=$BASE_IMAG
   > "$work/build.log" 2>&1 || { tail -n 40 "$work/build.log" >&2; die "llmserve image build failed"; }
 build_image localhost/llmserve-prometheus:debian docker/Dockerfile.prometheus "BASE_IMAGE=$BASE_IMAGE" \
   > "$work/build-prom.log" 2>&1 || { tail -n 40 "$work/build-prom.log" >&2; die "prometheus image build failed"; }
+"$CLI" run --rm "${RUN_FLAGS[@]}" localhost/llmserve-prometheus:debian --version > "$work/prom-version" 2>&1
 log "  images ready in $((SECONDS - t)) s; prometheus image $(( $(image_size localhost/llmserve-prometheus:debian) / 1000000 )) MB," \
-  "$("$CLI" run --rm "${RUN_FLAGS[@]}" localhost/llmserve-prometheus:debian --version 2>&1 | head -n 1)"
+  "$(grep -m 1 '^prometheus' "$work/prom-version")"
 
 # --- the models volume: seeded from models/ so the entry point's fetch (LLMSERVE_MODEL_FETCH=1
 # in compose.yaml) only verifies the file instead of downloading it.
@@ -73,9 +74,10 @@ log "compose up llmserve prometheus (http $LLMSERVE_PUBLISH_HTTP, grpc $LLMSERVE
 compose up -d --no-build llmserve prometheus > "$work/up.log" 2>&1 || { cat "$work/up.log" >&2; die "compose up failed"; }
 llmserve_c=$("$CLI" ps --filter "label=com.docker.compose.project=$project" --filter "label=com.docker.compose.service=llmserve" --format '{{.Names}}' | head -n 1)
 [ -n "$llmserve_c" ] || { "$CLI" ps -a >&2; die "no llmserve container"; }
-wait_http "$api/ready" 300 || { "$CLI" logs "$llmserve_c" 2>&1 | tail -n 30 >&2; die "llmserve not ready"; }
+wait_http "$api/ready" 300 || { "$CLI" logs "$llmserve_c" > "$work/llmserve.log" 2>&1; tail -n 30 "$work/llmserve.log" >&2; die "llmserve not ready"; }
 log "  ok: llmserve ($llmserve_c) ready $((SECONDS - t0)) s after up"
-"$CLI" logs "$llmserve_c" 2>&1 | grep -q '"level"' || die "LLMSERVE_LOGGING_FORMAT=json (compose.yaml) not applied"
+"$CLI" logs "$llmserve_c" > "$work/llmserve.log" 2>&1
+grep -q '^{"time"' "$work/llmserve.log" || die "LLMSERVE_LOGGING_FORMAT=json (compose.yaml) not applied"
 wait_http "$prom/-/ready" 120 || die "prometheus not ready"
 log "  ok: prometheus ready"
 

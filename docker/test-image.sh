@@ -25,10 +25,11 @@ tag=llmserve-test-image-$$
 work=$(mktemp -d)
 containers=()
 volume=""
+started_at=0
 
 cleanup() {
   local c
-  for c in "${containers[@]}"; do "$CLI" rm -f -t 0 "$c" > /dev/null 2>&1 || true; done
+  for c in "${containers[@]}"; do "$CLI" rm -f -v -t 0 "$c" > /dev/null 2>&1 || true; done
   if [ -n "$volume" ]; then "$CLI" volume rm -f "$volume" > /dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
@@ -58,23 +59,26 @@ user=$("$CLI" image inspect --format '{{.Config.User}}' "$IMAGE")
 log "  ok: image runs as $user"
 
 # --- helpers over one container -------------------------------------------------------------
-# start NAME HOST_HTTP HOST_GRPC RUN_ARGS...: runs the image detached and records it for cleanup.
+# start NAME HOST_HTTP HOST_GRPC RUN_ARGS...: runs the image detached, records it for cleanup
+# and the time it was started at (podman's complaints about systemd timers go to a file).
 start() {
   local name=$1 hp=$2 gp=$3
   shift 3
   containers+=("$name")
+  started_at=$(date +%s.%N)
   "$CLI" run -d --name "$name" "${RUN_FLAGS[@]}" -p "127.0.0.1:$hp:8000" -p "127.0.0.1:$gp:50051" \
-    "$@" "$IMAGE" > /dev/null
+    "$@" "$IMAGE" > /dev/null 2> "$work/$name.run.err" || { cat "$work/$name.run.err" >&2; die "run $name"; }
 }
-# ready NAME URL LIMIT: seconds (one decimal) from now until URL/ready answers 200.
+# logs NAME: the container's output so far, in a file (grep -q on a pipe would cut it short).
+logs() { "$CLI" logs "$1" > "$work/$1.log" 2>&1; echo "$work/$1.log"; }
+# ready_within NAME URL LIMIT: seconds (one decimal) from `run` until URL/ready answers 200.
 ready_within() {
-  local name=$1 url=$2 limit=$3 t0
-  t0=$(date +%s.%N)
+  local name=$1 url=$2 limit=$3
   if ! wait_http "$url/ready" "$limit"; then
-    "$CLI" logs "$name" 2>&1 | tail -n 30 >&2
+    tail -n 30 "$(logs "$name")" >&2
     die "$name was not ready within $limit s"
   fi
-  python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$t0" "$(date +%s.%N)"
+  python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$started_at" "$(date +%s.%N)"
 }
 health_status() {
   "$CLI" inspect --format '{{.State.Health.Status}}' "$1" 2> /dev/null ||
@@ -97,7 +101,7 @@ stop_and_expect_exit_0() {
   local name=$1 code
   "$CLI" stop -t 40 "$name" > /dev/null
   code=$("$CLI" inspect --format '{{.State.ExitCode}}' "$name")
-  [ "$code" = 0 ] || { "$CLI" logs "$name" 2>&1 | tail -n 20 >&2; die "$name exited $code"; }
+  [ "$code" = 0 ] || { tail -n 20 "$(logs "$name")" >&2; die "$name exited $code"; }
   log "  ok: $name exited 0"
 }
 
@@ -116,8 +120,12 @@ uid=$("$CLI" exec "$c1" cat /proc/1/status | awk '/^Uid:/ {print $2}')
 comm=$("$CLI" exec "$c1" cat /proc/1/comm)
 [ "$uid" = "$UID_WANT" ] || die "PID 1 ($comm) runs as uid $uid"
 log "  ok: PID 1 is $comm, uid $uid"
-"$CLI" logs "$c1" 2>&1 | grep -q '^{' || die "LLMSERVE_LOGGING_FORMAT=json was not applied"
-log "  ok: JSON logs (LLMSERVE_LOGGING_FORMAT)"
+log1=$(logs "$c1")
+grep -q '^{"time"' "$log1" || die "LLMSERVE_LOGGING_FORMAT=json was not applied"
+for var in LLMSERVE_SERVER_SERVED_MODEL_NAME LLMSERVE_SERVER_SHUTDOWN_GRACE_SECONDS LLMSERVE_SERVER_HOST; do
+  grep -q "(env $var)" "$log1" || die "the daemon's effective configuration does not name $var"
+done
+log "  ok: JSON logs (LLMSERVE_LOGGING_FORMAT); the effective configuration names its LLMSERVE_* sources"
 "$PY" docker/check_clients.py openai "$url" "$API_KEY" "$SERVED_NAME"
 "$PY" docker/check_clients.py grpc "127.0.0.1:$gp" "$API_KEY"
 healthy "$c1"
@@ -138,8 +146,7 @@ log "run $c2: empty volume at /models, LLMSERVE_MODEL_FETCH=1 (downloads from Py
 start "$c2" "$hp" "$gp" -v "$volume:/models" "${ca[@]}" -e LLMSERVE_MODEL_FETCH=1
 ready2=$(ready_within "$c2" "$url" 600)
 log "  ok: fetched and ready ${ready2} s after start"
-"$CLI" logs "$c2" 2>&1 | grep -q "fetch-model: models/$MODEL_NAME ready" ||
-  die "no fetch-model line in the logs"
+grep -q "fetch-model: models/$MODEL_NAME ready" "$(logs "$c2")" || die "no fetch-model line in the logs"
 owner=$("$CLI" exec "$c2" stat -c %u "/models/$MODEL_NAME")
 [ "$owner" = "$UID_WANT" ] || die "fetched model owned by uid $owner"
 log "  ok: /models/$MODEL_NAME fetched, owned by uid $owner"
