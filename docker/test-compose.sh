@@ -65,7 +65,8 @@ compose down -v -t 5 > /dev/null 2>&1 || true
 "$CLI" volume create --label "com.docker.compose.project=$project" --label com.docker.compose.volume=models \
   --label "io.podman.compose.project=$project" "${project}_models" > /dev/null
 "$CLI" run --rm "${RUN_FLAGS[@]}" -v "${project}_models:/models" -v "$models_dir:/seed:ro" \
-  --entrypoint cp localhost/llmserve:cpu "/seed/$MODEL_NAME" "/models/$MODEL_NAME"
+  --entrypoint cp localhost/llmserve:cpu "/seed/$MODEL_NAME" "/models/$MODEL_NAME" 2> "$work/seed.err" ||
+  { cat "$work/seed.err" >&2; die "seeding the models volume failed"; }
 log "seeded volume ${project}_models with $MODEL_NAME"
 
 # --- up ------------------------------------------------------------------------------------
@@ -137,7 +138,7 @@ log "  targets: $targets"
 log "  series appeared $((SECONDS - t1)) s after the requests"
 
 # --- drain and down -------------------------------------------------------------------------
-"$CLI" stop -t 40 "$llmserve_c" > /dev/null
+"$CLI" stop -t 40 "$llmserve_c" > /dev/null 2> "$work/stop.err" || { cat "$work/stop.err" >&2; die "stop llmserve"; }
 code=$("$CLI" inspect --format '{{.State.ExitCode}}' "$llmserve_c")
 [ "$code" = 0 ] || die "llmserve exited $code on stop"
 log "  ok: llmserve stopped, exit 0"

@@ -99,7 +99,7 @@ healthy() {
 }
 stop_and_expect_exit_0() {
   local name=$1 code
-  "$CLI" stop -t 40 "$name" > /dev/null
+  "$CLI" stop -t 40 "$name" > /dev/null 2> "$work/$name.stop.err" || { cat "$work/$name.stop.err" >&2; die "stop $name"; }
   code=$("$CLI" inspect --format '{{.State.ExitCode}}' "$name")
   [ "$code" = 0 ] || { tail -n 20 "$(logs "$name")" >&2; die "$name exited $code"; }
   log "  ok: $name exited 0"
