@@ -55,7 +55,7 @@ build_image localhost/llmserve:cpu docker/Dockerfile.cpu "BUILD_IMAGE=$BASE_IMAG
 build_image localhost/llmserve-prometheus:debian docker/Dockerfile.prometheus "BASE_IMAGE=$BASE_IMAGE" \
   > "$work/build-prom.log" 2>&1 || { tail -n 40 "$work/build-prom.log" >&2; die "prometheus image build failed"; }
 "$CLI" run --rm "${RUN_FLAGS[@]}" localhost/llmserve-prometheus:debian --version > "$work/prom-version" 2>&1
-log "  images ready in $((SECONDS - t)) s; prometheus image $(( $(image_size localhost/llmserve-prometheus:debian) / 1000000 )) MB," \
+log "  images ready in $((SECONDS - t)) s; prometheus image $(( ($(image_size localhost/llmserve-prometheus:debian) + 500000) / 1000000 )) MB," \
   "$(grep -m 1 '^prometheus' "$work/prom-version")"
 
 # --- the models volume: seeded from models/ so the entry point's fetch (LLMSERVE_MODEL_FETCH=1

@@ -53,7 +53,7 @@ if ! build_image "$IMAGE" docker/Dockerfile.cpu "BUILD_IMAGE=$BUILD_IMAGE" "RUNT
 fi
 build_s=$((SECONDS - t))
 size=$(image_size "$IMAGE")
-log "built in ${build_s} s; image size $((size / 1000000)) MB ($size bytes)"
+log "built in ${build_s} s; image size $(((size + 500000) / 1000000)) MB ($size bytes)"
 user=$("$CLI" image inspect --format '{{.Config.User}}' "$IMAGE")
 [ "$user" = "$UID_WANT:$UID_WANT" ] || die "image user is '$user', want $UID_WANT:$UID_WANT"
 log "  ok: image runs as $user"
@@ -156,6 +156,6 @@ text=$(curl -fsS --max-time 120 "$url/v1/completions" -H 'Content-Type: applicat
 log "  ok: completion from the fetched model: '$text'"
 stop_and_expect_exit_0 "$c2"
 
-log "SUMMARY image $IMAGE: $((size / 1000000)) MB; build ${build_s} s;" \
+log "SUMMARY image $IMAGE: $(((size + 500000) / 1000000)) MB; build ${build_s} s;" \
   "start to ready ${ready1} s (mounted model), ${ready2} s (fetch path, includes the download);" \
   "test-image.sh took $SECONDS s"
