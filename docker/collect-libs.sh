@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies a binary and the shared libraries it links (found with ldd) into a self-contained tree
 # for a runtime image:
-#   DEST/libexec/NAME   the binary
+#   DEST/libexec/NAME   the binary, without its debug sections (strip --strip-debug: a
+#                       RelWithDebInfo build's DWARF is most of its size; symbols stay)
 #   DEST/lib/           its libraries, except glibc's (the runtime base image brings those) and
 #                       the NVIDIA driver's (the container toolkit mounts them)
 #   DEST/bin/NAME       a wrapper that runs libexec/NAME with DEST/lib first on the library path
@@ -30,6 +31,7 @@ ldd "$bin" | while read -r soname rest; do
 done
 
 cp -L "$bin" "$dest/libexec/$name"
+if command -v strip > /dev/null; then strip --strip-debug "$dest/libexec/$name"; fi
 cat > "$dest/bin/$name" <<WRAPPER
 #!/bin/sh
 # Runs $name with the libraries it was built against (collected by docker/collect-libs.sh).

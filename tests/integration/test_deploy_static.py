@@ -234,6 +234,42 @@ def test_k8s_service_pdb_and_hpa_select_the_deployment():
     assert metric["pods"]["metric"]["name"] in exposed
 
 
+# The Kubernetes API version the manifests are checked against (kubernetes-validate carries the
+# schemas offline); the oldest of the releases upstream still supports.
+K8S_API_VERSION = "1.32.0"
+
+
+def kubernetes_validate():
+    return pytest.importorskip("kubernetes_validate",
+                               reason="kubernetes-validate is not installed (pip)")
+
+
+def test_k8s_manifests_match_the_api_schemas():
+    kv = kubernetes_validate()
+    docs = k8s_docs()
+    assert len(docs) >= 5
+    for kind, doc in docs.items():
+        try:
+            kv.validate(doc, K8S_API_VERSION, strict=True)
+        except kv.ValidationError as e:
+            pytest.fail(f"{kind}: {e.message} at {'/'.join(map(str, e.path))}")
+
+
+@pytest.mark.parametrize("typo", ["probe path", "resources", "container port"])
+def test_k8s_schema_check_catches_a_misspelt_field(typo):
+    kv = kubernetes_validate()
+    dep = json.loads(json.dumps(k8s_docs()["Deployment"]))
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    if typo == "probe path":
+        c["livenessProbe"]["httpGet"]["pth"] = c["livenessProbe"]["httpGet"].pop("path")
+    elif typo == "resources":
+        c["resources"]["limit"] = c["resources"].pop("limits")
+    else:
+        c["ports"][0]["containerport"] = c["ports"][0].pop("containerPort")
+    with pytest.raises(kv.ValidationError):
+        kv.validate(dep, K8S_API_VERSION, strict=True)
+
+
 def test_k8s_configmap_is_default_yaml():
     cm = k8s_docs()["ConfigMap"]
     assert cm["data"]["config.yaml"] == (ROOT / "config" / "default.yaml").read_text(), (
