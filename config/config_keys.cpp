@@ -257,8 +257,8 @@ std::vector<ConfigKey> build_table() {
                          "head; beyond it 408."));
   t.push_back(int_key("server", "max_header_count", &C::server, &SS::max_header_count, 1, 10000,
                       "Header fields allowed in one request; beyond them 431."));
-  t.push_back(int_key("server", "max_pending_connections", &C::server,
-                      &SS::max_pending_connections, 1, 1000000,
+  t.push_back(int_key("server", "max_pending_connections", &C::server, &SS::max_pending_connections,
+                      1, 1000000,
                       "Connections allowed to be sending a request at once (they hold no "
                       "worker); beyond it the one waiting longest is dropped."));
   t.push_back(string_key("server", "served_model_name", &C::server, &SS::served_model_name, false,
