@@ -75,7 +75,8 @@ if [ ${#py_tests[@]} -gt 0 ]; then
   if ! "$VENV/bin/python" -m pytest -q -rs "${py_tests[@]}" 2>&1 | tee "$pytest_log"; then
     pytest_rc=1
   fi
-  pytest_skips=$(grep -cE '^SKIPPED ' "$pytest_log" || true)
+  # "SKIPPED [N] file:line: reason" groups N skips with one reason.
+  pytest_skips=$(sed -nE 's/^SKIPPED \[([0-9]+)\].*/\1/p' "$pytest_log" | awk '{s += $1} END {print s + 0}')
   echo "$summary"
   echo "test.sh: pytest skipped ${pytest_skips:-0} tests (reasons above, SKIPPED lines)"
   [ "$pytest_rc" = 0 ] || exit 1
