@@ -18,10 +18,6 @@ namespace {
 
 constexpr size_t kReadChunk = 64 << 10;
 
-bool takes_content(const std::string& method) {
-  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE";
-}
-
 std::string seconds_text(std::chrono::milliseconds ms) {
   const double s = static_cast<double>(ms.count()) / 1000.0;
   std::string t = std::to_string(s);
@@ -167,7 +163,6 @@ void ConnectionGuard::add(ConnectionPtr conn) {
   ev.data.fd = fd;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
   account(e);
-  pending_count_ = entries_.size();
 }
 
 void ConnectionGuard::on_event(int fd) {
@@ -247,17 +242,14 @@ bool ConnectionGuard::frame(Entry& e) {
         }
         const RequestHead& h = c.head;
         if (h.body == BodyFraming::kNone) {
-          if (takes_content(h.method) && options_.requires_body && options_.requires_body(h)) {
+          if (options_.requires_body && options_.requires_body(h)) {
             reject(fd, 411, "a request body with a Content-Length header is required");
             return false;
           }
           // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
-          // section 6.3); cpp-httplib would read one until the connection closes.
-          std::string request =
-              takes_content(h.method)
-                  ? rewrite_head(std::string_view(c.in).substr(0, h.head_bytes), 0)
-                  : c.in.substr(0, h.head_bytes);
-          dispatch(e, std::move(request), h.head_bytes);
+          // section 6.3): the worker's stream ends with its head, where cpp-httplib would have
+          // read the socket until the client closed it.
+          dispatch(e, c.in.substr(0, h.head_bytes), h.head_bytes);
           return false;
         }
         if (h.expect_continue) {
@@ -314,7 +306,6 @@ void ConnectionGuard::finish(int fd, ConnectionPtr* out) {
   buffered_ -= it->second.accounted;
   if (out != nullptr) *out = std::move(it->second.conn);
   entries_.erase(it);
-  pending_count_ = entries_.size();
 }
 
 void ConnectionGuard::dispatch(Entry& e, std::string request, size_t consumed) {

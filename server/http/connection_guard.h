@@ -55,7 +55,6 @@ class ConnectionGuard {
   void adopt(int fd);
   // A connection kept alive after its response (any thread).
   void resume(ConnectionPtr conn);
-  size_t pending() const { return pending_count_.load(); }
 
  private:
   struct Entry {
@@ -95,7 +94,6 @@ class ConnectionGuard {
 
   std::unordered_map<int, Entry> entries_;  // guard thread only
   size_t buffered_ = 0;
-  std::atomic<size_t> pending_count_{0};
 };
 
 }  // namespace llmserve

@@ -55,8 +55,8 @@ class RequestHeadScanner {
 };
 
 // The head rebuilt for a worker: Transfer-Encoding and Expect removed, Content-Length set to
-// `content_length`, lines ended by CRLF. For chunked bodies (decoded by the guard), bodiless
-// requests sent without Content-Length, and "Expect: 100-continue" (answered by the guard).
+// `content_length`, lines ended by CRLF. For chunked bodies (decoded by the guard) and
+// "Expect: 100-continue" (answered by the guard).
 std::string rewrite_head(std::string_view head_text, uint64_t content_length);
 
 // Decodes a chunked body incrementally (RFC 9112 section 7.1; extensions and trailers skipped).
