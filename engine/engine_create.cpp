@@ -150,9 +150,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sc.max_model_len = max_model_len;
   sc.enable_chunked_prefill = options.enable_chunked_prefill;
   sc.max_scored_tokens_per_step = options.max_scored_tokens_per_step;
-  LLMSERVE_ASSIGN_OR_RETURN(auto scheduler,
-                            Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
-                                                                 options.enable_prefix_caching)));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      auto scheduler,
+      Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
+                                           options.enable_prefix_caching, cfg.sliding_window)));
 
   std::unique_ptr<ChatTemplate> chat_template;
   const std::string& source = options.chat_template_override.empty()

@@ -28,6 +28,7 @@ struct EngineStats {
   uint64_t preemptions = 0;
   uint64_t prefix_cache_queries = 0;             // tokens looked up
   uint64_t prefix_cache_hits = 0;                // tokens found
+  uint64_t kv_blocks_released_by_window = 0;     // blocks given back outside a sliding window
   std::array<uint64_t, 6> finished_by_reason{};  // indexed by FinishReason
   // Speculative decoding: checks (a request with drafts in a step), drafts verified, drafts
   // accepted, and accepted drafts by position (index 0 = the first draft of a check).

@@ -26,6 +26,9 @@ struct RequestKvState {
   std::vector<int32_t> block_ids;       // block table: block i holds positions [i*B, (i+1)*B)
   std::vector<BlockHash> block_hashes;  // chained hashes of the request's full blocks (lazy)
   int32_t num_cached_blocks = 0;        // leading blocks already registered in the prefix cache
+  // Leading table entries given back under a sliding window (now kNullBlockId): no query of the
+  // request attends their positions any more.
+  int32_t num_window_freed_blocks = 0;
 };
 
 struct Request {

@@ -7,9 +7,11 @@
 
 namespace llmserve {
 
-KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching)
+KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching,
+                               int64_t sliding_window)
     : pool_(num_blocks, block_size),
       enable_prefix_caching_(enable_prefix_caching),
+      sliding_window_(std::max<int64_t>(sliding_window, 0)),
       token_scratch_(block_size) {}
 
 int32_t KvCacheManager::num_blocks_for_budget(int64_t bytes, int64_t bytes_per_block) {
@@ -104,9 +106,32 @@ void KvCacheManager::cache_computed_blocks(Request& request) {
 
 void KvCacheManager::free(Request& request) {
   auto& blocks = request.kv.block_ids;
-  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) pool_.release(*it);
+  for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
+    if (*it != kNullBlockId) pool_.release(*it);
+  }
   blocks.clear();
   request.kv.num_cached_blocks = 0;
+  request.kv.num_window_freed_blocks = 0;
+}
+
+int32_t KvCacheManager::free_outside_window(Request& request) {
+  if (sliding_window_ <= 0) return 0;
+  auto& kv = request.kv;
+  const int64_t first_key = int64_t{request.num_computed_tokens} + 1 - sliding_window_;
+  if (first_key <= 0) return 0;
+  const int64_t bs = pool_.block_size();
+  const int32_t before = static_cast<int32_t>(
+      std::min<int64_t>(first_key / bs, static_cast<int64_t>(kv.block_ids.size())));
+  int32_t released = 0;
+  for (int32_t i = kv.num_window_freed_blocks; i < before; ++i) {
+    if (kv.block_ids[i] == kNullBlockId) continue;
+    pool_.release(kv.block_ids[i]);
+    kv.block_ids[i] = kNullBlockId;
+    ++released;
+  }
+  kv.num_window_freed_blocks = std::max(kv.num_window_freed_blocks, before);
+  window_released_ += released;
+  return released;
 }
 
 double KvCacheManager::usage() const {
@@ -118,7 +143,9 @@ Status KvCacheManager::check_invariants(std::span<const Request* const> requests
   LLMSERVE_RETURN_IF_ERROR(pool_.check_invariants());
   std::vector<int32_t> holders(pool_.num_blocks(), 0);
   for (const Request* r : requests) {
-    for (int32_t id : r->kv.block_ids) {
+    for (size_t i = 0; i < r->kv.block_ids.size(); ++i) {
+      const int32_t id = r->kv.block_ids[i];
+      if (id == kNullBlockId && static_cast<int32_t>(i) < r->kv.num_window_freed_blocks) continue;
       if (id <= kNullBlockId || id >= pool_.num_blocks()) {
         return internal_error("request " + std::to_string(r->id) + " holds bad block id");
       }

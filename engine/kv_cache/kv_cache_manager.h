@@ -23,8 +23,11 @@ struct CachedPrefix {
 
 class KvCacheManager {
  public:
-  // num_blocks >= 2 (block 0 is reserved), block_size >= 1 tokens.
-  KvCacheManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching = true);
+  // num_blocks >= 2 (block 0 is reserved), block_size >= 1 tokens. sliding_window > 0 (tokens):
+  // every query attends only its last sliding_window positions (ModelConfig::sliding_window), so
+  // free_outside_window can give back blocks no later query reads.
+  KvCacheManager(int32_t num_blocks, int32_t block_size, bool enable_prefix_caching = true,
+                 int64_t sliding_window = 0);
 
   // Blocks that fit in a byte budget: floor(bytes / bytes_per_block), clamped to [0, INT32_MAX].
   static int32_t num_blocks_for_budget(int64_t bytes, int64_t bytes_per_block);
@@ -42,6 +45,13 @@ class KvCacheManager {
   void cache_computed_blocks(Request& request);
   // Returns the request's blocks to the free queue (cached ones stay cached until evicted).
   void free(Request& request);
+  // With a sliding window W: releases the request's blocks that lie wholly before position
+  // num_computed_tokens + 1 - W (the first key its next query attends; later queries start later)
+  // and puts kNullBlockId in their table entries. Call after cache_computed_blocks, so those
+  // blocks are registered first (they stay cached until evicted). Returns the blocks released.
+  int32_t free_outside_window(Request& request);
+  int64_t sliding_window() const { return sliding_window_; }
+  int64_t window_released_blocks() const { return window_released_; }  // since start
   // Drops cached hashes of free blocks.
   void reset_prefix_cache() { pool_.reset_prefix_cache(); }
 
@@ -69,6 +79,8 @@ class KvCacheManager {
 
   BlockPool pool_;
   bool enable_prefix_caching_;
+  int64_t sliding_window_;
+  int64_t window_released_ = 0;
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
   std::vector<int32_t> token_scratch_;

@@ -316,6 +316,7 @@ const std::vector<FinishedRequest>& Scheduler::update(const SchedulerOutput& out
     if (!s.sample) {
       r.num_computed_tokens += s.num_new_tokens;
       kv_.cache_computed_blocks(r);
+      kv_.free_outside_window(r);
       if (r.max_tokens == 0 && r.num_computed_tokens == r.num_tokens()) finish_length(r);
       continue;
     }
@@ -332,6 +333,7 @@ const std::vector<FinishedRequest>& Scheduler::update(const SchedulerOutput& out
     }
     r.num_computed_tokens = std::min(r.num_computed_tokens, r.num_tokens());
     kv_.cache_computed_blocks(r);
+    kv_.free_outside_window(r);
     if (length_stop) finish_length(r);
   }
   return update_finished_;

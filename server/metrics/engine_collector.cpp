@@ -95,6 +95,9 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
             d(s.prefix_cache_queries));
   f.counter("llmserve_prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
             d(s.prefix_cache_hits));
+  f.counter("llmserve_kv_cache_window_released_blocks_total",
+            "KV blocks given back while their request ran: wholly outside its sliding window.",
+            d(s.kv_blocks_released_by_window));
   f.counter("llmserve_engine_steps_total", "Engine steps run.", d(s.steps));
   f.counter("llmserve_spec_decode_num_drafts_total",
             "Speculative checks: a request verifying drafts in a step.", d(s.spec_num_drafts));

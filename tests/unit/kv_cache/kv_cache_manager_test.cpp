@@ -188,5 +188,46 @@ TEST(KvCacheManager, UsageAndBudgetArithmetic) {
   EXPECT_EQ(KvCacheManager::num_blocks_for_budget(int64_t{1} << 62, 1), INT32_MAX);
 }
 
+// Sliding window 6, block size 4: after 20 computed tokens the next query (position 20) attends
+// keys 15..20, so blocks 0-2 (positions 0..11) go back to the pool, still cached; block 3
+// (12..15) follows once position 21 is computed, and never block 4 or later.
+TEST(KvCacheManager, SlidingWindowReleasesOnlyBlocksNoLaterQueryReads) {
+  KvCacheManager kv(11, 4, /*enable_prefix_caching=*/true, /*sliding_window=*/6);
+  Request a = make_request(1, range(0, 20));
+  admit_and_compute(kv, a);
+  const Ids before = table(kv, a);
+  ASSERT_EQ(before.size(), 5u);
+  EXPECT_EQ(kv.num_free_blocks(), 5);
+  EXPECT_EQ(kv.free_outside_window(a), 3);
+  EXPECT_EQ(table(kv, a), (Ids{kNullBlockId, kNullBlockId, kNullBlockId, before[3], before[4]}));
+  EXPECT_EQ(kv.num_free_blocks(), 8);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(kv.pool().is_free(before[i]));
+    EXPECT_TRUE(kv.pool().is_cached(before[i]));  // a later request with this prefix may hit
+  }
+  const Request* holders[] = {&a};
+  EXPECT_TRUE(kv.check_invariants(holders).is_ok());
+  EXPECT_EQ(kv.free_outside_window(a), 0);  // nothing new left the window
+
+  a.output_token_ids = {500};  // position 20 computed, 21 next: keys 16..21
+  ASSERT_TRUE(kv.allocate(a, 1));
+  a.num_computed_tokens = 21;
+  kv.cache_computed_blocks(a);
+  EXPECT_EQ(kv.free_outside_window(a), 1);
+  EXPECT_EQ(table(kv, a)[3], kNullBlockId);
+  EXPECT_EQ(table(kv, a)[4], before[4]);
+  EXPECT_TRUE(kv.check_invariants(holders).is_ok());
+
+  kv.free(a);  // the null entries are skipped, every real block returns once
+  EXPECT_EQ(kv.num_free_blocks(), kv.num_usable_blocks());
+  EXPECT_TRUE(kv.check_invariants().is_ok());
+
+  KvCacheManager full(11, 4);  // no window: nothing is ever released early
+  Request b = make_request(2, range(0, 20));
+  admit_and_compute(full, b);
+  EXPECT_EQ(full.free_outside_window(b), 0);
+  EXPECT_EQ(full.num_free_blocks(), 5);
+}
+
 }  // namespace
 }  // namespace llmserve

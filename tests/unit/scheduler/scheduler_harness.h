@@ -62,8 +62,9 @@ struct Tracked {
 class Harness {
  public:
   explicit Harness(const SchedulerConfig& config, int32_t num_blocks, int32_t block_size = 16,
-                   bool prefix_caching = true) {
-    auto s = Scheduler::create(config, KvCacheManager(num_blocks, block_size, prefix_caching));
+                   bool prefix_caching = true, int64_t sliding_window = 0) {
+    auto s = Scheduler::create(
+        config, KvCacheManager(num_blocks, block_size, prefix_caching, sliding_window));
     EXPECT_TRUE(s.is_ok()) << s.status().to_string();
     sched = std::move(s.value());
   }

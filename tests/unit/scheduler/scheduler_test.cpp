@@ -218,5 +218,41 @@ TEST(Scheduler, ParallelSamplesShareThePromptThroughThePrefixCache) {
   h.expect_all_blocks_free();
 }
 
+// Sliding window 16, block size 4: a request holds at most the blocks its next query reads (5,
+// plus one being filled), so four 140-token requests fit 40 blocks together without a single
+// preemption; the same load without the window (all 35 blocks each) must preempt.
+TEST(Scheduler, SlidingWindowKeepsOnlyTheBlocksInsideTheWindow) {
+  auto run = [](int64_t window) {
+    Harness h(config(64, 8), 41, /*block_size=*/4, /*prefix_caching=*/true, window);
+    for (uint64_t id = 1; id <= 4; ++id) h.add(make_request(id, tokens(40, id), 100));
+    int32_t most_held = 0;
+    int steps = 0;
+    while (h.sched->has_unfinished_requests() && steps++ < 10000 && !HasFailure()) {
+      h.step();
+      for (uint64_t id = 1; id <= 4; ++id) {
+        const Request* r = h.sched->find(id);
+        if (r == nullptr || r->status != RequestStatus::kRunning || !r->is_decoding()) continue;
+        int32_t held = 0;
+        for (int32_t b : r->kv.block_ids) held += b != kNullBlockId;
+        most_held = std::max(most_held, held);
+      }
+    }
+    h.sched->schedule();
+    int32_t preemptions = 0;
+    for (uint64_t id = 1; id <= 4; ++id) {
+      EXPECT_EQ(h.tracked[id].outputs, expected_outputs(tokens(40, id), 100)) << id;
+      preemptions += h.tracked[id].preemptions;
+    }
+    h.expect_all_blocks_free();
+    return std::pair{most_held, preemptions};
+  };
+  const auto [held, preempted] = run(16);
+  EXPECT_LE(held, 6);
+  EXPECT_EQ(preempted, 0);
+  const auto [held_full, preempted_full] = run(0);
+  EXPECT_GT(held_full, 6);
+  EXPECT_GT(preempted_full, 0);
+}
+
 }  // namespace
 }  // namespace llmserve
