@@ -122,14 +122,13 @@ int32_t KvCacheManager::free_outside_window(Request& request) {
   const int64_t bs = pool_.block_size();
   const int32_t before = static_cast<int32_t>(
       std::min<int64_t>(first_key / bs, static_cast<int64_t>(kv.block_ids.size())));
-  int32_t released = 0;
+  if (before <= kv.num_window_freed_blocks) return 0;
   for (int32_t i = kv.num_window_freed_blocks; i < before; ++i) {
-    if (kv.block_ids[i] == kNullBlockId) continue;
     pool_.release(kv.block_ids[i]);
     kv.block_ids[i] = kNullBlockId;
-    ++released;
   }
-  kv.num_window_freed_blocks = std::max(kv.num_window_freed_blocks, before);
+  const int32_t released = before - kv.num_window_freed_blocks;
+  kv.num_window_freed_blocks = before;
   window_released_ += released;
   return released;
 }

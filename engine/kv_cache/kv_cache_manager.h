@@ -50,7 +50,6 @@ class KvCacheManager {
   // and puts kNullBlockId in their table entries. Call after cache_computed_blocks, so those
   // blocks are registered first (they stay cached until evicted). Returns the blocks released.
   int32_t free_outside_window(Request& request);
-  int64_t sliding_window() const { return sliding_window_; }
   int64_t window_released_blocks() const { return window_released_; }  // since start
   // Drops cached hashes of free blocks.
   void reset_prefix_cache() { pool_.reset_prefix_cache(); }
