@@ -69,6 +69,7 @@ Oracle read_oracle() {
 EngineOptions window_options(const std::string& dir) {
   EngineOptions o;
   o.model_path = dir;
+  o.device = "cpu";  // f32 pages, for greedy equality (the CUDA window: unit_cuda's own test)
   o.threads = 1;
   o.kv_cache_dtype = "f32";
   o.kv_cache_bytes = 4ull << 20;
