@@ -13,6 +13,7 @@
 
 #include "engine/tokenizer/byte_unicode_map.h"
 #include "tests/unit/engine/engine_test_util.h"
+#include "tests/unit/hf_tokenizer_json.h"
 
 namespace llmserve {
 namespace {
@@ -33,25 +34,21 @@ std::string model_dir_with_tokenizer() {
   for (const char* f : {"config.json", "model.safetensors"}) {
     fs::copy_file(src / f, dir / f, fs::copy_options::overwrite_existing);
   }
-  json vocab = json::object();
-  json added = json::array();
-  const char* specials[] = {"<unk>", "<s>", "</s>"};
-  for (int id = 0; id < 3; ++id) {
-    added.push_back({{"id", id}, {"content", specials[id]}, {"special", true}});
+  TokenizerSpec spec;
+  for (const char* special : {"<unk>", "<s>", "</s>"}) {
+    spec.tokens.push_back(special);
+    spec.token_types.push_back(TokenType::kControl);
   }
-  for (int b = 0; b < 256; ++b) vocab[byte_to_unicode(static_cast<uint8_t>(b))] = 3 + b;
-  json merges = json::array();
-  int id = 3 + 256;
-  for (char first = 'a'; id < kVocab; ++first) {
-    for (char second = 'a'; second <= 'z' && id < kVocab; ++second, ++id) {
-      merges.push_back(std::string(1, first) + " " + std::string(1, second));
-      vocab[std::string{first, second}] = id;
+  for (int b = 0; b < 256; ++b) spec.tokens.push_back(byte_to_unicode(static_cast<uint8_t>(b)));
+  for (char first = 'a'; static_cast<int>(spec.tokens.size()) < kVocab; ++first) {
+    for (char second = 'a'; second <= 'z' && static_cast<int>(spec.tokens.size()) < kVocab;
+         ++second) {
+      spec.merges.emplace_back(std::string(1, first), std::string(1, second));
+      spec.tokens.push_back(std::string{first, second});
     }
   }
-  const json tok = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", merges}}},
-                    {"added_tokens", added},
-                    {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}}};
-  std::ofstream(dir / "tokenizer.json") << tok.dump();
+  spec.token_types.resize(spec.tokens.size(), TokenType::kNormal);
+  testing::write_hf_tokenizer_json(dir.string(), spec);
   return dir.string();
 }
 

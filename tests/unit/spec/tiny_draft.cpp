@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "tests/unit/hf_tokenizer_json.h"
+
 namespace llmserve::testing {
 namespace {
 
@@ -99,24 +101,7 @@ void write_tiny_draft(const std::string& dir, const TokenizerSpec& spec, int cha
   t.push_back(ones("model.norm.weight", kHidden));
   write_safetensors(dir + "/model.safetensors", t);
 
-  json vocab_json = json::object();
-  json added = json::array();
-  for (size_t id = 0; id < spec.tokens.size(); ++id) {
-    std::string text = spec.tokens[id];
-    if (static_cast<int>(id) == changed_token) text += "_changed";
-    const bool control = !spec.token_types.empty() && spec.token_types[id] == TokenType::kControl;
-    if (control) {
-      added.push_back({{"id", id}, {"content", text}, {"special", true}});
-    } else {
-      vocab_json[text] = id;
-    }
-  }
-  json merges = json::array();
-  for (const auto& [a, b] : spec.merges) merges.push_back(a + " " + b);
-  json tok = {{"model", {{"type", "BPE"}, {"vocab", vocab_json}, {"merges", merges}}},
-              {"added_tokens", added},
-              {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}}}};
-  std::ofstream(dir + "/tokenizer.json") << tok.dump();
+  write_hf_tokenizer_json(dir, spec, changed_token);
 }
 
 }  // namespace llmserve::testing
