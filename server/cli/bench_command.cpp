@@ -7,6 +7,7 @@
 
 #include "bench/serve/serving_benchmark.h"
 #include "server/cli/command.h"
+#include "server/cli/log_to_stderr.h"
 
 namespace llmserve::cli {
 namespace {
@@ -78,6 +79,7 @@ void add_bench_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--json-out", c.json_out, "Write the report as JSON to this file");
   cmd->add_flag("--no-progress", f->no_progress, "No progress bar on stderr");
   cmd->callback([f, &exit_code] {
+    log_to_stderr();
     bench::BenchConfig cfg = f->config;
     if (!parse_rate(f->request_rate, cfg.request_rate)) {
       std::cerr << "error: --request-rate must be a positive number or inf\n";

@@ -28,6 +28,7 @@
 #include "llmserve/kernels/act_precision.h"
 #include "server/cli/command.h"
 #include "server/cli/generate_prompts_file.h"
+#include "server/cli/log_to_stderr.h"
 #include "server/common/options_from_config.h"
 
 namespace llmserve::cli {
@@ -255,6 +256,7 @@ void add_generate_command(CLI::App& root, int& exit_code) {
                 "--prompts-file: run the lines one after the other (single-stream figures)");
   add_config_options(*cmd, *flags);
   cmd->callback([o, flags, &exit_code] {
+    log_to_stderr();
     auto config = load_config(*flags, current_environment());
     if (!config.is_ok()) {
       std::cerr << "error: " << config.status().message() << "\n";

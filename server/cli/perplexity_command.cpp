@@ -24,6 +24,7 @@
 #include "engine/request_stream.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/cli/command.h"
+#include "server/cli/log_to_stderr.h"
 
 namespace llmserve::cli {
 namespace {
@@ -186,6 +187,7 @@ void add_perplexity_command(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"q8x2", "q8"}));
   cmd->add_flag("--json", o->json, "Print the result as one JSON line");
   cmd->callback([o, &exit_code] {
+    log_to_stderr();
     const Status st = run(*o, std::cerr);
     if (!st.is_ok()) {
       std::cerr << "error: " << st.to_string() << "\n";
