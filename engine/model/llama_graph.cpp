@@ -171,7 +171,7 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
     ops_.write_kv(l, k_, v_);
     if (D > 0) ops_.decode_attention(l, q_, nh, scale, 0, D, attn_);
     if (D < B) ops_.prefill_attention(l, q_, nh, scale, D, B, attn_);
-    if (rotate_kv_) ops_.rotate_heads(attn_, nh, hd);
+    if (rotate_kv_) ops_.rotate_attention_heads(attn_, nh, hd);
     ops_.matmul(attn_, T, L.wo, nullptr, o_);
     ops_.add_rms_norm(resid_, o_, L.ffn_norm, T, eps, h_);
     const Weight* gate_up[] = {&L.w_gate, &L.w_up};

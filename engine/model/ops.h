@@ -8,7 +8,8 @@
 // GEMM inputs: the outputs y of rms_norm / add_rms_norm, out of silu_mul and out of both
 // attention ops are read by matmul / matmul_multi only, so a backend may store them in its own
 // GEMM-input format inside the same buffer (the CUDA backend writes bf16 rows that keep the f32
-// row pitch: row r starts where f32 row r would). Only matmul and matmul_multi read them.
+// row pitch: row r starts where f32 row r would). Only matmul and matmul_multi read them, and
+// rotate_attention_heads rotates an attention output in that format.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +106,9 @@ class Ops {
   // The orthonormal Walsh-Hadamard rotation of every head row of x[T, heads, head_dim], in place
   // (kernels/hadamard.h; its own inverse). Precondition: head_dim a power of two.
   virtual void rotate_heads(float* x, int heads, int head_dim) = 0;
+  // The same rotation of an attention op's out [T, heads, head_dim], in the GEMM-input format
+  // that op wrote it in (above): the inverse of rotating v before write_kv.
+  virtual void rotate_attention_heads(float* out, int heads, int head_dim) = 0;
   // Scatters k, v [T, num_kv_heads, head_dim] into layer's cache at the batch slots.
   virtual void write_kv(int64_t layer, const float* k, const float* v) = 0;
   // Attention of requests [req_begin, req_end) of the batch; q/out [T, num_heads, head_dim]

@@ -173,6 +173,10 @@ void CpuOps::rotate_heads(float* x, int heads, int head_dim) {
   kernels::hadamard_rows(pool_, x, batch_.num_tokens(), int64_t{heads} * head_dim, heads, head_dim);
 }
 
+void CpuOps::rotate_attention_heads(float* out, int heads, int head_dim) {
+  rotate_heads(out, heads, head_dim);  // the CPU's attention ops write f32 rows
+}
+
 void CpuOps::write_kv(int64_t layer, const float* k, const float* v) {
   const kernels::KvCacheShape shape{kv_spec_.num_blocks, kv_spec_.num_kv_heads, kv_spec_.block_size,
                                     kv_spec_.head_dim, kv_spec_.dtype};

@@ -67,6 +67,7 @@ class CudaOps final : public Ops {
                     std::span<const Weight* const> biases, std::span<float* const> ys) override;
   void rope(float* x, int heads, int head_dim) override;
   void rotate_heads(float* x, int heads, int head_dim) override;
+  void rotate_attention_heads(float* out, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
   void prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
                          int64_t req_begin, int64_t req_end, float* out) override;

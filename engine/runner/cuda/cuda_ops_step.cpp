@@ -219,6 +219,14 @@ void CudaOps::rotate_heads(float* x, int heads, int head_dim) {
       "hadamard");
 }
 
+void CudaOps::rotate_attention_heads(float* out, int heads, int head_dim) {
+  if (skip()) return;
+  const int64_t width = static_cast<int64_t>(heads) * head_dim;
+  check(kc::hadamard_rows_bf16(as_bf16(out), 2 * width, rows(batch_.num_tokens()), heads, head_dim,
+                               stream_),
+        "hadamard_bf16");
+}
+
 void CudaOps::write_kv(int64_t layer, const float* k, const float* v) {
   if (skip()) return;
   const int64_t width = static_cast<int64_t>(kv_spec_.num_kv_heads) * kv_spec_.head_dim;

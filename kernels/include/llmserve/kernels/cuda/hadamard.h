@@ -12,4 +12,9 @@ namespace llmserve::kernels::cuda {
 cudaError_t hadamard_rows(float* x, int64_t row_stride, int64_t T, int heads, int head_dim,
                           cudaStream_t stream);
 
+// The same on bf16 rows (uint16_t bit patterns; row t at x + t * row_stride elements), as the
+// attention ops write their output: each row read to f32, rotated as above, rounded back to bf16.
+cudaError_t hadamard_rows_bf16(uint16_t* x, int64_t row_stride, int64_t T, int heads,
+                               int head_dim, cudaStream_t stream);
+
 }  // namespace llmserve::kernels::cuda
