@@ -1,4 +1,4 @@
-// LLMSERVE_BENCH_MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf
+// LLMSERVE_BENCH_MODEL=models/SmolLM2-135M-Instruct.Q4_1.gguf [LLMSERVE_BENCH_PRECISION=q8]
 // build/bench/spec_step/bench_verify_step Args: {context tokens, new tokens (1 = plain decode), 1 =
 // decode rows / 0 = one prefill query}. The prefill variant returns only its last row's logits (a
 // lower bound on its cost: a check needs all rows' logits).
@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "engine/runner/batch_builder.h"
@@ -21,6 +22,10 @@ ModelRunner* runner() {
     o.model_path = path != nullptr ? path : "models/SmolLM2-135M-Instruct.Q4_1.gguf";
     o.num_threads = 2;
     o.kv_cache_bytes = 256ull << 20;
+    const char* precision = std::getenv("LLMSERVE_BENCH_PRECISION");  // q8x2 (default) | q8
+    if (precision != nullptr && std::string_view(precision) == "q8") {
+      o.matmul_precision = kernels::ActPrecision::kQ8;
+    }
     auto made = ModelRunner::create(o);
     return made.is_ok() ? std::move(made).value() : nullptr;
   }();

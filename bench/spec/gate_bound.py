@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""What n-gram speculation can give at a given check cost: replays the token sequences of the
+prompt set (bench/spec/prompts.jsonl) and counts decode-step equivalents for
+
+  none    one step per token;
+  gate    the engine's policy: ngram_drafts (engine/spec/ngram_proposer.cpp) and DraftGate
+          (engine/spec/draft_gate.cpp: running acceptance p, d maximising
+          (1 + p + ... + p^d) / (1 + cost * d), a probe every 16 idle steps);
+  oracle  the same proposals, drafting exactly the tokens that will be accepted (an upper bound
+          no gate can pass with this proposer).
+
+A check of d drafts costs 1 + cost * d steps. Speculation leaves the output unchanged (the
+engine's identity tests), so the sequences made once with speculation off are what every policy
+sees. The speed-up per prompt is tokens / steps; the report gives medians per kind and sampling.
+
+    python3 bench/spec/gate_bound.py --llmserve build-cpu/llmserve --costs 0.17,0.24 \\
+        --num-tokens 4,8,16 [--sequences /tmp/seqs.json]
+
+--sequences caches the prompt and output ids (made with `llmserve chat-template`, `tokenize` and
+`generate --sequential`, greedy and T 0.7 seed 1234) so later runs only replay.
+Plain python3, standard library only.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SAMPLINGS = {"greedy": 0.0, "t0.7": 0.7}
+SEED = 1234
+
+
+def collect(binary, model, prompts):
+    seqs = {}
+    for p in prompts:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(p["messages"], f)
+        text = subprocess.run([binary, "chat-template", "--model", model, "--messages", f.name,
+                               "--add-generation-prompt"], capture_output=True, text=True,
+                              check=True).stdout
+        os.unlink(f.name)
+        ids = json.loads(subprocess.run([binary, "tokenize", "--model", model, "--text", text,
+                                         "--no-bos"], capture_output=True, text=True,
+                                        check=True).stdout)["ids"]
+        seqs[p["id"]] = {"kind": p["kind"], "max_tokens": p["max_tokens"], "prompt_ids": ids}
+    for name, temperature in SAMPLINGS.items():
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+            for p in prompts:
+                f.write(json.dumps({"messages": p["messages"], "max_tokens": p["max_tokens"],
+                                    "temperature": temperature, "seed": SEED}) + "\n")
+        r = subprocess.run([binary, "generate", "--model", model, "--prompts-file", f.name,
+                            "--sequential", "--threads", "2"], capture_output=True, text=True)
+        os.unlink(f.name)
+        if r.returncode != 0:
+            sys.exit(f"llmserve generate failed: {r.stderr[-2000:]}")
+        lines = {ln["index"]: ln for ln in map(json.loads, r.stdout.splitlines())}
+        for i, p in enumerate(prompts):
+            ln = lines[i]
+            if ln["usage"]["prompt_tokens"] != len(seqs[p["id"]]["prompt_ids"]):
+                sys.exit(f"{p['id']}: the rendered prompt's ids differ from generate's")
+            seqs[p["id"]][name] = ln["token_ids"]
+    return seqs
+
+
+def ngram_drafts(tokens, ngram_min, ngram_max, max_drafts):
+    """engine/spec/ngram_proposer.cpp: the longest suffix (<= ngram_max) seen before, most recent
+    occurrence first; the tokens that followed it."""
+    n = len(tokens)
+    if n < 2:
+        return []
+    last, best_len, best_end = tokens[-1], 0, -1
+    for end in range(n - 2, -1, -1):
+        if tokens[end] != last:
+            continue
+        length = 1
+        while length < ngram_max and end - length >= 0 and \
+                tokens[end - length] == tokens[n - 1 - length]:
+            length += 1
+        if length > best_len:
+            best_len, best_end = length, end
+            if length == ngram_max:
+                break
+    if best_len < ngram_min:
+        return []
+    return tokens[best_end + 1:best_end + 1 + max_drafts]
+
+
+def best_drafts(p, cost, max_drafts):
+    best, best_rate, tokens, pk = 0, 1.0, 1.0, 1.0
+    for d in range(1, max_drafts + 1):
+        pk *= p
+        tokens += pk
+        rate = tokens / (1.0 + cost * d)
+        if rate > best_rate:
+            best_rate, best = rate, d
+    return best
+
+
+class DraftGate:
+    """engine/spec/draft_gate.cpp."""
+
+    def __init__(self, cost):
+        self.cost, self.p, self.idle = cost, 0.6, 0
+
+    def num_drafts(self, max_drafts):
+        d = best_drafts(self.p, self.cost, max_drafts)
+        if d > 0:
+            self.idle = 0
+            return d
+        self.idle += 1
+        if self.idle < 16:
+            return 0
+        self.idle = 0
+        return 1
+
+    def observe(self, drafted, accepted):
+        for _ in range(accepted):
+            self.p += 0.15 * (1.0 - self.p)
+        if accepted < drafted:
+            self.p -= 0.15 * self.p
+
+
+def replay(seq, samp, policy, cost, k, ngram_min=1, ngram_max=4):
+    """Decode-step equivalents to produce the output after the prompt. As in
+    engine/step_loop.cpp, the gate is asked before the proposer, for at most
+    min(k, max_tokens - outputs - 1) drafts."""
+    out = seq[samp]
+    gate, hist, i, steps = DraftGate(cost), list(seq["prompt_ids"]), 0, 0.0
+    while i < len(out):
+        room = min(k, seq["max_tokens"] - i - 1)
+        cand = ngram_drafts(hist, ngram_min, ngram_max, room) if room > 0 else []
+        right = 0  # drafts that would be accepted (none past the output's end)
+        while right < len(cand) and i + right + 1 < len(out) and cand[right] == out[i + right]:
+            right += 1
+        if policy == "none":
+            d = 0
+        elif policy == "oracle":
+            d = right
+        else:
+            d = min(gate.num_drafts(room) if room > 0 else 0, len(cand))
+        accepted = min(d, right)
+        if policy == "gate" and d > 0:
+            gate.observe(d, accepted)
+        steps += 1.0 + cost * d
+        hist.extend(out[i:i + accepted + 1])
+        i += accepted + 1
+    return steps
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llmserve", default=os.path.join(ROOT, "build", "llmserve"))
+    ap.add_argument("--model", default=os.path.join(ROOT, "models",
+                                                    "SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--prompts", default=os.path.join(HERE, "prompts.jsonl"))
+    ap.add_argument("--sequences", help="cache of the ids (read if present, else written)")
+    ap.add_argument("--costs", default="0.17,0.24")
+    ap.add_argument("--num-tokens", default="4,8,16")
+    args = ap.parse_args()
+    if args.sequences and os.path.exists(args.sequences):
+        with open(args.sequences, encoding="utf-8") as f:
+            seqs = json.load(f)
+    else:
+        with open(args.prompts, encoding="utf-8") as f:
+            prompts = [json.loads(x) for x in f if x.strip()]
+        seqs = collect(args.llmserve, args.model, prompts)
+        if args.sequences:
+            with open(args.sequences, "w", encoding="utf-8") as f:
+                json.dump(seqs, f)
+    kinds = sorted({s["kind"] for s in seqs.values()})
+    cols = [(k, s) for k in kinds for s in SAMPLINGS]
+    print("| cost per draft | num_tokens | policy | " +
+          " | ".join(f"{k} {s}" for k, s in cols) + " |")
+    print("|---|---|---|" + "---|" * len(cols))
+    for cost in map(float, args.costs.split(",")):
+        for k in map(int, args.num_tokens.split(",")):
+            for policy in ("gate", "oracle"):
+                cells = []
+                for kind, samp in cols:
+                    ratios = [replay(s, samp, "none", cost, k) / replay(s, samp, policy, cost, k)
+                              for s in seqs.values() if s["kind"] == kind]
+                    cells.append(f"{statistics.median(ratios):.2f}x")
+                print(f"| {cost} | {k} | {policy} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
