@@ -93,13 +93,18 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.kv_cache_bytes = options.kv_cache_bytes;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
-  // A request verifying k drafts samples k + 1 rows, each its own decode row in the batch.
-  const int64_t rows_per_seq =
-      options.speculative.enabled() ? options.speculative.num_tokens + 1 : 1;
-  const int64_t max_rows = std::min<int64_t>(int64_t{options.max_num_seqs} * rows_per_seq,
-                                             options.max_num_batched_tokens);
+  // A request verifying k drafts samples k + 1 rows, each its own decode row in the batch, and
+  // only steps with at most speculative.max_running_requests running requests draft.
+  const int64_t drafting_seqs =
+      options.speculative.enabled()
+          ? std::min<int64_t>(options.max_num_seqs, options.speculative.max_running_requests)
+          : 0;
+  const int64_t max_rows =
+      std::min<int64_t>(options.max_num_seqs + drafting_seqs * options.speculative.num_tokens,
+                        options.max_num_batched_tokens);
   ro.max_samples_per_step = std::max<int64_t>(max_rows, options.max_num_seqs);
   ro.max_scored_rows_per_step = options.max_scored_tokens_per_step;
+  ro.max_logprobs = options.max_logprobs;
   ro.use_cuda = options.device == "cuda" || (options.device == "auto" && cuda_backend_available());
   ro.gpu_memory_utilization = options.gpu_memory_utilization;
   ro.max_num_seqs = static_cast<int>(std::max<int64_t>(max_rows, options.max_num_seqs));

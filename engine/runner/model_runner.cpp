@@ -15,6 +15,7 @@
 #include "engine/runner/cuda/cuda_device.h"
 #include "engine/runner/cuda/cuda_ops.h"
 #include "engine/runner/cuda/device_sampler.h"
+#include "llmserve/kernels/cuda/sampling_rows.h"
 #endif
 
 namespace llmserve {
@@ -111,7 +112,8 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
       *sampler,
       DeviceSampler::create(static_cast<int32_t>(cfg.vocab_size),
                             static_cast<int32_t>(o.max_samples_per_step), eos, cuda->stream(),
-                            static_cast<int32_t>(std::min<int64_t>(sparse, INT32_MAX))));
+                            static_cast<int32_t>(std::min<int64_t>(sparse, INT32_MAX)),
+                            std::min(o.max_logprobs, kernels::cuda::kMaxTopLogprobs)));
   LLMSERVE_RETURN_IF_ERROR(profile_forward(**graph, o, blocks));
   LLMSERVE_RETURN_IF_ERROR(cuda->status());
   LLMSERVE_ASSIGN_OR_RETURN(KvMemoryPlan plan, cuda->plan_kv_cache(o.gpu_memory_utilization));

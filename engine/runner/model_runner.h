@@ -31,6 +31,7 @@ struct ModelRunnerOptions {
   // Logits rows of scored prompt tokens (prompt logprobs) on top of the sampled ones: the graph
   // has room for both; the device sampler, which never sees scored rows, for sampled ones only.
   int64_t max_scored_rows_per_step = 0;
+  int32_t max_logprobs = 20;  // top logprobs one row may ask for (engine.max_logprobs)
   // CUDA backend: KV cache sized by a profiling forward at max_tokens_per_step, as
   // (total x gpu_memory_utilization - peak use) / block bytes; kv_cache_bytes is then unused.
   bool use_cuda = false;

@@ -117,9 +117,9 @@ Status pack_sampling_rows(std::span<const SampleRow> rows, std::span<const int32
     const SamplingParams& p = *rows[r].params;
     SamplingState& st = *rows[r].state;
     if (p.logprobs > limits.max_top_logprobs) {
-      return out_of_range("device sampler: row " + std::to_string(r) + " asks for " +
-                          std::to_string(p.logprobs) + " logprobs, over max_top_logprobs " +
-                          std::to_string(limits.max_top_logprobs));
+      return resource_exhausted("device sampler: row " + std::to_string(r) + " asks for " +
+                                std::to_string(p.logprobs) + " logprobs, over max_top_logprobs " +
+                                std::to_string(limits.max_top_logprobs));
     }
     kc::SamplingRow d;
     d.greedy = p.temperature < Sampler::kGreedyTemperature ? 1 : 0;

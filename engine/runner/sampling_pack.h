@@ -38,8 +38,9 @@ struct SamplingPack {
 
 // Fills `out` (cleared first) from rows[i].params and rows[i].state; rows[i].logits is unused
 // and the states are not changed. Ids outside [0, vocab_size) are dropped, as the CPU ignores
-// them. Errors: vocab_size < 1, a null params or state, more than limits.max_rows rows, a sparse
-// array over limits.max_sparse_entries, or logprobs over limits.max_top_logprobs.
+// them. Errors: vocab_size < 1 or a null params or state (invalid argument); more than
+// limits.max_rows rows, a sparse array over limits.max_sparse_entries, or logprobs over
+// limits.max_top_logprobs (resource exhausted: the caller samples that step on the host).
 Status pack_sampling_rows(std::span<const SampleRow> rows, std::span<const int32_t> eos_ids,
                           int32_t vocab_size, const SamplingPackLimits& limits, SamplingPack& out);
 

@@ -24,15 +24,20 @@ StepIndexLayout StepIndexLayout::make(const StepIndexLimits& l) {
   s.block_tables = take(0);
   s.block_table_stride = l.block_table_stride;
   s.total = s.block_tables + l.max_requests * l.block_table_stride;
+  s.max_tokens = l.max_tokens;
+  s.max_requests = l.max_requests;
+  s.max_samples = l.max_samples;
   return s;
 }
 
 Result<StepIndexFill> fill_step_index(const ForwardBatch& batch, int64_t padded_requests,
                                       const StepIndexLayout& layout, std::span<int32_t> area) {
   const int64_t T = batch.num_tokens(), B = batch.num_requests(), S = batch.num_samples();
-  const int64_t max_tokens = layout.positions - layout.tokens;
-  const int64_t max_requests = layout.seq_lens - layout.query_start - 1;
-  const int64_t max_samples = layout.plan - layout.samples;
+  // The limits themselves: the arrays are rounded up to 4 entries, and a request count read off
+  // their offsets would pass up to 3 more rows than seq_lens and the block tables hold.
+  const int64_t max_tokens = layout.max_tokens;
+  const int64_t max_requests = layout.max_requests;
+  const int64_t max_samples = layout.max_samples;
   const int64_t width = batch.max_blocks_per_seq;
   const bool pad = padded_requests > B;
   if (pad && !(batch.num_decodes == B && T == B && S == B)) {

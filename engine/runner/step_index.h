@@ -32,6 +32,7 @@ struct StepIndexLayout {
   int64_t block_tables = 0;                      // [max_requests, block_table_stride]
   int64_t block_table_stride = 0;
   int64_t total = 0;
+  int64_t max_tokens = 0, max_requests = 0, max_samples = 0;  // the limits it was made for
 
   static StepIndexLayout make(const StepIndexLimits& limits);
 };

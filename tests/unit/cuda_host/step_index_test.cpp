@@ -113,5 +113,35 @@ TEST(StepIndex, RefusesBatchesOverTheLimits) {
   EXPECT_FALSE(fill_step_index(decodes().view(), 0, s, small).is_ok());
 }
 
+// n decodes of one token each (width 1): only the request count can be over the limits.
+Batch single_token_decodes(int n) {
+  Batch b;
+  for (int i = 0; i < n; ++i) {
+    b.tokens.push_back(11);
+    b.positions.push_back(0);
+    b.query_start.push_back(i);
+    b.seq_lens.push_back(1);
+    b.tables.push_back(i);
+    b.slots.push_back(i * 16);
+    b.samples.push_back(i);
+    b.prefill.push_back(0);
+  }
+  b.query_start.push_back(n);
+  b.width = 1;
+  b.decodes = n;
+  return b;
+}
+
+TEST(StepIndex, RefusesEveryRequestOverMaxRequestsWhateverTheArrayRounding) {
+  StepIndexLimits l = limits();
+  l.max_samples = 64;  // so that the request count alone decides
+  const StepIndexLayout s = StepIndexLayout::make(l);
+  std::vector<int32_t> area(static_cast<size_t>(s.total));
+  EXPECT_TRUE(fill_step_index(single_token_decodes(8).view(), 0, s, area).is_ok());
+  for (int n = 9; n <= 12; ++n) {
+    EXPECT_FALSE(fill_step_index(single_token_decodes(n).view(), 0, s, area).is_ok()) << n;
+  }
+}
+
 }  // namespace
 }  // namespace llmserve

@@ -282,7 +282,7 @@ TEST(SamplingPack, BoundsAreChecked) {
   lp.logprobs = 21;
   SampleRow lp_row{nullptr, &lp, &st};
   EXPECT_EQ(pack_sampling_rows({&lp_row, 1}, {}, kVocab, limits(), pack).code(),
-            StatusCode::kOutOfRange);
+            StatusCode::kResourceExhausted);
   EXPECT_TRUE(pack_sampling_rows({&lp_row, 1}, {}, kVocab, limits(8, 16, 21), pack).is_ok());
 
   // Sparse entries count over all rows: 2 rows x 3 biases against a limit of 5.
