@@ -19,7 +19,9 @@
 # with LLMSERVE_REQUIRE_GPU=1: no GPU test may skip); oracle-make (tests/reference/gpu_oracle.py:
 # random-weight HF models and transformers' logits); oracle-test (llmserve on those models on
 # CUDA against them); daemon (`llmserve serve --device cuda` serving HTTP, SSE, gRPC and
-# /metrics); kv-quant (perplexity with f16, int8 and fp8 KV pages on the device); bench
+# /metrics); spec-identity (scripts/gpu_check/spec_identity.py: token ids with n-gram speculation
+# on and off, and batched against alone, must be equal); kv-quant (perplexity with f16, int8 and
+# fp8 KV pages on the device); bench
 # (bench_cuda: kernels, attention, the 8B-shaped model's decode); sdpa (torch
 # SDPA on the same attention shapes); then the report (scripts/gpu_check/report.py).
 #
@@ -84,7 +86,8 @@ make_bundle() {
   "$venv/bin/python" tests/reference/export_gguf_tokenizer.py \
     --gguf models/SmolLM2-135M-Instruct.Q4_1.gguf --out "$tmp/tokenizer"
   cp tests/reference/gpu_oracle.py bench/cuda/torch_attention_bench.py \
-    scripts/gpu_check/daemon_check.py scripts/gpu_check/report.py "$tmp/py/"
+    scripts/gpu_check/daemon_check.py scripts/gpu_check/spec_identity.py \
+    scripts/gpu_check/report.py "$tmp/py/"
   cp /usr/share/common-licenses/GPL-3 "$tmp/py/GPL-3.txt"  # the kv-quant stage's text
   {
     echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
@@ -336,6 +339,13 @@ gpu_stages() {
   note="$(grep -c '^DAEMON ok' "$work/daemon.txt") checks ok,"
   note+=" $(grep -c '^DAEMON FAIL' "$work/daemon.txt") failed"
   record daemon "$rc" "$secs" "$note"
+
+  run_timed spec-identity 100 env PYTHONUNBUFFERED=1 python3 "$bundle/py/spec_identity.py" \
+    --llmserve "$(printf '%q ' "${bin[@]}" "$bundle/bin/llmserve")" \
+    --model "$oracle_dir/smollm2-135m-shape" --device cuda --out "$work/spec"
+  cp "$work/spec/spec_identity.json" "$work/" 2>/dev/null
+  record spec-identity "$rc" "$secs" "$(grep -hE '^(SPEC|BATCH) identical' \
+    "$work/spec-identity.txt" | cut -d' ' -f1-3 | tr '\n' ' ')"
 
   kv_quant_stage "$oracle_dir/smollm2-135m-shape"
 

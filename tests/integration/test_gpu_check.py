@@ -217,3 +217,20 @@ def test_oracle_safetensors_writer(tmp_path):
 def test_bash_syntax():
     assert subprocess.run(["bash", "-n", str(SCRIPT)]).returncode == 0
     assert os.access(SCRIPT, os.X_OK)
+
+
+def test_spec_identity_stage_on_the_cpu(tmp_path):
+    """The stage's script as the GPU check runs it, here on the CPU backend: speculation on and
+    off, batched and alone, give the same token ids (and drafts are accepted)."""
+    from conftest import BIN, MODEL
+    if not BIN.exists() or not MODEL.exists():
+        pytest.skip("binary or model missing")
+    p = subprocess.run(["python3", str(ROOT / "scripts" / "gpu_check" / "spec_identity.py"),
+                        "--llmserve", str(BIN), "--model", str(MODEL), "--device", "cpu",
+                        "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    result = json.loads((tmp_path / "spec_identity.json").read_text())
+    n = result["prompts"]
+    assert n == 16 and result["spec_identical"] == n and result["batch_identical"] == n
+    assert result["accepted_tokens"] > 0 and not result["mismatches"]
+    assert f"SPEC identical {n}/{n}" in p.stdout
