@@ -99,10 +99,12 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int first_pos = p.seq_lens[b] - q_len + qt * kBM;  // position of tile row 0
   const int kv_end = first_pos + rows;                     // keys [0, kv_end)
   const int n_tiles = (kv_end + kBN - 1) / kBN;
-  // Sliding window W: row at position pos attends keys (pos - W, pos]; tiles wholly below the
-  // window of the CTA's first row are never loaded.
+  // Sliding window W: row at position pos attends keys (pos - W, pos]. Keys below kv_lo lie
+  // outside every row's window: tiles wholly below it are never loaded, and in the first tile
+  // its keys are zero-filled, not read (their pages may be released: the null block).
   const int window = p.sliding_window;
-  const int t_first = window > 0 ? max(0, first_pos - window + 1) / kBN : 0;
+  const int kv_lo = window > 0 ? max(0, first_pos - window + 1) : 0;
+  const int t_first = kv_lo / kBN;
   const int kvh = h / (p.num_heads / p.kv.num_kv_heads);
   const int tid = static_cast<int>(threadIdx.x), warp = tid >> 5, lane = tid & 31;
   const int64_t row0 = static_cast<int64_t>(q0) + qt * kBM;
@@ -153,8 +155,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     int off = j - pi * bs;
 #pragma unroll
     for (int pass = 0; pass < kBN / kRowsPerPass; ++pass) {
-      const bool valid = j < kv_end;
-      // Past kv_end nothing is read; page 0 of the row (kv_end >= 1) keeps the address valid.
+      const bool valid = j >= kv_lo && j < kv_end;
+      // Outside [kv_lo, kv_end) nothing is read; offset 0 keeps the address valid.
       const int64_t e =
           valid ? static_cast<int64_t>(__ldg(bt + pi)) * page_elems + head_elems + off * D : 0;
       const uint32_t so = pass * kRowsPerPass * D * EB;
@@ -175,7 +177,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     if constexpr (kQuant) {
       if (tid < kBN / 8) {
         const int key = t * kBN + 8 * tid;
-        const bool valid = key < kv_end;
+        // The 8 keys share a page (block_size % 16 == 0): live when any of them is >= kv_lo.
+        const bool valid = key + 7 >= kv_lo && key < kv_end;
         int64_t e = 0;
         if (valid) {
           const int pg = key / bs;

@@ -282,7 +282,9 @@ void check_prefill(KvDtype dtype, int D, int group, uint32_t seed) {
     std::vector<float> cpu(q_tight.size());
     kernels::prefill_attention(cpu_pool(), cpu_kv(p, p.table.data()), q_tight.data(), qs.data(),
                                lens.data(), B, H, static_cast<float>(scale), cpu.data());
-    EXPECT_TRUE(near_all(name + " vs CPU int8", got, cpu, kPrefillTol, kPrefillTol));
+    // On AVX-512 VNNI hosts the CPU kernel also rounds each query head to int8 (the GPU keeps q
+    // in bf16): two roundings apart, so the decode test's bounds, not the bf16-only ones.
+    EXPECT_TRUE(near_all(name + " vs CPU int8", got, cpu, kDecodeAtol, kDecodeRtol));
   }
   std::printf("[ %s ] max |out - f32 attention| %.4f\n", name.c_str(),
               cuda_test::max_abs_diff(got, want_f32));

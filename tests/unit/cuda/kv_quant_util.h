@@ -35,11 +35,11 @@ inline uint8_t float_to_e4m3(float x) {
   return static_cast<uint8_t>(sign | code);
 }
 
-// The e4m3 rule: s = f16(max|x| / 448), q = e4m3(x / s), zeros when s == 0.
+// The e4m3 rule: s = f16(min(max|x| / 448, 65504)), q = e4m3(x / s), zeros when s == 0.
 inline void quantize_row_fp8(const float* x, int n, uint8_t* q, uint16_t* scale) {
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  *scale = kernels::fp32_to_fp16(amax / 448.0f);
+  *scale = kernels::fp32_to_fp16(std::min(amax / 448.0f, 65504.0f));
   const float s = kernels::fp16_to_fp32(*scale);
   for (int i = 0; i < n; ++i) q[i] = s == 0.0f ? uint8_t{0} : float_to_e4m3(x[i] / s);
 }

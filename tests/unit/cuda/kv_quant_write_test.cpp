@@ -75,6 +75,9 @@ Rows make_rows(KvDtype dtype, int64_t T, int nkv, int D, uint32_t seed) {
             vx[d] *= 1e-3f;
           }
           break;
+        case 4:  // max / qmax past the f16 range: the scale clamps to 65504, q saturates
+          for (int d = 0; d < D; ++d) kx[d] *= 4e7f;
+          break;
         default:
           break;
       }

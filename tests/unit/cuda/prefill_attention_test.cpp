@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "llmserve/kernels/attention.h"
@@ -52,6 +53,9 @@ struct Case {
   bool f32_pitch_out = true;  // out rows 2 H D apart, as CudaOps passes them
   int extra_max_q_len = 0;    // grid larger than the longest request
   int window = 0;             // sliding window (0: none), the CPU twin's too
+  // Table entries of pages wholly below every query's window point at an all-NaN page, as
+  // KvCacheManager::free_outside_window leaves them (the null block): never to be read.
+  bool release_behind_window = false;
   int num_heads() const { return num_kv_heads * group; }
 };
 
@@ -93,6 +97,7 @@ Batch make_batch(const Case& c, uint32_t seed) {
   const size_t cache = static_cast<size_t>(b.num_blocks) * KV * bs * D;
   b.k.assign(cache, kNaN);
   b.v.assign(cache, kNaN);
+  std::vector<std::pair<int, int>> released;  // (request, page) entries to point at NaN
   std::mt19937 rng(seed + 1);
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
   const auto bf = [](float x) { return kernels::bf16_to_fp32(kernels::fp32_to_bf16(x)); };
@@ -100,7 +105,13 @@ Batch make_batch(const Case& c, uint32_t seed) {
   for (int r = 0; r < b.B; ++r) {
     int32_t* row = b.bt.data() + static_cast<size_t>(r) * b.bt_width;
     const int len = b.seq[r];
-    for (int j = 0; j < (len + bs - 1) / bs; ++j) row[j] = perm[next++];
+    for (int j = 0; j < (len + bs - 1) / bs; ++j) {
+      row[j] = perm[next++];
+      const int first_query = c.reqs[static_cast<size_t>(r)].cached;
+      if (c.release_behind_window && (j + 1) * bs <= first_query - c.window + 1) {
+        released.emplace_back(r, j);
+      }
+    }
     for (int pos = 0; pos < len; ++pos) {
       for (int h = 0; h < KV; ++h) {
         const size_t at = ((static_cast<size_t>(row[pos / bs]) * KV + h) * bs + pos % bs) * D;
@@ -111,6 +122,7 @@ Batch make_batch(const Case& c, uint32_t seed) {
       }
     }
   }
+  for (const auto& [r, j] : released) b.bt[static_cast<size_t>(r) * b.bt_width + j] = perm[used];
   const int64_t HD = static_cast<int64_t>(b.H) * D;
   b.q_stride = c.fused_q ? static_cast<int64_t>(b.H + 2 * KV) * D : HD;
   b.out_stride = c.f32_pitch_out ? 2 * HD : HD;
@@ -244,6 +256,23 @@ TEST(CudaPrefillAttention, MatchesCpuWithSlidingWindows) {
       c.window = W;
       c.reqs = kMixedBatch;
       expect_matches_cpu(c, 500 + D + W);
+    }
+  }
+}
+
+// Chunks after long cached prefixes whose pages behind the window were released: the kernel must
+// not read them (0 x NaN from a masked key's V would reach the output).
+TEST(CudaPrefillAttention, ReadsNoPageReleasedBehindTheWindow) {
+  LLMSERVE_REQUIRE_CUDA();
+  for (int D : {64, 128}) {
+    for (int W : {7, 64, 100}) {
+      Case c;
+      c.name = "window " + std::to_string(W) + " with released pages";
+      c.head_dim = D;
+      c.window = W;
+      c.release_behind_window = true;
+      c.reqs = {{65, 1000}, {200, 300}, {17, 400}, {129, 630}, {1, 5025}};
+      expect_matches_cpu(c, 700 + D + W);
     }
   }
 }

@@ -59,11 +59,12 @@ float f16_value(uint16_t b) {
   return static_cast<float>(h);
 }
 
-// The rule written out plainly: s = f16(max|x| / 127), q = clamp(rne(x / s), -127, 127).
+// The rule written out plainly: s = f16(min(max|x| / 127, 65504)), q = clamp(rne(x / s), -127,
+// 127).
 uint16_t rule_quantize(const float* x, int n, int8_t* q) {
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const uint16_t bits = f16_bits(amax / 127.0f);
+  const uint16_t bits = f16_bits(std::min(amax / 127.0f, 65504.0f));
   const float s = f16_value(bits);
   for (int i = 0; i < n; ++i) {
     q[i] =
@@ -115,6 +116,19 @@ TEST(KvInt8Quantize, ZeroAndUnderflowingRowsGiveZeroScaleAndZeros) {
     const auto q = quantize_checked(x, &bits);
     EXPECT_EQ(f16_value(bits), 0.0f) << v;
     for (int8_t e : q) EXPECT_EQ(e, 0) << v;
+  }
+}
+
+TEST(KvInt8Quantize, ARowPastTheF16RangeSaturatesWithAFiniteScale) {
+  for (float big : {1e7f, -3e8f, 3e38f}) {  // max / 127 over 65504
+    std::vector<float> x(24, 1.0f);
+    x[5] = big;
+    x[6] = -big / 2;
+    uint16_t bits = 0;
+    const auto q = quantize_checked(x, &bits);
+    EXPECT_EQ(f16_value(bits), 65504.0f) << big;
+    EXPECT_EQ(q[5], big > 0 ? 127 : -127) << big;
+    EXPECT_TRUE(std::isfinite(q[6] * f16_value(bits))) << big;
   }
 }
 
