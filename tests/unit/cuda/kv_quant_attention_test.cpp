@@ -104,9 +104,14 @@ struct DevicePages {
   }
 };
 
-kernels::PagedKv cpu_kv(const Paged& p, const int32_t* table) {
-  return kernels::PagedKv{p.pages.shape, p.pages.k.data(),  p.pages.v.data(), table,
-                          p.width,       p.pages.ks.data(), p.pages.vs.data()};
+kernels::PagedKv cpu_kv(const Paged& p, const int32_t* table, int window = 0) {
+  return kernels::PagedKv{p.pages.shape, p.pages.k.data(),  p.pages.v.data(),  table,
+                          p.width,       p.pages.ks.data(), p.pages.vs.data(), window};
+}
+
+// The first key a query at position pos attends under window W (0: none).
+int window_first(int pos, int W) {
+  return W > 0 ? std::max(0, pos - W + 1) : 0;
 }
 
 kernels::ThreadPool& cpu_pool() {
@@ -121,7 +126,7 @@ std::string describe(const char* what, KvDtype dtype, int D, int group) {
 
 // --- decode ---
 
-void check_decode(KvDtype dtype, int D, int group, uint32_t seed) {
+void check_decode(KvDtype dtype, int D, int group, uint32_t seed, int window = 0) {
   const int nkv = 2, H = nkv * group;
   const std::vector<int32_t> lens = {1,  2,   15,  16,  17,  31,  32,  33, 63,  64,
                                      65, 127, 128, 129, 255, 256, 257, 0,  600, 2100};
@@ -137,10 +142,11 @@ void check_decode(KvDtype dtype, int D, int group, uint32_t seed) {
   for (int b = 0; b < B; ++b) {
     const int32_t* t = p.table.data() + b * p.width;
     const float* qb = q.data() + b * q_stride;
+    const int first = window_first(lens[b] - 1, window);
     cuda_test::reference_attention(p.pages.shape, p.pages.k_deq.data(), p.pages.v_deq.data(), t,
-                                   lens[b], qb, H, scale, want_deq.data() + b * row);
+                                   lens[b], qb, H, scale, want_deq.data() + b * row, first);
     cuda_test::reference_attention(p.pages.shape, p.pages.k_f32.data(), p.pages.v_f32.data(), t,
-                                   lens[b], qb, H, scale, want_f32.data() + b * row);
+                                   lens[b], qb, H, scale, want_f32.data() + b * row, first);
   }
 
   DevicePages d(p);
@@ -175,10 +181,14 @@ void check_decode(KvDtype dtype, int D, int group, uint32_t seed) {
   a.num_requests = B;
   a.num_heads = H;
   a.scale = static_cast<float>(scale);
+  DeviceBuffer<int32_t> dlens(lens);
+  a.sliding_window = window;
+  a.seq_lens = dlens.get();
   ASSERT_EQ(kc::decode_attention(a, nullptr), cudaSuccess);
   const auto got = cuda_test::bf16_rows_to_f32(out.download(), B, row, out_stride);
 
-  const std::string name = describe("decode_attention", dtype, D, group);
+  const std::string name =
+      describe("decode_attention", dtype, D, group) + " window " + std::to_string(window);
   EXPECT_GT(plan.num_partials, 0);
   EXPECT_TRUE(near_all(name + " vs dequantized", got, want_deq, kDecodeAtol, kDecodeRtol));
   EXPECT_TRUE(near_all(name + " vs f32 K/V", got, want_f32,
@@ -195,7 +205,7 @@ void check_decode(KvDtype dtype, int D, int group, uint32_t seed) {
       gotc.insert(gotc.end(), got.begin() + b * row, got.begin() + (b + 1) * row);
     }
     std::vector<float> cpu(qc.size());
-    kernels::decode_attention(cpu_pool(), cpu_kv(p, rows_tab.data()), qc.data(), seq.data(),
+    kernels::decode_attention(cpu_pool(), cpu_kv(p, rows_tab.data(), window), qc.data(), seq.data(),
                               static_cast<int64_t>(seq.size()), H, static_cast<float>(scale),
                               cpu.data());
     EXPECT_TRUE(near_all(name + " vs CPU int8", gotc, cpu, kDecodeAtol, kDecodeRtol));
@@ -219,7 +229,7 @@ struct Chunk {
   int q_len, cached;
 };
 
-void check_prefill(KvDtype dtype, int D, int group, uint32_t seed) {
+void check_prefill(KvDtype dtype, int D, int group, uint32_t seed, int window = 0) {
   const int nkv = 2, H = nkv * group;
   const std::vector<Chunk> reqs = {{1, 0}, {17, 0},  {64, 0},  {65, 0},   {130, 0},
                                    {0, 5}, {17, 40}, {1, 300}, {65, 100}, {129, 63}};
@@ -245,12 +255,13 @@ void check_prefill(KvDtype dtype, int D, int group, uint32_t seed) {
     const int32_t* t = p.table.data() + b * p.width;
     for (int i = 0; i < reqs[b].q_len; ++i) {
       const int r = qs[b] + i, n = reqs[b].cached + i + 1;  // positions 0..its own
+      const int first = window_first(n - 1, window);
       cuda_test::reference_attention(p.pages.shape, p.pages.k_deq.data(), p.pages.v_deq.data(), t,
                                      n, q_bf16.data() + r * q_stride, H, scale,
-                                     want_deq.data() + r * row);
+                                     want_deq.data() + r * row, first);
       cuda_test::reference_attention(p.pages.shape, p.pages.k_f32.data(), p.pages.v_f32.data(), t,
                                      n, q.data() + r * q_stride, H, scale,
-                                     want_f32.data() + r * row);
+                                     want_f32.data() + r * row, first);
       std::copy_n(q_bf16.begin() + r * q_stride, row, q_tight.begin() + r * row);
     }
   }
@@ -271,17 +282,19 @@ void check_prefill(KvDtype dtype, int D, int group, uint32_t seed) {
   a.scale = static_cast<float>(scale);
   a.out = out.get();
   a.out_row_stride = out_stride;
+  a.sliding_window = window;
   ASSERT_EQ(kc::prefill_attention(a, nullptr), cudaSuccess);
   const auto got = cuda_test::bf16_rows_to_f32(out.download(), T, row, out_stride);
 
-  const std::string name = describe("prefill_attention", dtype, D, group);
+  const std::string name =
+      describe("prefill_attention", dtype, D, group) + " window " + std::to_string(window);
   EXPECT_TRUE(near_all(name + " vs dequantized", got, want_deq, kPrefillTol, kPrefillTol));
   EXPECT_TRUE(near_all(name + " vs f32 K/V", got, want_f32,
                        dtype == KvDtype::kInt8 ? kInt8Bound : kFp8Bound, 0.0f));
   if (dtype == KvDtype::kInt8) {
     std::vector<float> cpu(q_tight.size());
-    kernels::prefill_attention(cpu_pool(), cpu_kv(p, p.table.data()), q_tight.data(), qs.data(),
-                               lens.data(), B, H, static_cast<float>(scale), cpu.data());
+    kernels::prefill_attention(cpu_pool(), cpu_kv(p, p.table.data(), window), q_tight.data(),
+                               qs.data(), lens.data(), B, H, static_cast<float>(scale), cpu.data());
     // On AVX-512 VNNI hosts the CPU kernel also rounds each query head to int8 (the GPU keeps q
     // in bf16): two roundings apart, so the decode test's bounds, not the bf16-only ones.
     EXPECT_TRUE(near_all(name + " vs CPU int8", got, cpu, kDecodeAtol, kDecodeRtol));
@@ -295,6 +308,18 @@ TEST(CudaKvQuantAttention, PrefillMatchesReferences) {
   for (KvDtype dtype : {KvDtype::kInt8, KvDtype::kFp8}) {
     for (int D : {64, 128}) {
       for (int G : {1, 3, 8}) check_prefill(dtype, D, G, 2000 + D + G);
+    }
+  }
+}
+
+// Sliding windows over 8-bit pages: window starts inside a page, at odd keys (decode begins at
+// lo & ~1), inside a scale group of 8 keys and at a tile edge.
+TEST(CudaKvQuantAttention, SlidingWindowsMatchReferences) {
+  LLMSERVE_REQUIRE_CUDA();
+  for (KvDtype dtype : {KvDtype::kInt8, KvDtype::kFp8}) {
+    for (int W : {1, 7, 31, 64, 100}) {
+      check_decode(dtype, 128, 3, 3000 + W, W);
+      check_prefill(dtype, 64, 3, 4000 + W, W);
     }
   }
 }

@@ -97,19 +97,19 @@ struct QuantPages {
   }
 };
 
-// out[num_heads * D] for one query q[num_heads * D] over positions [0, n) of a request whose
+// out[num_heads * D] for one query q[num_heads * D] over positions [first, n) of a request whose
 // pages are table[], in double: softmax(scale q . k) v with K/V rows from kp / vp (f32 pages of
-// shape s), kv head h / (num_heads / num_kv_heads).
+// shape s), kv head h / (num_heads / num_kv_heads). first > 0: a sliding window's start.
 inline void reference_attention(const kernels::KvCacheShape& s, const float* kp, const float* vp,
                                 const int32_t* table, int n, const float* q, int num_heads,
-                                double scale, float* out) {
+                                double scale, float* out, int first = 0) {
   const int D = s.head_dim, group = num_heads / s.num_kv_heads;
   std::vector<double> w(static_cast<size_t>(n));
   std::vector<double> o(static_cast<size_t>(D));
   for (int h = 0; h < num_heads; ++h) {
     const int kvh = h / group;
     double mx = -1e300;
-    for (int j = 0; j < n; ++j) {
+    for (int j = first; j < n; ++j) {
       const int64_t slot = int64_t{table[j / s.block_size]} * s.block_size + j % s.block_size;
       const float* kr = kp + kernels::kv_cache_offset(s, slot, kvh);
       double dot = 0.0;
@@ -119,7 +119,7 @@ inline void reference_attention(const kernels::KvCacheShape& s, const float* kp,
     }
     double sum = 0.0;
     std::fill(o.begin(), o.end(), 0.0);
-    for (int j = 0; j < n; ++j) {
+    for (int j = first; j < n; ++j) {
       const int64_t slot = int64_t{table[j / s.block_size]} * s.block_size + j % s.block_size;
       const float* vr = vp + kernels::kv_cache_offset(s, slot, kvh);
       const double p = std::exp(w[static_cast<size_t>(j)] - mx);
