@@ -113,6 +113,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.eos_ids = generation_eos_ids(*tokenizer, cfg);
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
   Speculation speculation{options.speculative, nullptr};
+  // The proposer first: a draft model it refuses stops start-up before the cost is measured.
+  LLMSERVE_ASSIGN_OR_RETURN(speculation.proposer,
+                            make_proposer(options.speculative, *tokenizer, *runner, ro));
   if (options.speculative.enabled() && options.speculative.draft_token_cost < 0) {
     LLMSERVE_ASSIGN_OR_RETURN(speculation.config.draft_token_cost,
                               measure_draft_token_cost(*runner, options.speculative.num_tokens));
@@ -120,8 +123,6 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                  options.speculative.num_tokens, speculation.config.draft_token_cost,
                  options.speculative.num_tokens);
   }
-  LLMSERVE_ASSIGN_OR_RETURN(speculation.proposer,
-                            make_proposer(options.speculative, *tokenizer, *runner, ro));
 
   const uint64_t per_token = cfg.kv_bytes_per_token(runner->kv_dtype());
   const auto num_blocks = static_cast<int32_t>(std::min<int64_t>(runner->num_blocks(), INT32_MAX));
