@@ -90,6 +90,7 @@ Status CudaOps::make_step_index(const KvCacheSpec& spec) {
   cfg.block_size = spec.block_size;
   cfg.num_kv_heads = spec.num_kv_heads;
   cfg.num_sms = num_sms_;
+  cfg.sliding_window = static_cast<int>(spec.sliding_window);
   LLMSERVE_RETURN_IF_ERROR(
       cuda_status(kc::decode_attention_ctas_per_sm(spec.head_dim, options_.num_heads,
                                                    spec.num_kv_heads, &cfg.ctas_per_sm, spec.dtype),

@@ -15,7 +15,12 @@ int64_t round_up(int64_t a, int64_t m) {
 
 bool valid(const DecodePlanConfig& c) {
   return c.block_size > 0 && c.num_kv_heads > 0 && c.num_sms > 0 && c.ctas_per_sm > 0 &&
-         c.min_split > 0;
+         c.min_split > 0 && c.sliding_window >= 0;
+}
+
+// Keys planned for request b: seq_lens[b] - its first planned key.
+int64_t planned(const int32_t* seq_lens, int b, const DecodePlanConfig& cfg) {
+  return seq_lens[b] - decode_plan_first_key(seq_lens[b], cfg);
 }
 
 int64_t target_ctas(const DecodePlanConfig& c) {
@@ -31,15 +36,21 @@ int64_t splits_for(int64_t len, int64_t c, int64_t bs, int64_t* chunk) {
   return ceil_div(len, ch);
 }
 
-int64_t count_items(const int32_t* seq_lens, int B, int64_t c, int64_t bs) {
+int64_t count_items(const int32_t* seq_lens, int B, int64_t c, const DecodePlanConfig& cfg) {
   int64_t n = 0;
   for (int b = 0; b < B; ++b) {
-    if (seq_lens[b] > 0) n += splits_for(seq_lens[b], c, bs, nullptr);
+    if (seq_lens[b] > 0) n += splits_for(planned(seq_lens, b, cfg), c, cfg.block_size, nullptr);
   }
   return n;
 }
 
 }  // namespace
+
+int32_t decode_plan_first_key(int32_t len, const DecodePlanConfig& cfg) {
+  if (cfg.sliding_window <= 0 || cfg.block_size <= 0 || len <= cfg.sliding_window) return 0;
+  const int32_t lo = len - cfg.sliding_window;  // the first key inside the window
+  return lo - lo % cfg.block_size;
+}
 
 int decode_plan_capacity(int max_batch, const DecodePlanConfig& cfg) {
   if (!valid(cfg) || max_batch < 0) return 0;
@@ -57,8 +68,8 @@ bool plan_decode(const int32_t* seq_lens, int B, const DecodePlanConfig& cfg, in
     if (seq_lens[b] < 0) return false;
     if (seq_lens[b] == 0) continue;
     ++active;
-    total += seq_lens[b];
-    max_len = std::max<int64_t>(max_len, seq_lens[b]);
+    total += planned(seq_lens, b, cfg);
+    max_len = std::max<int64_t>(max_len, planned(seq_lens, b, cfg));
   }
   if (active > capacity) return false;
 
@@ -69,12 +80,12 @@ bool plan_decode(const int32_t* seq_lens, int B, const DecodePlanConfig& cfg, in
     const int64_t fair = ceil_div(total * cfg.num_kv_heads, target_ctas(cfg));
     const int64_t one_split = round_up(max_len, bs);
     c = std::min(one_split, round_up(std::max<int64_t>(fair, cfg.min_split), bs));
-    if (count_items(seq_lens, B, c, bs) > capacity) {
+    if (count_items(seq_lens, B, c, cfg) > capacity) {
       // Smallest block multiple that fits; one split each (count = active) always does.
       int64_t lo = c / bs + 1, hi = one_split / bs;
       while (lo < hi) {
         const int64_t mid = lo + (hi - lo) / 2;
-        if (count_items(seq_lens, B, mid * bs, bs) <= capacity) {
+        if (count_items(seq_lens, B, mid * bs, cfg) <= capacity) {
           hi = mid;
         } else {
           lo = mid + 1;
@@ -90,17 +101,18 @@ bool plan_decode(const int32_t* seq_lens, int B, const DecodePlanConfig& cfg, in
   for (int b = 0; b < B; ++b) {
     const int64_t len = seq_lens[b];
     if (len == 0) continue;
+    const int64_t first = decode_plan_first_key(seq_lens[b], cfg);
     int64_t chunk = 0;
-    const int64_t n = splits_for(len, c, bs, &chunk);
+    const int64_t n = splits_for(len - first, c, bs, &chunk);
     if (n == 1) {
-      plan.items.push_back({b, 0, static_cast<int32_t>(len), -1});
+      plan.items.push_back({b, static_cast<int32_t>(first), static_cast<int32_t>(len), -1});
       plan.merge[b] = {-1, 1};
       continue;
     }
     plan.merge[b] = {slot, static_cast<int32_t>(n)};
     for (int64_t j = 0; j < n; ++j) {
-      plan.items.push_back({b, static_cast<int32_t>(j * chunk),
-                            static_cast<int32_t>(std::min(len, (j + 1) * chunk)),
+      plan.items.push_back({b, static_cast<int32_t>(first + j * chunk),
+                            static_cast<int32_t>(std::min(len, first + (j + 1) * chunk)),
                             static_cast<int32_t>(slot + j)});
     }
     slot += static_cast<int32_t>(n);

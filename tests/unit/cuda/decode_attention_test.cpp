@@ -236,8 +236,9 @@ TEST(CudaDecodeAttention, MatchesCpuOverShapeGrid) {
   }
 }
 
-// Sliding windows: items wholly below the window, windows starting mid-tile and mid-page
-// (odd starts too), splits of one request on both sides of the edge.
+// Sliding windows: items wholly below the window (a plan over every key), a plan over the
+// window only (items from the block holding its first key), windows starting mid-tile and
+// mid-page (odd starts too), splits of one request on both sides of the edge.
 TEST(CudaDecodeAttention, MatchesCpuWithSlidingWindows) {
   LLMSERVE_REQUIRE_CUDA();
   const std::vector<int32_t> lens = {1, 2, 17, 33, 64, 65, 129, 257, 600, 0, 1000, 4100};
@@ -245,9 +246,14 @@ TEST(CudaDecodeAttention, MatchesCpuWithSlidingWindows) {
     for (int W : {1, 7, 31, 100, 512}) {
       const Batch b = make_batch({D, 4, 2, 16, W}, lens, 700 + D + W);
       for (int min_split : {16, 128}) {
-        EXPECT_TRUE(near_all(name(b, "decode_attention") + " window " + std::to_string(W) +
-                                 " min_split " + std::to_string(min_split),
-                             run_gpu(b, device_config(b.s, min_split)), b.want, kAtol, kRtol));
+        for (bool planned : {false, true}) {
+          kc::DecodePlanConfig cfg = device_config(b.s, min_split);
+          if (planned) cfg.sliding_window = W;
+          EXPECT_TRUE(near_all(name(b, "decode_attention") + " window " + std::to_string(W) +
+                                   " min_split " + std::to_string(min_split) +
+                                   (planned ? " planned over the window" : " planned over all"),
+                               run_gpu(b, cfg), b.want, kAtol, kRtol));
+        }
       }
     }
   }

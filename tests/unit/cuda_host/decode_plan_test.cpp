@@ -93,7 +93,7 @@ std::vector<kc::DecodeWorkItem> items_of(const kc::DecodePlan& p, int request) {
       if (m.num_splits != 0) return ::testing::AssertionFailure() << "padding row " << b;
       continue;
     }
-    int32_t at = 0;
+    int32_t at = kc::decode_plan_first_key(lens[b], cfg);
     for (size_t j = 0; j < its.size(); ++j) {
       const auto& w = its[j];
       if (w.kv_begin != at || w.kv_end <= w.kv_begin || w.kv_end > lens[b]) {
@@ -331,6 +331,44 @@ TEST(DecodePlan, OddBlockSizesSplitInWholeBlocks) {
     const auto p = plan_of(lens, cfg, cap);
     EXPECT_TRUE(plan_ok(lens, cfg, cap, p)) << "block size " << bs;
     EXPECT_EQ(p.split_len % bs, 0) << "block size " << bs;
+  }
+}
+
+// Sliding windows: each request is planned from the block holding its first key inside the
+// window, so no item lies wholly below it, and a long windowed request plans as a short one
+// shifted up.
+TEST(DecodePlan, SlidingWindowPlansOnlyTheWindow) {
+  kc::DecodePlanConfig cfg = h200();
+  cfg.sliding_window = 4096;
+  EXPECT_EQ(kc::decode_plan_first_key(4096, cfg), 0);
+  EXPECT_EQ(kc::decode_plan_first_key(4097, cfg), 0);        // key 1 is the first: block 0
+  EXPECT_EQ(kc::decode_plan_first_key(4096 + 17, cfg), 16);  // key 17 is in block 1
+  EXPECT_EQ(kc::decode_plan_first_key(32768, cfg), 28672);
+
+  const kc::DecodePlan windowed = plan_of({32768}, cfg);
+  EXPECT_TRUE(plan_ok({32768}, cfg, kc::decode_plan_capacity(1, cfg), windowed));
+  kc::DecodePlanConfig no_window = h200();
+  const kc::DecodePlan short_one = plan_of({4096}, no_window);
+  ASSERT_EQ(windowed.items.size(), short_one.items.size());
+  for (size_t i = 0; i < windowed.items.size(); ++i) {
+    EXPECT_EQ(windowed.items[i].kv_begin, short_one.items[i].kv_begin + 28672) << i;
+    EXPECT_EQ(windowed.items[i].kv_end, short_one.items[i].kv_end + 28672) << i;
+  }
+  const kc::DecodePlan full = plan_of({32768}, no_window);
+  EXPECT_GT(full.items.size(), windowed.items.size());
+
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    cfg.sliding_window = 1 + static_cast<int>(rng() % 5000);
+    std::vector<int32_t> lens(1 + rng() % 64);
+    for (auto& l : lens) l = static_cast<int32_t>(rng() % 20000);
+    const int capacity = kc::decode_plan_capacity(static_cast<int>(lens.size()), cfg);
+    const kc::DecodePlan p = plan_of(lens, cfg, capacity);
+    ASSERT_TRUE(plan_ok(lens, cfg, capacity, p)) << "window " << cfg.sliding_window;
+    for (const auto& w : p.items) {
+      EXPECT_GT(w.kv_end, lens[static_cast<size_t>(w.request)] - cfg.sliding_window)
+          << "an item wholly below the window";
+    }
   }
 }
 

@@ -15,7 +15,14 @@ struct DecodePlanConfig {
   int num_sms = 0;       // streaming multiprocessors of the device
   int ctas_per_sm = 4;   // resident CTAs per SM the kernel reaches (decode_attention_ctas_per_sm)
   int min_split = 128;   // fewest keys in a split (rounded up to block_size)
+  // > 0: sliding window. A request of len keys is planned over [first, len) only, first the
+  // start of the block holding key len - sliding_window: splits wholly below the window would
+  // launch CTAs with nothing to do.
+  int sliding_window = 0;
 };
+
+// The first key plan_decode plans for a request of len keys (0 without a window).
+int32_t decode_plan_first_key(int32_t len, const DecodePlanConfig& cfg);
 
 // Keys [kv_begin, kv_end) of request `request`, all kv heads. partial_slot -1: the request has
 // this one item and it writes the output row; else the workspace slot of this partial result.
@@ -40,7 +47,8 @@ struct DecodePlan {
 // never constrains the split choice. A captured graph sizes its grid by it (per batch bucket).
 int decode_plan_capacity(int max_batch, const DecodePlanConfig& cfg);
 
-// Plans B requests with seq_lens[b] cached tokens each (the new one included; 0 = padding).
+// Plans B requests with seq_lens[b] cached tokens each (the new one included; 0 = padding), each
+// over keys [decode_plan_first_key(seq_lens[b]), seq_lens[b]).
 // Splits are sized so that all requests together give about num_sms x ctas_per_sm CTAs (one
 // split per request once the batch fills that), each at least min_split keys, at most capacity
 // items in all. False (plan untouched) when a length is negative, the config is invalid, or
