@@ -9,8 +9,6 @@
 namespace llmserve::kernels {
 namespace {
 
-constexpr float kMaxF16 = 65504.0f;  // the largest finite f16
-
 void to_f16(const float* src, uint16_t* dst, int n) {
   int i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -43,9 +41,7 @@ void quantize_kv_row_int8(const float* x, int n, int8_t* q, uint16_t* scale) {
   float amax = *std::max_element(lanes, lanes + 8);
   for (; i < n; ++i) amax = std::max(amax, std::abs(x[i]));
 
-  // Clamped to the largest finite f16: a row over 127 x 65504 saturates instead of getting an
-  // infinite scale (all zeros, then 0 x inf = NaN in attention).
-  *scale = _cvtss_sh(std::min(amax / 127.0f, kMaxF16), _MM_FROUND_TO_NEAREST_INT);
+  *scale = _cvtss_sh(std::min(amax / 127.0f, kMaxKvScale), _MM_FROUND_TO_NEAREST_INT);
   const float s = _cvtsh_ss(*scale);
   if (s == 0.0f) {
     std::memset(q, 0, n);

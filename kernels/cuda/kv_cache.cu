@@ -43,8 +43,7 @@ __global__ void write_kv_quant_kernel(const float* k, const float* v, int64_t ro
     float amax = 0.0f;
     for (int d = lane; d < head_dim; d += 32) amax = fmaxf(amax, fabsf(x[d]));
     amax = detail::warp_max(amax);
-    // Clamped to the largest finite f16, as on the CPU (a huge row saturates, never inf).
-    const __half sh = __float2half_rn(fminf(__fdiv_rn(amax, detail::kQuantMax<KT>), 65504.0f));
+    const __half sh = __float2half_rn(fminf(__fdiv_rn(amax, detail::kQuantMax<KT>), kMaxKvScale));
     const float s = __half2float(sh);
     const int64_t row = (block * num_kv_heads + h) * block_size + off;
     uint8_t* dst = (is_v ? v_cache : k_cache) + row * head_dim;

@@ -39,17 +39,21 @@ def scored(text_file, ctx, kv):
     return json.loads(lines[0])
 
 
-def test_f16_perplexity_matches_llama_cpp_within_one_percent(oracle, text_file):
-    ours = scored(text_file, oracle["ctx"], "f16")
+@pytest.fixture(scope="module")
+def f16(oracle, text_file):
+    return scored(text_file, oracle["ctx"], "f16")
+
+
+def test_f16_perplexity_matches_llama_cpp_within_one_percent(oracle, f16):
+    ours = f16
     assert ours["windows"] == oracle["windows"]
     assert ours["tokens_scored"] == oracle["tokens_scored"]
     assert abs(ours["ppl"] / oracle["ppl"] - 1) < 0.01, (ours, oracle["ppl"])
 
 
-def test_int8_kv_perplexity_stays_within_half_a_percent_of_f16(oracle, text_file):
-    f16 = scored(text_file, oracle["ctx"], "f16")["ppl"]
+def test_int8_kv_perplexity_stays_within_half_a_percent_of_f16(oracle, text_file, f16):
     int8 = scored(text_file, oracle["ctx"], "int8")["ppl"]
-    assert abs(int8 / f16 - 1) < 0.005, (f16, int8)
+    assert abs(int8 / f16["ppl"] - 1) < 0.005, (f16["ppl"], int8)
 
 
 def test_bad_input_is_a_clear_error(oracle, text_file, tmp_path):

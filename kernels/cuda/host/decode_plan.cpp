@@ -68,8 +68,9 @@ bool plan_decode(const int32_t* seq_lens, int B, const DecodePlanConfig& cfg, in
     if (seq_lens[b] < 0) return false;
     if (seq_lens[b] == 0) continue;
     ++active;
-    total += planned(seq_lens, b, cfg);
-    max_len = std::max<int64_t>(max_len, planned(seq_lens, b, cfg));
+    const int64_t keys = planned(seq_lens, b, cfg);
+    total += keys;
+    max_len = std::max(max_len, keys);
   }
   if (active > capacity) return false;
 
@@ -101,7 +102,7 @@ bool plan_decode(const int32_t* seq_lens, int B, const DecodePlanConfig& cfg, in
   for (int b = 0; b < B; ++b) {
     const int64_t len = seq_lens[b];
     if (len == 0) continue;
-    const int64_t first = decode_plan_first_key(seq_lens[b], cfg);
+    const int64_t first = decode_plan_first_key(static_cast<int32_t>(len), cfg);
     int64_t chunk = 0;
     const int64_t n = splits_for(len - first, c, bs, &chunk);
     if (n == 1) {

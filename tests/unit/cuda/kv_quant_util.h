@@ -39,7 +39,7 @@ inline uint8_t float_to_e4m3(float x) {
 inline void quantize_row_fp8(const float* x, int n, uint8_t* q, uint16_t* scale) {
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  *scale = kernels::fp32_to_fp16(std::min(amax / 448.0f, 65504.0f));
+  *scale = kernels::fp32_to_fp16(std::min(amax / 448.0f, kernels::kMaxKvScale));
   const float s = kernels::fp16_to_fp32(*scale);
   for (int i = 0; i < n; ++i) q[i] = s == 0.0f ? uint8_t{0} : float_to_e4m3(x[i] / s);
 }

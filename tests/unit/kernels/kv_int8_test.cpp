@@ -64,7 +64,7 @@ float f16_value(uint16_t b) {
 uint16_t rule_quantize(const float* x, int n, int8_t* q) {
   float amax = 0.0f;
   for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  const uint16_t bits = f16_bits(std::min(amax / 127.0f, 65504.0f));
+  const uint16_t bits = f16_bits(std::min(amax / 127.0f, kMaxKvScale));
   const float s = f16_value(bits);
   for (int i = 0; i < n; ++i) {
     q[i] =

@@ -34,6 +34,9 @@ inline bool kv_dtype_scaled(KvDtype d) {
 }
 
 inline constexpr int kKvScaleBytes = 2;  // f16
+// The largest scale, the largest finite f16: max|x| / qmax is clamped to it before rounding, so a
+// huge row saturates instead of getting an infinite scale (CPU and CUDA alike).
+inline constexpr float kMaxKvScale = 65504.0f;
 
 // Bytes one token's row of one kv head takes in one of K or V, its scale included.
 inline int64_t kv_head_row_bytes(KvDtype d, int64_t head_dim) {
