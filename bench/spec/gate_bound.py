@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+from spec_bench import load_prompts
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SAMPLINGS = {"greedy": 0.0, "t0.7": 0.7}
@@ -165,9 +167,7 @@ def main():
         with open(args.sequences, encoding="utf-8") as f:
             seqs = json.load(f)
     else:
-        with open(args.prompts, encoding="utf-8") as f:
-            prompts = [json.loads(x) for x in f if x.strip()]
-        seqs = collect(args.llmserve, args.model, prompts)
+        seqs = collect(args.llmserve, args.model, load_prompts(args.prompts))
         if args.sequences:
             with open(args.sequences, "w", encoding="utf-8") as f:
                 json.dump(seqs, f)

@@ -6,11 +6,11 @@
 
 #include <cstdlib>
 #include <memory>
-#include <string_view>
 #include <vector>
 
 #include "engine/runner/batch_builder.h"
 #include "engine/runner/model_runner.h"
+#include "llmserve/kernels/act_precision.h"
 
 namespace llmserve {
 namespace {
@@ -23,8 +23,9 @@ ModelRunner* runner() {
     o.num_threads = 2;
     o.kv_cache_bytes = 256ull << 20;
     const char* precision = std::getenv("LLMSERVE_BENCH_PRECISION");  // q8x2 (default) | q8
-    if (precision != nullptr && std::string_view(precision) == "q8") {
-      o.matmul_precision = kernels::ActPrecision::kQ8;
+    if (precision != nullptr) {
+      o.matmul_precision =
+          kernels::parse_act_precision(precision).value_or(kernels::ActPrecision::kQ8x2);
     }
     auto made = ModelRunner::create(o);
     return made.is_ok() ? std::move(made).value() : nullptr;
