@@ -85,6 +85,11 @@ struct EngineSection {
   bool cuda_graphs = true;          // capture decode steps in CUDA graphs
   int grammar_compile_threads = 2;  // structured outputs: grammar compile pool
   int grammar_cache_size = 256;     // compiled grammars kept (LRU)
+  uint64_t grammar_cache_bytes = uint64_t{512} << 20;  // ... and their summed memory
+  uint64_t grammar_max_bytes = uint64_t{64} << 20;     // one compiled grammar's memory
+  double grammar_compile_timeout_seconds = 20;         // one compile's budget
+  int grammar_max_schema_depth = 64;                   // JSON Schema nesting
+  int grammar_max_schema_nodes = 10000;                // JSON Schema subschemas
 };
 
 struct SpeculativeSection {

@@ -349,6 +349,30 @@ std::vector<ConfigKey> build_table() {
   t.push_back(int_key("engine", "grammar_cache_size", &C::engine, &ES::grammar_cache_size, 1,
                       1 << 20, "Compiled grammars kept for reuse (least recently used go first).",
                       {"grammar-cache-size"}));
+  t.push_back(size_key("engine", "grammar_cache_bytes", &C::engine, &ES::grammar_cache_bytes,
+                       1 << 20, uint64_t{1} << 40,
+                       "Memory the cached compiled grammars may use together (least recently "
+                       "used go first).",
+                       {"grammar-cache-bytes"}));
+  t.push_back(size_key("engine", "grammar_max_bytes", &C::engine, &ES::grammar_max_bytes, 1 << 16,
+                       uint64_t{1} << 40,
+                       "Memory one compiled grammar may use; a larger one is refused with a 400 "
+                       "(at most grammar_cache_bytes).",
+                       {"grammar-max-bytes"}));
+  t.push_back(double_key("engine", "grammar_compile_timeout_seconds", &C::engine,
+                         &ES::grammar_compile_timeout_seconds, 0, 3600, true,
+                         "Time one grammar may take to compile; past it the compile is killed "
+                         "and the request gets a 400.",
+                         {"grammar-compile-timeout"}));
+  t.push_back(int_key("engine", "grammar_max_schema_depth", &C::engine,
+                      &ES::grammar_max_schema_depth, 1, 100000,
+                      "Deepest nesting of subschemas a JSON Schema may have (compile time "
+                      "grows with its cube); deeper ones get a 400.",
+                      {"grammar-max-schema-depth"}));
+  t.push_back(int_key("engine", "grammar_max_schema_nodes", &C::engine,
+                      &ES::grammar_max_schema_nodes, 1, 10000000,
+                      "Most subschemas a JSON Schema may hold; larger ones get a 400.",
+                      {"grammar-max-schema-nodes"}));
   // speculative
   using PS = SpeculativeSection;
   t.push_back(

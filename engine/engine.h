@@ -44,6 +44,11 @@ struct EngineOptions {
   int32_t max_logprobs = 20;
   int32_t grammar_compile_threads = 2;  // structured outputs (GrammarCompiler)
   int32_t grammar_cache_size = 256;
+  int64_t grammar_cache_bytes = int64_t{512} << 20;
+  int64_t grammar_max_bytes = int64_t{64} << 20;
+  double grammar_compile_timeout_seconds = 20;
+  int32_t grammar_max_schema_depth = 64;
+  int32_t grammar_max_schema_nodes = 10000;
   std::string chat_template_override;  // Jinja source; empty = the model's
   SpecConfig speculative;              // speculative decoding (off by default)
 };

@@ -12,6 +12,18 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+GrammarCompilerOptions grammar_compiler_options(const EngineOptions& o) {
+  GrammarCompilerOptions g;
+  g.threads = o.grammar_compile_threads;
+  g.cache_entries = o.grammar_cache_size;
+  g.cache_bytes = o.grammar_cache_bytes;
+  g.max_grammar_bytes = o.grammar_max_bytes;
+  g.compile_timeout_seconds = o.grammar_compile_timeout_seconds;
+  g.schema.max_depth = o.grammar_max_schema_depth;
+  g.schema.max_nodes = o.grammar_max_schema_nodes;
+  return g;
+}
+
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
@@ -27,9 +39,9 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
       tokenizer_(std::move(tokenizer)),
       chat_template_(std::move(chat_template)),
       config_(runner->config()),
-      grammar_compiler_(std::make_unique<GrammarCompiler>(
-          *tokenizer_, static_cast<int32_t>(config_.vocab_size),
-          GrammarCompilerOptions{options.grammar_compile_threads, options.grammar_cache_size})),
+      grammar_compiler_(std::make_unique<GrammarCompiler>(*tokenizer_,
+                                                          static_cast<int32_t>(config_.vocab_size),
+                                                          grammar_compiler_options(options))),
       max_model_len_(max_model_len),
       intake_(options.max_num_seqs, options.max_waiting_requests, options.max_waiting_tokens),
       wedge_after_steps_(fault_wedge_engine_after_steps()) {
@@ -112,6 +124,7 @@ bool LlmEngine::abort_external(const std::string& external_id) {
 
 void LlmEngine::stop_accepting() {
   intake_.stop_accepting();
+  grammar_compiler_->shutdown();  // queued compiles fail, running ones are killed
 }
 
 void LlmEngine::shutdown() {

@@ -387,6 +387,8 @@ void StepLoop::deliver_tokens(const ScheduledRequest& s, size_t first_row, int32
   ActiveRequest& req = *ref.req;
   SampleSlot& slot = *ref.slot;
   if (slot.finished()) return;
+  // Only the last sampled token can be one the grammar refused: drafts are cut to the grammar.
+  const int32_t refused = slot.sampling.grammar_refused() ? count - 1 : -1;
   const Request* sr = scheduler_->find(s.request_id);
   if (sr != nullptr) count = std::min(count, sr->num_output_tokens() - slot.num_generated);
   if (count <= 0) return;
@@ -401,6 +403,14 @@ void StepLoop::deliver_tokens(const ScheduledRequest& s, size_t first_row, int32
   }
   slot.last_token = now;
   for (int32_t i = 0; i < count && !slot.finished(); ++i) {
+    if (i == refused) {
+      end_request(req.id, FinishReason::kError,
+                  invalid_argument("the request's grammar came to a dead end after " +
+                                   std::to_string(slot.num_generated) +
+                                   " generated tokens: no token can continue it, so no output "
+                                   "can match it (is it satisfiable by this model's tokens?)"));
+      return;
+    }
     SampleResult& r = results_[first_row + static_cast<size_t>(i)];
     StepOutput o = token_output(req, slot, r.token_id, std::move(r.logprob),
                                 i + 1 == count ? sched_end : FinishReason::kNone);

@@ -1,201 +1,226 @@
 #include "engine/grammar/grammar_compiler.h"
 
+#include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <deque>
-#include <functional>
 #include <list>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
-#include "engine/grammar/token_bitmask.h"
-#include "engine/grammar/xgrammar_impl.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/grammar/compile_process.h"
+#include "engine/grammar/grammar_build.h"
 
 namespace llmserve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string ebnf_literal(const std::string& s) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
+constexpr auto kWaitPoll = std::chrono::milliseconds(20);
 
 bool same_spec(const GrammarSpec& a, const GrammarSpec& b) {
   return a.kind == b.kind && a.text == b.text && a.choices == b.choices &&
          a.max_repeats == b.max_repeats;
 }
 
-// 1..max_repeats schema values, each between the tags, "\n" between them.
-xgrammar::Grammar tagged_json_grammar(const GrammarSpec& spec) {
-  auto literal = [](const std::string& s) {
-    return xgrammar::Grammar::FromEBNF("root ::= " + ebnf_literal(s));
-  };
-  const xgrammar::Grammar one = xgrammar::Grammar::Concat(
-      {literal(spec.choices.at(0)),
-       xgrammar::Grammar::FromJSONSchema(spec.text, /*any_whitespace=*/false),
-       literal(spec.choices.at(1))});
-  const xgrammar::Grammar next = xgrammar::Grammar::Concat({literal("\n"), one});
-  std::vector<xgrammar::Grammar> options;
-  std::vector<xgrammar::Grammar> seq = {one};
-  for (int32_t k = 1; k <= std::max(spec.max_repeats, 1); ++k) {
-    options.push_back(k == 1 ? one : xgrammar::Grammar::Concat(seq));
-    seq.push_back(next);
-  }
-  return options.size() == 1 ? options[0] : xgrammar::Grammar::Union(options);
+std::string seconds_text(double s) {
+  std::string t = std::to_string(s);
+  t.erase(t.find_last_not_of('0') + 1);
+  if (t.ends_with('.')) t.pop_back();
+  return t;
 }
 
 }  // namespace
 
-std::string choice_grammar_ebnf(const std::vector<std::string>& choices) {
-  std::string out = "root ::= ";
-  for (size_t i = 0; i < choices.size(); ++i) {
-    if (i > 0) out += " | ";
-    out += choices[i].empty() ? "\"\"" : ebnf_literal(choices[i]);
-  }
-  return out;
-}
-
 struct GrammarCompiler::State {
-  const Tokenizer& tokenizer;
-  int32_t vocab_size;
-  GrammarCompilerOptions options;
+  // One compile: queued, running, or done. Shared by its cache entry, the queue and waiters.
+  struct Job {
+    GrammarSpec spec;
+    std::promise<Result<CompiledGrammarPtr>> promise;
+    GrammarFuture future;
+    int32_t waiters = 0;               // under mu
+    bool settled = false;              // under mu: the promise has its value
+    std::atomic<bool> dropped{false};  // nobody waits (or shutdown): do not start, or kill
+  };
+  struct Entry {
+    std::shared_ptr<Job> job;
+    std::list<uint64_t>::iterator lru;
+    int64_t bytes = 0;  // once compiled
+  };
 
-  std::once_flag info_once;
-  std::optional<xgrammar::GrammarCompiler> compiler;  // built on first use, on a pool thread
-  DeniedTokens control_tokens;                        // JSON kinds deny them
-  DeniedTokens tagged_tokens;  // tagged JSON: the same but newlines (its tags have them)
+  GrammarBuild build;
+  GrammarCompilerOptions options;
 
   mutable std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::function<void()>> jobs;
-  bool stopping = false;
+  std::deque<std::shared_ptr<Job>> queue;
+  std::atomic<bool> stopping{false};
   std::vector<std::thread> threads;
-
-  struct Entry {
-    GrammarSpec spec;
-    GrammarFuture future;
-    std::list<uint64_t>::iterator lru;
-  };
   std::unordered_map<uint64_t, Entry> cache;
   std::list<uint64_t> lru;  // most recent first
   GrammarCompilerStats stats;
 
-  State(const Tokenizer& t, int32_t v, GrammarCompilerOptions o)
-      : tokenizer(t), vocab_size(v), options(o) {}
+  State(const Tokenizer& t, int32_t v, GrammarCompilerOptions o) : build(t, v), options(o) {}
 
   void worker() {
     for (;;) {
-      std::function<void()> job;
+      std::shared_ptr<Job> job;
       {
         std::unique_lock lock(mu);
-        cv.wait(lock, [&] { return stopping || !jobs.empty(); });
-        if (jobs.empty()) return;
-        job = std::move(jobs.front());
-        jobs.pop_front();
+        cv.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (stopping) return;
+        job = std::move(queue.front());
+        queue.pop_front();
       }
-      job();
+      if (job->dropped) {
+        std::lock_guard lock(mu);
+        settle(*job, Status(StatusCode::kCancelled, "nobody waits for this grammar any more"));
+        continue;
+      }
+      run(*job);
     }
   }
 
-  xgrammar::GrammarCompiler& xg() {
-    std::call_once(info_once, [&] {
-      const int32_t n = tokenizer.vocab_size();
-      std::vector<std::string> vocab(static_cast<size_t>(std::min(n, vocab_size)));
-      for (int32_t id = 0; id < static_cast<int32_t>(vocab.size()); ++id) {
-        // Control tokens are "" (xgrammar's special tokens: never inside the text).
-        if (!tokenizer.is_special(id)) vocab[static_cast<size_t>(id)] = tokenizer.token_bytes(id);
-      }
-      std::vector<int32_t> stops;
-      for (int32_t id : tokenizer.spec().stop_ids) {
-        if (id >= 0 && id < static_cast<int32_t>(vocab.size())) stops.push_back(id);
-      }
-      const auto words = static_cast<size_t>(token_bitmask_words(vocab_size));
-      auto json_denied = std::make_shared<std::vector<uint32_t>>(words, 0u);
-      auto tagged_denied = std::make_shared<std::vector<uint32_t>>(words, 0u);
-      for (size_t id = 0; id < vocab.size(); ++id) {
-        const bool piece = !utf8_is_valid(vocab[id]);  // a piece of a character
-        bool control = false, control_but_newline = false;
-        for (unsigned char ch : vocab[id]) {
-          control = control || ch < 0x20;
-          control_but_newline = control_but_newline || (ch < 0x20 && ch != '\n');
-        }
-        if (piece || control) (*json_denied)[id / 32] |= 1u << (id % 32);
-        if (piece || control_but_newline) (*tagged_denied)[id / 32] |= 1u << (id % 32);
-      }
-      control_tokens = std::move(json_denied);
-      tagged_tokens = std::move(tagged_denied);
-      xgrammar::TokenizerInfo info(vocab, xgrammar::VocabType::RAW, vocab_size, stops);
-      compiler.emplace(info, std::max(options.threads, 1), /*cache_enabled=*/false);
-    });
-    return *compiler;
+  // Under mu.
+  void erase_entry(std::unordered_map<uint64_t, Entry>::iterator it) {
+    stats.cached_bytes -= it->second.bytes;
+    lru.erase(it->second.lru);
+    cache.erase(it);
+    stats.cached = static_cast<int64_t>(cache.size());
   }
 
-  Result<CompiledGrammarPtr> run(const GrammarSpec& spec) {
-    try {
-      xgrammar::GrammarCompiler& c = xg();
-      std::optional<xgrammar::CompiledGrammar> compiled;
-      switch (spec.kind) {
-        case GrammarKind::kJsonObject:
-          compiled = c.CompileJSONSchema(R"({"type": "object"})", /*any_whitespace=*/false);
-          break;
-        case GrammarKind::kJsonSchema:
-          compiled = c.CompileJSONSchema(spec.text, /*any_whitespace=*/false);
-          break;
-        case GrammarKind::kRegex:
-          compiled = c.CompileRegex(spec.text);
-          break;
-        case GrammarKind::kChoice:
-          if (spec.choices.empty()) return invalid_argument("choice: needs at least one choice");
-          compiled = c.CompileGrammar(choice_grammar_ebnf(spec.choices), "root");
-          break;
-        case GrammarKind::kEbnf:
-          compiled = c.CompileGrammar(spec.text, "root");
-          break;
-        case GrammarKind::kTaggedJson:
-          if (spec.choices.size() != 2 || spec.max_repeats < 1 || spec.max_repeats > 16) {
-            return invalid_argument("tagged_json: needs {begin, end} tags and 1..16 repeats");
-          }
-          compiled = c.CompileGrammar(tagged_json_grammar(spec));
-          break;
-      }
-      const bool json =
-          spec.kind == GrammarKind::kJsonObject || spec.kind == GrammarKind::kJsonSchema;
-      const DeniedTokens denied = json                                    ? control_tokens
-                                  : spec.kind == GrammarKind::kTaggedJson ? tagged_tokens
-                                                                          : nullptr;
-      auto impl = std::make_shared<CompiledGrammar::Impl>(
-          CompiledGrammar::Impl{std::move(*compiled), vocab_size, denied});
-      return std::make_shared<const CompiledGrammar>(std::move(impl), spec);
-    } catch (const std::exception& e) {
-      std::string what = e.what();
-      // xgrammar's messages start "[hh:mm:ss] /path/file.cc:line: ": keep what follows.
-      if (what.starts_with("[")) {
-        const size_t src = what.find(".cc:");
-        const size_t colon = src == std::string::npos ? src : what.find(": ", src);
-        if (colon != std::string::npos) what = what.substr(colon + 2);
-      }
-      while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
-      if (what.size() > 1000) what = what.substr(0, 1000) + "...";
-      return invalid_argument(std::string("cannot compile the ") + grammar_kind_name(spec.kind) +
-                              ": " + what);
+  // Under mu: drops the job's cache entry when it is still this job's.
+  void forget(const Job& job) {
+    auto it = cache.find(job.spec.key());
+    if (it != cache.end() && it->second.job.get() == &job) erase_entry(it);
+  }
+
+  // Under mu: least recently used entries leave until both bounds hold; compiles in flight and
+  // `keep` stay.
+  void evict(uint64_t keep) {
+    const auto max_entries = static_cast<size_t>(std::max(options.cache_entries, 1));
+    auto it = lru.end();
+    while (it != lru.begin() &&
+           (cache.size() > max_entries || stats.cached_bytes > options.cache_bytes)) {
+      --it;
+      const uint64_t key = *it;
+      auto e = cache.find(key);
+      const bool done =
+          e->second.job->future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+      if (key == keep || !done) continue;
+      ++it;  // erase_entry invalidates the element `it` points at
+      erase_entry(e);
     }
+  }
+
+  Result<CompiledGrammarPtr> compile_checked(const Job& job) {
+    const GrammarSpec& spec = job.spec;
+    if (spec.kind == GrammarKind::kChoice && spec.choices.empty()) {
+      return invalid_argument("choice: needs at least one choice");
+    }
+    if (spec.kind == GrammarKind::kTaggedJson &&
+        (spec.choices.size() != 2 || spec.max_repeats < 1 || spec.max_repeats > 16)) {
+      return invalid_argument("tagged_json: needs {begin, end} tags and 1..16 repeats");
+    }
+    if (spec.kind == GrammarKind::kJsonSchema || spec.kind == GrammarKind::kTaggedJson) {
+      if (Status s = check_json_schema(spec.text, options.schema); !s.is_ok()) {
+        return grammar_error(spec, s.message());
+      }
+    }
+    build.prepare();  // in this process, so every child inherits the tables
+    const auto budget = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::max(options.compile_timeout_seconds, 0.001)));
+    const int64_t max_bytes = options.max_grammar_bytes;
+    ChildResult child = run_in_child_process(
+        [&] { return build.compile_reply(spec, max_bytes); }, Clock::now() + budget,
+        [&] { return job.dropped.load() || stopping.load(); }, options.compile_memory_bytes);
+    switch (child.end) {
+      case ChildEnd::kDone:
+        return build.read_reply(spec, child.output);
+      case ChildEnd::kTimedOut: {
+        std::lock_guard lock(mu);
+        ++stats.timed_out;
+        return grammar_error(spec, "it did not compile within " +
+                                       seconds_text(options.compile_timeout_seconds) +
+                                       " s (engine.grammar_compile_timeout_seconds); simplify it");
+      }
+      case ChildEnd::kCancelled:
+        if (stopping) return unavailable("the server is shutting down");
+        return Status(StatusCode::kCancelled, "nobody waits for this grammar any more");
+      case ChildEnd::kOutOfMemory:
+        return grammar_error(spec, "compiling it needs more than " +
+                                       std::to_string(options.compile_memory_bytes >> 20) +
+                                       " MiB (engine.grammar_compile_memory_bytes); simplify it");
+      case ChildEnd::kFailed:
+        break;
+    }
+    return internal_error("the grammar compile failed: " + child.detail);
+  }
+
+  void run(Job& job) {
+    const auto began = Clock::now();
+    Result<CompiledGrammarPtr> r = compile_checked(job);
+    const double seconds = std::chrono::duration<double>(Clock::now() - began).count();
+    std::lock_guard lock(mu);
+    ++stats.compiled;
+    stats.compile_seconds += seconds;
+    const StatusCode code = r.is_ok() ? StatusCode::kOk : r.status().code();
+    const bool not_the_grammars_fault = code == StatusCode::kCancelled ||
+                                        code == StatusCode::kUnavailable ||
+                                        code == StatusCode::kInternal;
+    if (!r.is_ok() && !not_the_grammars_fault) ++stats.failed;
+    auto it = cache.find(job.spec.key());
+    if (it != cache.end() && it->second.job.get() == &job) {
+      if (r.is_ok()) {
+        it->second.bytes = static_cast<int64_t>((*r)->memory_bytes());
+        stats.cached_bytes += it->second.bytes;
+      } else if (not_the_grammars_fault) {
+        erase_entry(it);  // the next request compiles it again
+      }
+    }
+    settle(job, std::move(r));
+    evict(job.spec.key());
+  }
+
+  // Under mu.
+  static void settle(Job& job, Result<CompiledGrammarPtr> r) {
+    if (job.settled) return;
+    job.settled = true;
+    job.promise.set_value(std::move(r));
+  }
+
+  // Under mu: the cached or newly queued compile of `spec`, or an error ready at once (and no
+  // job) when shut down or the queue is full.
+  std::pair<GrammarFuture, std::shared_ptr<Job>> start(const GrammarSpec& spec) {
+    const uint64_t key = spec.key();
+    auto ready_error = [](Status st) {
+      std::promise<Result<CompiledGrammarPtr>> p;
+      p.set_value(std::move(st));
+      return std::pair<GrammarFuture, std::shared_ptr<Job>>{p.get_future().share(), nullptr};
+    };
+    if (stopping) return ready_error(unavailable("the server is shutting down"));
+    auto it = cache.find(key);
+    if (it != cache.end() && same_spec(it->second.job->spec, spec)) {
+      lru.splice(lru.begin(), lru, it->second.lru);
+      ++stats.cache_hits;
+      return {it->second.job->future, it->second.job};
+    }
+    if (static_cast<int32_t>(queue.size()) >= std::max(options.max_queued, 1)) {
+      return ready_error(resource_exhausted("too many grammars are waiting to compile (" +
+                                            std::to_string(queue.size()) + "); retry later"));
+    }
+    if (it != cache.end()) erase_entry(it);  // a hash collision: the newer spec takes the slot
+    auto job = std::make_shared<Job>();
+    job->spec = spec;
+    job->future = job->promise.get_future().share();
+    lru.push_front(key);
+    cache.emplace(key, Entry{job, lru.begin(), 0});
+    stats.cached = static_cast<int64_t>(cache.size());
+    evict(key);
+    queue.push_back(job);
+    cv.notify_one();
+    return {job->future, job};
   }
 };
 
@@ -207,60 +232,65 @@ GrammarCompiler::GrammarCompiler(const Tokenizer& tokenizer, int32_t vocab_size,
 }
 
 GrammarCompiler::~GrammarCompiler() {
-  {
-    std::lock_guard lock(state_->mu);
-    state_->stopping = true;
-  }
-  state_->cv.notify_all();
+  shutdown();
   for (auto& t : state_->threads) t.join();
 }
 
-GrammarFuture GrammarCompiler::compile(const GrammarSpec& spec) {
+void GrammarCompiler::shutdown() {
   State& s = *state_;
-  const uint64_t key = spec.key();
-  std::lock_guard lock(s.mu);
-  auto it = s.cache.find(key);
-  if (it != s.cache.end() && same_spec(it->second.spec, spec)) {
-    s.lru.splice(s.lru.begin(), s.lru, it->second.lru);
-    ++s.stats.cache_hits;
-    return it->second.future;
-  }
-  if (it != s.cache.end()) {  // a hash collision: the newer spec takes the slot
-    s.lru.erase(it->second.lru);
-    s.cache.erase(it);
-  }
-  auto promise = std::make_shared<std::promise<Result<CompiledGrammarPtr>>>();
-  GrammarFuture future = promise->get_future().share();
-  s.lru.push_front(key);
-  s.cache.emplace(key, State::Entry{spec, future, s.lru.begin()});
-  while (static_cast<int64_t>(s.cache.size()) > std::max(s.options.cache_entries, 1)) {
-    s.cache.erase(s.lru.back());  // a waiter keeps its own future
-    s.lru.pop_back();
-  }
-  s.stats.cached = static_cast<int64_t>(s.cache.size());
-  s.jobs.push_back([&s, spec, promise] {
-    const auto start = Clock::now();
-    Result<CompiledGrammarPtr> r = s.run(spec);
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    {
-      std::lock_guard l(s.mu);
-      ++s.stats.compiled;
-      s.stats.failed += r.is_ok() ? 0 : 1;
-      s.stats.compile_seconds += seconds;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.stopping.exchange(true)) return;
+    for (auto& job : s.queue) {
+      job->dropped = true;
+      State::settle(*job, unavailable("the server is shutting down"));
+      s.forget(*job);
     }
-    promise->set_value(std::move(r));
-  });
-  s.cv.notify_one();
-  return future;
+    s.queue.clear();
+  }
+  s.cv.notify_all();
 }
 
-Result<CompiledGrammarPtr> GrammarCompiler::compile_and_wait(const GrammarSpec& spec,
-                                                             Clock::time_point deadline) {
-  GrammarFuture f = compile(spec);
-  if (f.wait_until(deadline) != std::future_status::ready) {
-    return Status(StatusCode::kDeadlineExceeded,
-                  spec.field + ": the grammar did not compile before the deadline");
+GrammarFuture GrammarCompiler::compile(const GrammarSpec& spec) {
+  std::lock_guard lock(state_->mu);
+  return state_->start(spec).first;
+}
+
+Result<CompiledGrammarPtr> GrammarCompiler::compile_and_wait(
+    const GrammarSpec& spec, Clock::time_point deadline, const std::function<bool()>& cancelled) {
+  State& s = *state_;
+  GrammarFuture f;
+  std::shared_ptr<State::Job> job;
+  {
+    std::lock_guard lock(s.mu);
+    std::tie(f, job) = s.start(spec);
+    if (job) ++job->waiters;
   }
+  Status left = Status::ok();
+  while (f.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      left =
+          Status(StatusCode::kDeadlineExceeded, "the grammar did not compile before the deadline");
+      break;
+    }
+    if (cancelled && cancelled()) {
+      left = Status(StatusCode::kCancelled, "the client went away while its grammar compiled");
+      break;
+    }
+    f.wait_until(std::min(deadline, now + kWaitPoll));
+  }
+  if (job) {
+    std::lock_guard lock(s.mu);
+    const bool done = f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+    if (--job->waiters == 0 && !done && !left.is_ok()) {
+      // The last waiter left: a queued compile is skipped, a running one killed.
+      job->dropped = true;
+      s.forget(*job);
+      ++s.stats.abandoned;
+    }
+  }
+  if (!left.is_ok()) return Status(left.code(), spec.field + ": " + left.message());
   const Result<CompiledGrammarPtr>& r = f.get();
   if (!r.is_ok()) return Status(r.status().code(), spec.field + ": " + r.status().message());
   return *r;

@@ -25,7 +25,7 @@ uint64_t SamplingState::resolve_seed(const SamplingParams& params, uint64_t serv
 void SamplingState::append(int32_t token_id) {
   ++num_generated_;
   if (track_output_) ++output_counts_[token_id];
-  if (matcher_) (void)matcher_->accept(token_id);
+  if (matcher_ && !matcher_->accept(token_id)) grammar_refused_ = true;
 }
 
 bool SamplingState::in_prompt(int32_t token_id) const {

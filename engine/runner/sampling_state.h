@@ -35,6 +35,9 @@ class SamplingState {
   const TokenMatcher* matcher() const { return matcher_ ? &*matcher_ : nullptr; }
   // The grammar reached its end (a stop token it allows was appended).
   bool grammar_ended() const { return matcher_ && matcher_->is_terminated(); }
+  // A token the grammar does not allow was appended (its matcher stayed where it was): the
+  // grammar had come to a dead end, allowing no token at all, and the sample must end in error.
+  bool grammar_refused() const { return grammar_refused_; }
 
   int32_t num_generated() const { return num_generated_; }
   RequestRng& rng() { return rng_; }
@@ -49,6 +52,7 @@ class SamplingState {
   std::vector<int32_t> prompt_set_;
   std::unordered_map<int32_t, int32_t> output_counts_;
   std::optional<TokenMatcher> matcher_;
+  bool grammar_refused_ = false;
 };
 
 }  // namespace llmserve

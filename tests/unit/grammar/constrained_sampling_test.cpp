@@ -4,6 +4,8 @@
 // advance the matcher over accepted tokens only.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -201,6 +203,29 @@ TEST_F(ConstrainedSampling, ChainsAdvanceTheMatcherOverAcceptedTokensOnly) {
   EXPECT_EQ(results[1].token_id, b);
   EXPECT_EQ(results[2].token_id, -1);
   EXPECT_EQ(s2.matcher()->num_accepted(), 2);
+}
+
+// A JSON string whose bytes only split-character tokens spell (denied in JSON): after the
+// opening quote nothing can follow. The sampler must not slip a refused token past the grammar:
+// the state records the dead end, which ends the request in error (issue 41).
+TEST_F(ConstrainedSampling, ADeadEndIsRecordedNotSampledPast) {
+  auto g = compile(GrammarKind::kJsonSchema, R"({"const": "\ud83d\ude00"})");
+  ASSERT_NE(g, nullptr);
+  SamplingParams p;
+  p.temperature = 0.0f;
+  SamplingState state(p, {}, 1);
+  state.set_matcher(g->make_matcher());
+  std::vector<float> logits(kVocab, 0.0f);
+  const int32_t quote = tok_.id_of("\"");
+  logits[static_cast<size_t>(quote)] = 5.0f;
+  EXPECT_EQ(sampler_.sample(logits, p, state).token_id, quote);
+  EXPECT_FALSE(state.grammar_refused());
+  std::vector<uint32_t> mask(static_cast<size_t>(token_bitmask_words(kVocab)));
+  state.matcher()->fill_next_token_mask(mask);
+  EXPECT_TRUE(std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; }));
+  (void)sampler_.sample(logits, p, state);
+  EXPECT_TRUE(state.grammar_refused());
+  EXPECT_EQ(state.matcher()->num_accepted(), 1);  // the quote only
 }
 
 }  // namespace
