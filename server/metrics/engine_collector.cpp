@@ -113,6 +113,8 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
     per_pos.metric.push_back(
         counter_sample(d(s.spec_accepted_per_position[p]), {{"position", std::to_string(p)}}));
   }
+  // Speculation off: position 0 exists at 0 all the same, so a dashboard shows 0, not no data.
+  if (per_pos.metric.empty()) per_pos.metric.push_back(counter_sample(0, {{"position", "0"}}));
   f.counter("llmserve_grammar_compiles_total",
             "Structured-output grammars compiled (cache misses), errors included.",
             d(s.grammar_compiles));

@@ -105,6 +105,22 @@ TEST(ServerMetrics, KnownSeriesExistAtZeroBeforeTheirFirstEvent) {
   EXPECT_TRUE(has_line(after, "llmserve_requests_rejected_total{reason=\"queue_full\"} 0"));
 }
 
+// Issue 41 item 11: with speculation off the engine keeps no per-position counts, and the
+// dashboard's acceptance-by-position panel showed "no data" instead of 0.
+TEST(ServerMetrics, SpecPerPositionSeriesExistsWithSpeculationOff) {
+  ServerMetrics m;
+  const std::string text = m.render(EngineStats{}, nullptr);
+  EXPECT_TRUE(
+      has_line(text, "llmserve_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"} 0"))
+      << text;
+  EngineStats on;
+  on.spec_accepted_per_position = {5, 2};
+  const std::string with = m.render(on, nullptr);
+  EXPECT_TRUE(
+      has_line(with, "llmserve_spec_decode_num_accepted_tokens_per_pos_total{position=\"1\"} 2"))
+      << with;
+}
+
 TEST(ServerMetrics, EscapesLabelValues) {
   ServerMetrics m;
   m.count_http("a\"b\\c\nd", 404);
