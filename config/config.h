@@ -57,6 +57,8 @@ struct ServerSection {
   int max_header_count = 100;                   // header fields per request; beyond: 431
   int max_pending_connections = 1024;           // connections still sending their request
   std::string served_model_name;                // "" = derived from model.path
+  // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
+  int64_t max_prompt_logprob_entries = 1 << 20;
 };
 
 struct ModelSection {
@@ -65,6 +67,9 @@ struct ModelSection {
   std::string dummy_preset = "llama-3.1-8b";                    // shape for load_format dummy
   std::string chat_template;                                    // Jinja file; "" = model's own
   int max_model_len = 0;                                        // tokens; 0 = from the model
+  // "key=value" sampling defaults for requests that omit them, over the model directory's
+  // generation_config.json (server/common/default_sampling.h).
+  std::vector<std::string> default_sampling;
 };
 
 struct EngineSection {

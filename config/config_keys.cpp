@@ -261,6 +261,12 @@ std::vector<ConfigKey> build_table() {
                       1, 1000000,
                       "Connections allowed to be sending a request at once (they hold no "
                       "worker); beyond it the one waiting longest is dropped."));
+  t.push_back(int_key("server", "max_prompt_logprob_entries", &C::server,
+                      &SS::max_prompt_logprob_entries, 1, kInt64Max,
+                      "Largest prompt scoring a request may ask: n x prompt tokens x (top-N + 1) "
+                      "logprob entries (prompt_logprobs, or echo with logprobs); beyond it 400. "
+                      "The default (about 1M) is a response of about 70 MB.",
+                      {"max-prompt-logprob-entries"}));
   t.push_back(string_key("server", "served_model_name", &C::server, &SS::served_model_name, false,
                          "Model id in the API (/v1/models, \"model\" fields); \"\" = the model "
                          "file or directory name."));
@@ -284,6 +290,12 @@ std::vector<ConfigKey> build_table() {
   t.push_back(int_key("model", "max_model_len", &C::model, &MS::max_model_len, 0, 1 << 24,
                       "Context length limit, tokens (prompt + output); 0 = the model's.",
                       {"max-model-len"}));
+  t.push_back(list_key("model", "default_sampling", &C::model, &MS::default_sampling,
+                       "Sampling defaults for requests that omit them, key=value items "
+                       "(temperature, top_p, top_k, min_p, repetition_penalty), over those of "
+                       "the model directory's generation_config.json. Empty = the model's own "
+                       "(temperature 1 when it has none).",
+                       {"default-sampling"}));
   // engine
   t.push_back(enum_key("engine", "device", &C::engine, &ES::device,
                        {DeviceKind::kAuto, DeviceKind::kCpu, DeviceKind::kCuda},

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "server/common/field_checks.h"
+#include "server/common/scoring_limit.h"
 #include "server/common/structured_output.h"
 
 namespace llmserve {
@@ -177,6 +178,7 @@ Status prepare_prompts(const Tokenizer& tokenizer, const RequestLimits& limits, 
                                     : tokenizer.decode(req->prompt_token_ids[i]));
     }
   }
+  LLMSERVE_RETURN_IF_ERROR(check_prompt_scoring(limits, *req));
   size_t longest = 0;
   for (const auto& ids : req->prompt_token_ids) longest = std::max(longest, ids.size());
   return fit_context(static_cast<int64_t>(longest), limits,

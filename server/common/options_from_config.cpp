@@ -84,6 +84,7 @@ ServerOptions server_options_from_config(const Config& c) {
   o.request_body_timeout_seconds = c.server.request_body_timeout_seconds;
   o.max_header_count = c.server.max_header_count;
   o.max_pending_connections = c.server.max_pending_connections;
+  o.max_prompt_logprob_entries = c.server.max_prompt_logprob_entries;
   return o;
 }
 

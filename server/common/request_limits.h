@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "server/common/default_sampling.h"
+
 namespace llmserve {
 
 struct RequestLimits {
@@ -22,7 +24,12 @@ struct RequestLimits {
   int32_t max_grammar_bytes = 64 * 1024;  // a JSON schema, regex or EBNF grammar
   int32_t max_grammar_choices = 256;      // entries of a choice list
   int32_t max_grammar_choice_bytes = 1024;
+  // Prompt scoring: n x prompt tokens x (top-N + 1) entries per request
+  // (server.max_prompt_logprob_entries).
+  int64_t max_prompt_logprob_entries = 1 << 20;
   std::string model_name;  // the served name; a request naming another is rejected
+  // The model's sampling defaults: readers start a request's params from them.
+  SamplingDefaults default_sampling;
 };
 
 }  // namespace llmserve

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "server/common/default_sampling.h"
+
 namespace llmserve {
 
 struct ServerOptions {
@@ -33,6 +35,10 @@ struct ServerOptions {
   double request_body_timeout_seconds = 30.0;  // whole time to receive its body
   int max_header_count = 100;                  // beyond: 431
   int max_pending_connections = 1024;          // connections still sending a request
+  // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
+  int64_t max_prompt_logprob_entries = 1 << 20;
+  // The model's sampling defaults for requests' omitted fields (default_sampling_from_config).
+  SamplingDefaults default_sampling;
 
   bool tls_enabled() const { return !tls_cert_file.empty() && !tls_key_file.empty(); }
 };

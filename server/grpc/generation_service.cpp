@@ -95,6 +95,8 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
   limits.max_model_len = engine.max_model_len();
   limits.max_logprobs = engine.options().max_logprobs;
   limits.model_name = state_.model_name();
+  limits.max_prompt_logprob_entries = state_.options().max_prompt_logprob_entries;
+  limits.default_sampling = state_.options().default_sampling;
   LLMSERVE_ASSIGN_OR_RETURN(GenerationRequest parsed,
                             parse_proto_request(req, engine.tokenizer(), limits));
   LLMSERVE_RETURN_IF_ERROR(parsed.params.validate(limits.vocab_size, limits.max_logprobs));

@@ -104,6 +104,7 @@ Result<GenerationRequest> parse_proto_request(const v1::GenerateRequest& r,
     out.max_tokens_given = true;
     out.params.max_tokens = r.max_tokens();
   }
+  limits.default_sampling.apply(&out.params);  // the model's defaults; the request's own win
   LLMSERVE_RETURN_IF_ERROR(read_sampling(r, &out.params));
   if (r.has_logprobs()) out.logprobs = r.logprobs();
   if (r.has_prompt_logprobs()) out.prompt_logprobs = r.prompt_logprobs();

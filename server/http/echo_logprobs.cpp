@@ -1,5 +1,5 @@
-// The prompt side of a response: completions' `echo` (the prompt's text, and its tokens' legacy
-// logprobs before the completion's) and vLLM's `prompt_logprobs`.
+// The prompt side of a streamed response: completions' `echo` (the prompt's text, and its
+// tokens' legacy logprobs before the completion's). The non-streaming body: final_body.cpp.
 #include "server/http/openai_response.h"
 
 #include <algorithm>
@@ -37,26 +37,6 @@ json ResponseBuilder::echo_logprobs(size_t prompt_index, size_t* bytes) const {
     out["token_logprobs"].insert(out["token_logprobs"].begin(), nullptr);
     out["top_logprobs"].insert(out["top_logprobs"].begin(), nullptr);
     out["text_offset"].insert(out["text_offset"].begin(), 0);
-  }
-  return out;
-}
-
-json ResponseBuilder::prompt_logprobs_json(size_t prompt_index) const {
-  json out = json::array();
-  out.push_back(nullptr);  // the first prompt token has no context to be scored from
-  if (prompt_index >= prompt_lps_.size()) return out;
-  const size_t n = static_cast<size_t>(std::max(ctx_.prompt_logprobs, 0));
-  for (const TokenLogprob& lp : prompt_lps_[prompt_index]) {
-    json pos = json::object();
-    for (size_t j = 0; j < std::min(n, lp.top.size()); ++j) {
-      const TopLogprob& t = lp.top[j];
-      pos[std::to_string(t.token_id)] = {{"logprob", t.logprob},
-                                         {"rank", static_cast<int64_t>(j) + 1},
-                                         {"decoded_token", token_string(t.token_id)}};
-    }
-    pos[std::to_string(lp.token_id)] = {
-        {"logprob", lp.logprob}, {"rank", lp.rank}, {"decoded_token", token_string(lp.token_id)}};
-    out.push_back(std::move(pos));
   }
   return out;
 }

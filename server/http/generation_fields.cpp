@@ -90,6 +90,7 @@ Status read_generation_fields(const json& body, const RequestLimits& limits,
   using namespace json_fields;
   GenerationRequest& f = *out;
   SamplingParams& p = f.params;
+  limits.default_sampling.apply(&p);  // the model's defaults; the body's own fields win
   LLMSERVE_RETURN_IF_ERROR(read_string(body, "model", &f.model));
   if (present(body, "max_tokens") || present(body, "max_completion_tokens")) {
     f.max_tokens_given = true;

@@ -7,6 +7,7 @@
 
 #include "server/common/generation_job.h"
 #include "server/common/request_grammar.h"
+#include "server/http/body_pieces.h"
 #include "server/http/chat_request.h"
 #include "server/http/completion_request.h"
 #include "server/http/http_connection.h"
@@ -182,7 +183,7 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
       }
     }
     if (!st->builder->error().is_ok()) return send_status_error(res, st->builder->error(), retry);
-    send_json(res, 200, st->builder->final_response());
+    send_body_pieces(res, std::move(st->builder));
     return;
   }
 

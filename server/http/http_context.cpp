@@ -16,6 +16,8 @@ RequestLimits HttpContext::limits() const {
     l.max_logprobs = e->options().max_logprobs;
   }
   l.model_name = state.model_name();
+  l.max_prompt_logprob_entries = state.options().max_prompt_logprob_entries;
+  l.default_sampling = state.options().default_sampling;
   return l;
 }
 

@@ -125,7 +125,13 @@ void register_info_routes(httplib::Server& server, HttpContext& ctx) {
                   {"object", "model"},
                   {"created", static_cast<int64_t>(ctx.metrics.start_time_seconds())},
                   {"owned_by", "llmserve"},
-                  {"max_model_len", e ? e->max_model_len() : 0}};
+                  {"max_model_len", e ? e->max_model_len() : 0},
+                  {"default_sampling_params", json::object()}};
+    // What a request that omits these fields samples with (the model's generation defaults).
+    for (const auto& [key, value] : ctx.state.options().default_sampling.items()) {
+      model["default_sampling_params"][key] =
+          key == "top_k" ? json(static_cast<int64_t>(value)) : json(value);
+    }
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
   });
   server.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {

@@ -20,7 +20,8 @@ ResponseBuilder::ResponseBuilder(ResponseContext ctx)
     : ctx_(std::move(ctx)),
       choices_(ctx_.num_prompts * static_cast<size_t>(std::max(ctx_.n, 1))),
       usage_(ctx_.num_prompts),
-      prompt_lps_(ctx_.num_prompts) {}
+      prompt_lps_(ctx_.num_prompts),
+      texts_(ctx_.tokenizer) {}
 
 size_t ResponseBuilder::choice_index(size_t prompt_index, const StepOutput& out) const {
   const size_t i = prompt_index * static_cast<size_t>(std::max(ctx_.n, 1)) +
@@ -223,64 +224,27 @@ void ResponseBuilder::accumulate(size_t prompt_index, const StepOutput& out) {
   }
 }
 
-json ResponseBuilder::final_response() const {
-  json choices = json::array();
-  const auto n = static_cast<size_t>(std::max(ctx_.n, 1));
-  for (size_t i = 0; i < choices_.size(); ++i) {
-    const Choice& c = choices_[i];
-    const json finish =
-        c.finish == FinishReason::kNone ? json() : json(finish_reason_name(c.finish));
-    const bool echo = ctx_.kind == ApiKind::kCompletion && ctx_.echo;
-    json lp;
-    if (ctx_.logprobs >= 0 && echo) {
-      size_t bytes = 0;
-      json prompt_part = echo_logprobs(i / n, &bytes);
-      std::vector<size_t> offsets = c.text_offsets;
-      for (size_t& o : offsets) o += bytes;
-      lp = concat_logprobs(prompt_part, logprobs_json(c.logprobs, offsets));
-    } else if (ctx_.logprobs >= 0) {
-      lp = logprobs_json(c.logprobs, c.text_offsets);
+json ResponseBuilder::chat_choice(size_t i) const {
+  const Choice& c = choices_[i];
+  const json finish = c.finish == FinishReason::kNone ? json() : json(finish_reason_name(c.finish));
+  const json lp = ctx_.logprobs >= 0 ? logprobs_json(c.logprobs, c.text_offsets) : json();
+  if (ctx_.tools) {
+    const ToolReply reply =
+        parse_tool_reply(c.text, tool_call_id_seed(ctx_.id, i), ctx_.tool_format);
+    json message = {{"role", "assistant"}, {"content", reply.content}};
+    json reason = finish;
+    if (reply.is_call()) {
+      if (reply.content.empty()) message["content"] = nullptr;
+      message["tool_calls"] = tool_calls_json(reply.calls);
+      reason = "tool_calls";
     }
-    if (ctx_.kind == ApiKind::kChat && ctx_.tools) {
-      const ToolReply reply =
-          parse_tool_reply(c.text, tool_call_id_seed(ctx_.id, i), ctx_.tool_format);
-      json message = {{"role", "assistant"}, {"content", reply.content}};
-      json reason = finish;
-      if (reply.is_call()) {
-        if (reply.content.empty()) message["content"] = nullptr;
-        message["tool_calls"] = tool_calls_json(reply.calls);
-        reason = "tool_calls";
-      }
-      choices.push_back({{"index", i},
-                         {"message", std::move(message)},
-                         {"logprobs", lp},
-                         {"finish_reason", reason}});
-    } else if (ctx_.kind == ApiKind::kChat) {
-      choices.push_back({{"index", i},
-                         {"message", {{"role", "assistant"}, {"content", c.text}}},
-                         {"logprobs", lp},
-                         {"finish_reason", finish}});
-    } else {
-      json choice = {{"index", i},
-                     {"text", echo ? echo_text(i / n) + c.text : c.text},
-                     {"logprobs", lp},
-                     {"finish_reason", finish}};
-      if (!c.stop_reason.empty()) choice["stop_reason"] = c.stop_reason;
-      if (ctx_.prompt_logprobs >= 0) choice["prompt_logprobs"] = prompt_logprobs_json(i / n);
-      choices.push_back(std::move(choice));
-    }
+    return {
+        {"index", i}, {"message", std::move(message)}, {"logprobs", lp}, {"finish_reason", reason}};
   }
-  json body = {{"id", ctx_.id},
-               {"object", ctx_.kind == ApiKind::kChat ? "chat.completion" : "text_completion"},
-               {"created", ctx_.created},
-               {"model", ctx_.model},
-               {"choices", std::move(choices)},
-               {"usage", usage_json(total_usage())}};
-  // vLLM puts a chat request's prompt logprobs beside its choices.
-  if (ctx_.kind == ApiKind::kChat && ctx_.prompt_logprobs >= 0) {
-    body["prompt_logprobs"] = prompt_logprobs_json(0);
-  }
-  return body;
+  return {{"index", i},
+          {"message", {{"role", "assistant"}, {"content", c.text}}},
+          {"logprobs", lp},
+          {"finish_reason", finish}};
 }
 
 }  // namespace llmserve

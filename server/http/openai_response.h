@@ -13,6 +13,7 @@
 #include "engine/generate_request.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/common/tool_calls.h"
+#include "server/http/logprobs_text.h"
 
 namespace llmserve {
 
@@ -51,7 +52,12 @@ class ResponseBuilder {
 
   // Non-streaming: remember one output; then the whole body.
   void accumulate(size_t prompt_index, const StepOutput& out);
-  nlohmann::json final_response() const;
+  // The body as JSON text in pieces, built without a JSON tree of the logprobs (final_body.cpp):
+  // the head, one piece per choice, the tail. Fills `piece` and returns true until all were
+  // given. Each prompt's prompt_logprobs are written once and copied into its n choices.
+  bool next_body_piece(std::string* piece);
+  std::string final_body();         // every piece at once
+  nlohmann::json final_response();  // final_body() parsed
 
   Usage total_usage() const;  // summed over prompts
   // The first error an output carried (FinishReason::kError), OK when none.
@@ -80,13 +86,21 @@ class ResponseBuilder {
   // (offsets from 0; `bytes` gets their total).
   std::string echo_text(size_t prompt_index) const;
   nlohmann::json echo_logprobs(size_t prompt_index, size_t* bytes) const;
-  nlohmann::json prompt_logprobs_json(size_t prompt_index) const;  // vLLM's shape
+  nlohmann::json chat_choice(size_t i) const;  // a chat.completion choice
+  std::string completion_choice(size_t i);     // a text_completion choice, as JSON text
+  const std::string& prompt_logprobs_text(size_t prompt_index);  // vLLM's shape, memoized
 
   ResponseContext ctx_;
   std::vector<Choice> choices_;
   std::vector<Usage> usage_;                           // per prompt, latest totals
   std::vector<std::vector<TokenLogprob>> prompt_lps_;  // per prompt: positions 1..
   Status error_;
+  // final body: the next piece to give; token texts escaped so far; the last prompt's
+  // prompt_logprobs text (choices of one prompt come together).
+  size_t body_cursor_ = 0;
+  TokenTexts texts_;
+  size_t prompt_lps_text_of_ = SIZE_MAX;
+  std::string prompt_lps_text_;
 };
 
 nlohmann::json usage_json(const Usage& u);

@@ -11,6 +11,7 @@
 
 #include "config/config_cli.h"
 #include "engine/engine.h"
+#include "server/common/default_sampling.h"
 #include "server/common/options_from_config.h"
 #include "server/common/server_state.h"
 #include "server/grpc/grpc_server.h"
@@ -66,7 +67,13 @@ int serve(const ConfigFlags& flags) {
     spdlog::error("{}", engine_options.status().message());
     return 2;
   }
-  const ServerOptions server_options = server_options_from_config(*config);
+  ServerOptions server_options = server_options_from_config(*config);
+  auto sampling = default_sampling_from_config(*config);
+  if (!sampling.is_ok()) {
+    spdlog::error("{}", sampling.status().message());
+    return 2;
+  }
+  server_options.default_sampling = *sampling;
 
   spdlog::info("loading model {}", engine_options->model_path);
   auto engine = Engine::create(*engine_options);
@@ -75,7 +82,8 @@ int serve(const ConfigFlags& flags) {
     return 1;
   }
   std::unique_ptr<Engine> eng = std::move(engine).value();
-  spdlog::info("model {} loaded (max_model_len {})", eng->model_name(), eng->max_model_len());
+  spdlog::info("model {} loaded (max_model_len {}, default sampling: {})", eng->model_name(),
+               eng->max_model_len(), server_options.default_sampling.describe());
 
   ServerMetrics metrics;
   ServerState state(eng.get(), server_options);
