@@ -1,7 +1,10 @@
 #include "server/common/tool_calls.h"
 
+#include <algorithm>
 #include <random>
 #include <set>
+
+#include "server/common/cut_json.h"
 
 namespace llmserve {
 
@@ -175,6 +178,11 @@ json any_call_schema(const ToolRequest& request) {
 
 }  // namespace
 
+int32_t max_tool_calls(const ToolRequest& request, ToolFormat format) {
+  if (request.choice == ToolChoice::kNamed || !request.parallel_tool_calls) return 1;
+  return format == ToolFormat::kHermes ? kMaxParallelToolCallsHermes : kMaxParallelToolCalls;
+}
+
 std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request, ToolFormat format) {
   if (format == ToolFormat::kHermes) {
     if (request.choice == ToolChoice::kAuto) return std::nullopt;
@@ -182,12 +190,14 @@ std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request, ToolFor
     spec.kind = GrammarKind::kTaggedJson;
     spec.text = any_call_schema(request).dump();
     spec.choices = {"<tool_call>\n", "\n</tool_call>"};
-    spec.max_repeats = request.parallel_tool_calls ? 4 : 1;
+    spec.max_repeats = max_tool_calls(request, format);
     spec.field = "tools";
     return spec;
   }
-  json calls = {{"type", "array"}, {"items", any_call_schema(request)}, {"minItems", 1}};
-  if (!request.parallel_tool_calls) calls["maxItems"] = 1;
+  json calls = {{"type", "array"},
+                {"items", any_call_schema(request)},
+                {"minItems", 1},
+                {"maxItems", max_tool_calls(request, format)}};
   json schema = {{"type", "object"},
                  {"properties", {{"tool_calls", calls}}},
                  {"required", {"tool_calls"}},
@@ -221,8 +231,9 @@ std::string tool_system_prompt(const ToolRequest& request) {
   if (request.choice == ToolChoice::kAuto) {
     text += ". To answer without a tool: {\"response\": \"<your answer>\"}";
   }
-  text += request.parallel_tool_calls ? ". You may call several tools at once."
-                                      : ". Call one tool at a time.";
+  text += max_tool_calls(request, ToolFormat::kGeneric) > 1
+              ? ". You may call several tools at once."
+              : ". Make exactly one call.";
   return text;
 }
 
@@ -238,8 +249,45 @@ void add_tool_prompt(const ToolRequest& request, nlohmann::json& messages) {
 
 namespace {
 
+// Whether the text from `pos` on (after whitespace) opens a JSON object.
+bool starts_json_object(const std::string& text, size_t pos) {
+  const size_t first = text.find_first_not_of(" \n\t\r", pos);
+  return first != std::string::npos && text[first] == '{';
+}
+
+// An unclosed block from `body` on that a cut ended: nothing yet, or a JSON object begun.
+bool cut_call(const std::string& text, size_t body) {
+  return text.find_first_not_of(" \n\t\r", body) == std::string::npos ||
+         starts_json_object(text, body);
+}
+
+bool is_call_json(const json& c) {
+  return c.is_object() && c.contains("name") && c["name"].is_string();
+}
+
+ToolCall call_from_json(const json& c, uint64_t id_seed, size_t index) {
+  ToolCall call;
+  call.id = call_id(id_seed, index);
+  call.name = c["name"].get<std::string>();
+  const char* args_key = c.contains("arguments") ? "arguments" : "parameters";
+  call.arguments = c.contains(args_key) ? c[args_key].dump() : "{}";
+  return call;
+}
+
+// Drops the start of `tag` that a cut left at the end of `content` ("...<tool_c").
+void drop_cut_tag(std::string_view tag, std::string* content) {
+  const size_t end = content->find_last_not_of(" \n\t\r");
+  if (end == std::string::npos) return;
+  for (size_t len = std::min(tag.size() - 1, end + 1); len >= 1; --len) {
+    if (std::string_view(*content).substr(end + 1 - len, len) == tag.substr(0, len)) {
+      content->erase(end + 1 - len);
+      return;
+    }
+  }
+}
+
 // <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks; the text outside them is
-// the content.
+// the content. A block cut short at the end (no closing tag, a JSON object begun) is dropped.
 ToolReply parse_hermes_reply(const std::string& text, uint64_t id_seed) {
   static constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
   ToolReply out;
@@ -254,16 +302,19 @@ ToolReply parse_hermes_reply(const std::string& text, uint64_t id_seed) {
     content += text.substr(pos, open - pos);
     const size_t body = open + kOpen.size();
     const size_t close = text.find(kClose, body);
+    if (close == std::string::npos && cut_call(text, body)) {
+      // A block cut short: its call if the JSON was complete (the closing tag cut), else none.
+      std::string rest = text.substr(body);
+      drop_cut_tag(kClose, &rest);
+      const json j = json::parse(rest, nullptr, /*allow_exceptions=*/false);
+      if (is_call_json(j)) out.calls.push_back(call_from_json(j, id_seed, out.calls.size()));
+      break;
+    }
     const json j = json::parse(
         text.substr(body, close == std::string::npos ? std::string::npos : close - body), nullptr,
         /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("name") && j["name"].is_string()) {
-      ToolCall call;
-      call.id = call_id(id_seed, out.calls.size());
-      call.name = j["name"].get<std::string>();
-      const char* args_key = j.contains("arguments") ? "arguments" : "parameters";
-      call.arguments = j.contains(args_key) ? j[args_key].dump() : "{}";
-      out.calls.push_back(std::move(call));
+    if (is_call_json(j)) {
+      out.calls.push_back(call_from_json(j, id_seed, out.calls.size()));
     } else {
       content += text.substr(
           open, close == std::string::npos ? std::string::npos : close + kClose.size() - open);
@@ -271,9 +322,28 @@ ToolReply parse_hermes_reply(const std::string& text, uint64_t id_seed) {
     if (close == std::string::npos) break;
     pos = close + kClose.size();
   }
+  drop_cut_tag(kOpen, &content);
   const size_t first = content.find_first_not_of(" \n\t\r");
   const size_t last = content.find_last_not_of(" \n\t\r");
   out.content = first == std::string::npos ? "" : content.substr(first, last - first + 1);
+  return out;
+}
+
+// A generic reply that does not parse whole: cut short. The calls complete before the cut, or
+// the "response" text up to it; never the JSON wrapper as content.
+ToolReply parse_cut_generic_reply(const std::string& text, uint64_t id_seed) {
+  ToolReply out;
+  if (const auto calls = first_member_value(text, "tool_calls"); calls && text[*calls] == '[') {
+    for (const json& c : complete_array_items(text, *calls)) {
+      if (is_call_json(c)) out.calls.push_back(call_from_json(c, id_seed, out.calls.size()));
+    }
+    return out;
+  }
+  if (const auto response = first_member_value(text, "response")) {
+    out.content = string_prefix(text, *response).value_or("");
+    return out;
+  }
+  if (!starts_json_object(text, 0)) out.content = text;  // not the reply format at all
   return out;
 }
 
@@ -283,14 +353,10 @@ ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed, ToolFormat
   if (format == ToolFormat::kHermes) return parse_hermes_reply(text, id_seed);
   ToolReply out;
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return parse_cut_generic_reply(text, id_seed);
   if (j.is_object() && j.contains("tool_calls") && j["tool_calls"].is_array()) {
     for (const json& c : j["tool_calls"]) {
-      if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) continue;
-      ToolCall call;
-      call.id = call_id(id_seed, out.calls.size());
-      call.name = c["name"].get<std::string>();
-      call.arguments = c.contains("arguments") ? c["arguments"].dump() : "{}";
-      out.calls.push_back(std::move(call));
+      if (is_call_json(c)) out.calls.push_back(call_from_json(c, id_seed, out.calls.size()));
     }
     if (!out.calls.empty()) return out;
   }

@@ -63,6 +63,14 @@ struct ToolReply {
 // (tools[i].function.name, tool_choice, ...). At most `max_tools` tools.
 Result<ToolRequest> parse_tool_request(const nlohmann::ordered_json& body, size_t max_tools = 128);
 
+// How many calls one reply may make: 1 for a named function (OpenAI: "forces the model to call
+// that function", once) or with parallel_tool_calls false; else a bound, so that a model that
+// repeats a call stops (the generic format's grammar is an array with maxItems; Hermes' repeats
+// its tagged block, unrolled, so its bound is smaller).
+inline constexpr int32_t kMaxParallelToolCalls = 8;
+inline constexpr int32_t kMaxParallelToolCallsHermes = 4;
+int32_t max_tool_calls(const ToolRequest& request, ToolFormat format);
+
 // The grammar the reply must follow (request.active() only); none for Hermes under "auto".
 std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request,
                                              ToolFormat format = ToolFormat::kGeneric);
@@ -77,9 +85,10 @@ std::string tool_system_prompt(const ToolRequest& request);
 // Adds tool_system_prompt to `messages` (to the first system message, or as a new first one).
 void add_tool_prompt(const ToolRequest& request, nlohmann::json& messages);
 
-// Reads a reply made under tool_call_grammar. Text that is not such a reply (a stop string cut
-// it, max_tokens hit) comes back as content. Ids are "call_<hex>" made from `id_seed` and the
-// call's index.
+// Reads a reply made under tool_call_grammar. A reply cut short (max_tokens, a stop string)
+// gives the calls complete before the cut, and the "response" text up to it; the call format
+// itself ({"tool_calls": ...}, an unclosed <tool_call> block) never comes back as content.
+// Other text is content. Ids are "call_<hex>" made from `id_seed` and the call's index.
 ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed,
                            ToolFormat format = ToolFormat::kGeneric);
 

@@ -159,7 +159,8 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
       if (finished) {
         const ToolReply reply =
             parse_tool_reply(c.held, tool_call_id_seed(ctx_.id, ci), ctx_.tool_format);
-        if (reply.is_call()) finish = "tool_calls";
+        // A reply cut short (length, timeout) keeps its reason: calls may be missing.
+        if (reply.is_call() && out.finish == FinishReason::kStop) finish = "tool_calls";
         for (json& delta : tool_reply_deltas(reply)) {
           json j = chunk_base();
           j["choices"].push_back({{"index", ci},
@@ -236,7 +237,8 @@ json ResponseBuilder::chat_choice(size_t i) const {
     if (reply.is_call()) {
       if (reply.content.empty()) message["content"] = nullptr;
       message["tool_calls"] = tool_calls_json(reply.calls);
-      reason = "tool_calls";
+      // A reply cut short (length, timeout) keeps its reason: calls may be missing.
+      if (c.finish == FinishReason::kStop) reason = "tool_calls";
     }
     return {
         {"index", i}, {"message", std::move(message)}, {"logprobs", lp}, {"finish_reason", reason}};
