@@ -5,6 +5,7 @@
 #include "server/http/generation_fields.h"
 #include "server/http/json_fields.h"
 #include "server/http/structured_output_json.h"
+#include "server/http/tool_history.h"
 
 namespace llmserve {
 
@@ -117,6 +118,7 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
       present(body, "parallel_tool_calls")) {
     LLMSERVE_ASSIGN_OR_RETURN(out.tools, parse_tool_request(ordered_body()));
   }
+  LLMSERVE_RETURN_IF_ERROR(check_tool_history(body.at("messages"), out.tools.tools));
   LLMSERVE_RETURN_IF_ERROR(read_generation_fields(body, limits, &out));
   if (out.grammar && out.grammar->kind == GrammarKind::kJsonSchema) {
     keep_schema_order(ordered_body(), &*out.grammar);
