@@ -49,8 +49,8 @@ Status check_logit_bias(const std::map<int32_t, float>& bias, const RequestLimit
 
 Status check_sampling(const RequestLimits& limits, const GenerationRequest& req) {
   const SamplingParams& p = req.params;
-  if (req.max_tokens_given) {
-    LLMSERVE_RETURN_IF_ERROR(check_int_range("max_tokens", p.max_tokens, 0, kMaxInt));
+  if (req.max_tokens_given && p.max_tokens < 0) {
+    return max_tokens_error(req.max_tokens_field, p.max_tokens);
   }
   LLMSERVE_RETURN_IF_ERROR(check_number_range("temperature", p.temperature, 0.0, 2.0));
   LLMSERVE_RETURN_IF_ERROR(check_number_range("top_p", p.top_p, 0.0, 1.0, /*lo_open=*/true));
@@ -100,6 +100,13 @@ Status check_prompts(const RequestLimits& limits, const GenerationRequest& req) 
 
 }  // namespace
 
+Status max_tokens_error(std::string_view field, int64_t value) {
+  return field_error(field,
+                     "must be >= 1, or 0 to score the prompt only (with prompt_logprobs, "
+                     "or echo on /v1/completions); got " +
+                         std::to_string(value));
+}
+
 Status validate_generation_request(const RequestLimits& limits, GenerationRequest* req) {
   LLMSERVE_RETURN_IF_ERROR(check_model_name(req->model, limits.model_name));
   LLMSERVE_RETURN_IF_ERROR(check_sampling(limits, *req));
@@ -130,9 +137,7 @@ Status validate_generation_request(const RequestLimits& limits, GenerationReques
   if (req->echo && req->logprobs) p.prompt_logprobs = std::max(p.prompt_logprobs, *req->logprobs);
   const bool scores_prompt = req->echo || p.prompt_logprobs >= 0;
   if (req->max_tokens_given && p.max_tokens == 0 && !scores_prompt) {
-    return field_error("max_tokens",
-                       "must be >= 1 (0 is allowed only to score the prompt: with echo or "
-                       "prompt_logprobs)");
+    return max_tokens_error(req->max_tokens_field, 0);
   }
   LLMSERVE_RETURN_IF_ERROR(check_prompts(limits, *req));
   if (req->grammar) LLMSERVE_RETURN_IF_ERROR(validate_structured_output(*req->grammar, limits));

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -31,7 +32,8 @@ struct GenerationRequest {
   // Readers set everything but params.logprobs / params.prompt_logprobs, which validation derives
   // from `logprobs`, `prompt_logprobs` and `echo`.
   SamplingParams params;
-  bool max_tokens_given = false;  // params.max_tokens came from the request
+  bool max_tokens_given = false;                // params.max_tokens came from the request
+  std::string max_tokens_field = "max_tokens";  // its name there (max_completion_tokens on chat)
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   int32_t priority = 0;        // lower is served first
@@ -50,6 +52,10 @@ enum class PromptStyle {
   kCompletion,  // tokenizer defaults; max_tokens defaults to limits.default_completion_max_tokens
   kChat,        // a rendered chat: special tokens parsed, none added; max_tokens = the room left
 };
+
+// The error for a max_tokens (or `field`, its other name) below what is allowed: >= 1, or 0 to
+// score the prompt only (prompt_logprobs, echo). One message for every transport.
+Status max_tokens_error(std::string_view field, int64_t value);
 
 // Ranges, limits and cross-field rules (model name, sampling ranges, stop / logit_bias / token-id
 // limits, n and echo, prompts x n, max_tokens 0 only when scoring the prompt, grammar sizes).

@@ -95,9 +95,12 @@ Status read_generation_fields(const json& body, const RequestLimits& limits,
   if (present(body, "max_tokens") || present(body, "max_completion_tokens")) {
     f.max_tokens_given = true;
     // Two names for one field: a negative count is reported under the name given.
-    constexpr int32_t kMaxInt = std::numeric_limits<int32_t>::max();
-    LLMSERVE_RETURN_IF_ERROR(read_int32(body, "max_tokens", 0, kMaxInt, &p.max_tokens));
-    LLMSERVE_RETURN_IF_ERROR(read_int32(body, "max_completion_tokens", 0, kMaxInt, &p.max_tokens));
+    for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+      if (!present(body, key)) continue;
+      LLMSERVE_RETURN_IF_ERROR(read_int32_value(body, key, &p.max_tokens));
+      f.max_tokens_field = key;
+      if (p.max_tokens < 0) return max_tokens_error(key, p.max_tokens);
+    }
   }
   LLMSERVE_RETURN_IF_ERROR(read_float_value(body, "temperature", &p.temperature));
   LLMSERVE_RETURN_IF_ERROR(read_float_value(body, "top_p", &p.top_p));
