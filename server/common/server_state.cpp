@@ -71,8 +71,10 @@ Status ServerState::admit(RejectReason* reason, int max_in_flight) {
   }
   if (max_in_flight > 0 && in_flight_.load() >= max_in_flight) {
     *reason = RejectReason::kTooManyConcurrent;
-    return resource_exhausted("too many concurrent requests (limit " +
-                              std::to_string(max_in_flight) + "); retry later");
+    return resource_exhausted(
+        "too many concurrent generation requests (limit " + std::to_string(max_in_flight) +
+        " over HTTP and gRPC together: server.http_threads - 8, keeping 8 HTTP workers for "
+        "other calls); retry later");
   }
   return Status::ok();
 }

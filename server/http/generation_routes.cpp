@@ -98,7 +98,7 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   Status admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
   if (!admitted.is_ok()) {
     ctx.metrics.count_rejection(reject_reason_name(reason));
-    send_status_error(res, admitted, retry);
+    send_error(res, admission_error(admitted, reject_reason_name(reason), retry));
     return;
   }
   auto slot = ctx.state.take_slot();

@@ -85,6 +85,13 @@ HttpError http_error_from_status(const Status& status, int retry_after_seconds) 
   return e;
 }
 
+HttpError admission_error(const Status& status, const std::string& reason,
+                          int retry_after_seconds) {
+  HttpError e = http_error_from_status(status, retry_after_seconds);
+  if (!reason.empty()) e.code = reason;
+  return e;
+}
+
 HttpError unauthorized_error() {
   return HttpError{401,
                    "Incorrect or missing API key. Send 'Authorization: Bearer <key>'.",

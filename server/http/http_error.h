@@ -24,6 +24,12 @@ struct HttpError {
 // 504, CANCELLED -> 499, others -> 500.
 HttpError http_error_from_status(const Status& status, int retry_after_seconds = 1);
 
+// A request turned away at admission (429 queue full or too many concurrent requests, 503
+// draining or not ready): http_error_from_status with the code set to `reason`, the label the
+// llmserve_requests_rejected_total metric counts it under ("queue_full", "too_many_concurrent",
+// "draining", "not_ready").
+HttpError admission_error(const Status& status, const std::string& reason, int retry_after_seconds);
+
 HttpError unauthorized_error();                      // 401 invalid_api_key
 HttpError not_found_error(const std::string& what);  // 404
 HttpError payload_too_large_error(size_t limit);     // 413

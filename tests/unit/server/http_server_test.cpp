@@ -369,6 +369,7 @@ TEST_F(HttpServerTest, QueueFullIs429WithRetryAfterAndCounted) {
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
   expect_error_shape(r->body, __LINE__);
+  EXPECT_EQ(json::parse(r->body)["error"]["code"], "queue_full");
   engine_.set_stats_override(EngineStats{});
   engine_.set_submit_error(resource_exhausted("engine queue full"));
   auto r2 = post("/v1/completions", R"({"prompt":"hi"})");
@@ -413,6 +414,14 @@ TEST_F(HttpServerTest, ConcurrencyLimitRejectsBeyondIt) {
   auto r = post("/v1/completions", R"({"prompt":"hi"})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
+  // The body's code is the reason the metric counts it under (not queue_full: the queue is
+  // empty), and the message says where the limit comes from.
+  const auto err = json::parse(r->body)["error"];
+  EXPECT_EQ(err["code"], "too_many_concurrent") << r->body;
+  EXPECT_NE(err["message"].get<std::string>().find("server.http_threads"), std::string::npos);
+  EXPECT_NE(client_->Get("/metrics")
+                ->body.find("llmserve_requests_rejected_total{reason=\"too_many_concurrent\"} 1"),
+            std::string::npos);
   EXPECT_EQ(client_->Get("/health")->status, 200);  // short calls are not starved
   client_->Delete("/v1/requests/long-one");
   t.join();
