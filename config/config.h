@@ -93,6 +93,7 @@ struct EngineSection {
   uint64_t grammar_cache_bytes = uint64_t{512} << 20;  // ... and their summed memory
   uint64_t grammar_max_bytes = uint64_t{64} << 20;     // one compiled grammar's memory
   double grammar_compile_timeout_seconds = 20;         // one compile's budget
+  uint64_t grammar_compile_memory_bytes = uint64_t{2} << 30;  // one compile's memory
   int grammar_max_schema_depth = 64;                   // JSON Schema nesting
   int grammar_max_schema_nodes = 10000;                // JSON Schema subschemas
 };

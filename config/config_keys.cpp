@@ -376,6 +376,11 @@ std::vector<ConfigKey> build_table() {
                          "Time one grammar may take to compile; past it the compile is killed "
                          "and the request gets a 400.",
                          {"grammar-compile-timeout"}));
+  t.push_back(size_key("engine", "grammar_compile_memory_bytes", &C::engine,
+                       &ES::grammar_compile_memory_bytes, 16 << 20, uint64_t{1} << 40,
+                       "Memory one grammar compile may allocate (it runs in a child process); "
+                       "past it the request gets a 400.",
+                       {"grammar-compile-memory-bytes"}));
   t.push_back(int_key("engine", "grammar_max_schema_depth", &C::engine,
                       &ES::grammar_max_schema_depth, 1, 100000,
                       "Deepest nesting of subschemas a JSON Schema may have (compile time "

@@ -47,6 +47,7 @@ struct EngineOptions {
   int64_t grammar_cache_bytes = int64_t{512} << 20;
   int64_t grammar_max_bytes = int64_t{64} << 20;
   double grammar_compile_timeout_seconds = 20;
+  int64_t grammar_compile_memory_bytes = int64_t{2} << 30;
   int32_t grammar_max_schema_depth = 64;
   int32_t grammar_max_schema_nodes = 10000;
   std::string chat_template_override;  // Jinja source; empty = the model's

@@ -37,7 +37,8 @@ struct EngineStats {
   uint64_t spec_num_accepted_tokens = 0;
   // Structured outputs (GrammarCompiler::stats).
   int64_t grammar_compiles = 0, grammar_cache_hits = 0, grammar_compile_errors = 0;
-  int64_t grammar_cache_entries = 0;
+  int64_t grammar_cache_entries = 0, grammar_cache_bytes = 0;
+  int64_t grammar_compiles_abandoned = 0, grammar_compile_timeouts = 0;
   double grammar_compile_seconds = 0;
   std::vector<uint64_t> spec_accepted_per_position;  // [speculative.num_tokens]; empty when off
   int64_t spec_draft_blocks_held = 0;                // the draft model's own KV cache

@@ -19,6 +19,7 @@ GrammarCompilerOptions grammar_compiler_options(const EngineOptions& o) {
   g.cache_bytes = o.grammar_cache_bytes;
   g.max_grammar_bytes = o.grammar_max_bytes;
   g.compile_timeout_seconds = o.grammar_compile_timeout_seconds;
+  g.compile_memory_bytes = o.grammar_compile_memory_bytes;
   g.schema.max_depth = o.grammar_max_schema_depth;
   g.schema.max_nodes = o.grammar_max_schema_nodes;
   return g;
@@ -147,6 +148,9 @@ EngineStats LlmEngine::stats() const {
   s.grammar_cache_hits = g.cache_hits;
   s.grammar_compile_errors = g.failed;
   s.grammar_cache_entries = g.cached;
+  s.grammar_cache_bytes = g.cached_bytes;
+  s.grammar_compiles_abandoned = g.abandoned;
+  s.grammar_compile_timeouts = g.timed_out;
   s.grammar_compile_seconds = g.compile_seconds;
   return s;
 }

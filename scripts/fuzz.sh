@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-ALL_TARGETS=(gguf safetensors tokenizer chat_template completion_request chat_request grpc_request)
+ALL_TARGETS=(gguf safetensors tokenizer chat_template completion_request chat_request grpc_request json_schema)
 
 if [ $# -lt 2 ]; then
   echo "usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags...]" >&2

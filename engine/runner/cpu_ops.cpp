@@ -9,6 +9,7 @@
 #include "llmserve/kernels/dequantize.h"
 #include "llmserve/kernels/embedding.h"
 #include "llmserve/kernels/hadamard.h"
+#include "llmserve/kernels/host_memory.h"
 #include "llmserve/kernels/kv_cache_ops.h"
 #include "llmserve/kernels/matmul.h"
 #include "llmserve/kernels/norm.h"
@@ -19,7 +20,7 @@ namespace llmserve {
 using kernels::DType;
 
 void CpuOps::AlignedFree::operator()(float* p) const {
-  std::free(p);
+  kernels::host_free(p);
 }
 
 CpuOps::CpuOps(int num_threads, kernels::ActPrecision precision)
@@ -32,10 +33,10 @@ CpuOps::~CpuOps() = default;
 Result<float*> CpuOps::alloc(int64_t n) {
   if (n <= 0) return invalid_argument("cpu ops: buffer size must be positive");
   const size_t bytes = (static_cast<size_t>(n) * sizeof(float) + 63) / 64 * 64;
-  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+  auto* p = static_cast<float*>(kernels::host_alloc(bytes));
   if (p == nullptr)
     return resource_exhausted("cpu ops: cannot allocate " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, bytes);
+  std::memset(p, 0, bytes);  // commit the pages now, not during the first steps
   buffers_.emplace_back(p);
   return p;
 }

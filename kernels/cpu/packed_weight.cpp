@@ -9,6 +9,7 @@
 
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
+#include "llmserve/kernels/host_memory.h"
 #include "llmserve/kernels/quant_blocks.h"
 
 namespace llmserve::kernels {
@@ -93,7 +94,7 @@ const cpu::PackedKernels& kernels_for(PackedIsa isa) {
 }  // namespace
 
 void PackedWeight::Free::operator()(void* p) const {
-  std::free(p);
+  host_free(p);
 }
 
 bool cpu_has_avx512_vnni() {
@@ -117,7 +118,7 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
   if (!can_pack_weight(type, N, K)) return p;
   const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
   const size_t bytes = static_cast<size_t>(groups * (K / kQK)) * group_block_bytes(type);
-  void* mem = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  void* mem = host_alloc((bytes + 63) / 64 * 64);
   if (mem == nullptr) return p;
   switch (type) {
     case DType::Q4_0:

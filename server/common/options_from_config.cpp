@@ -35,6 +35,7 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.grammar_max_bytes = static_cast<int64_t>(
       std::min(c.engine.grammar_max_bytes, c.engine.grammar_cache_bytes));
   o.grammar_compile_timeout_seconds = c.engine.grammar_compile_timeout_seconds;
+  o.grammar_compile_memory_bytes = static_cast<int64_t>(c.engine.grammar_compile_memory_bytes);
   o.grammar_max_schema_depth = c.engine.grammar_max_schema_depth;
   o.grammar_max_schema_nodes = c.engine.grammar_max_schema_nodes;
   const SpeculativeSection& sp = c.speculative;

@@ -128,6 +128,15 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
             s.grammar_compile_seconds);
   f.gauge("llmserve_grammar_cache_entries", "Compiled grammars kept for reuse.",
           d(s.grammar_cache_entries));
+  f.gauge("llmserve_grammar_cache_bytes", "Memory of the compiled grammars kept for reuse.",
+          d(s.grammar_cache_bytes));
+  f.counter("llmserve_grammar_compiles_abandoned_total",
+            "Grammar compiles dropped from the queue or killed because no request waited for "
+            "them any more.",
+            d(s.grammar_compiles_abandoned));
+  f.counter("llmserve_grammar_compile_timeouts_total",
+            "Grammar compiles killed at engine.grammar_compile_timeout_seconds.",
+            d(s.grammar_compile_timeouts));
   if (m != nullptr) {
     f.histogram("llmserve_time_to_first_token_seconds", "Time to first token, seconds.",
                 m->time_to_first_token.snapshot());
