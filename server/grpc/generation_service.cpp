@@ -88,7 +88,6 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
     return admitted;
   }
   Started s;
-  s.slot = state_.take_slot();
   Engine& engine = *state_.engine();
   RequestLimits limits;
   limits.vocab_size = engine.tokenizer().vocab_size();
@@ -110,7 +109,17 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
   }
   std::vector<GenerateRequest> engine_requests =
       make_generate_requests(parsed, std::move(parsed.prompt_token_ids), s.id, deadline);
-  LLMSERVE_RETURN_IF_ERROR(attach_request_grammar(engine, parsed, deadline, &engine_requests));
+  if (parsed.grammar) {
+    // Compiled before the call takes a slot; a cancelled call stops waiting for it.
+    LLMSERVE_RETURN_IF_ERROR(attach_request_grammar(engine, parsed, deadline, &engine_requests,
+                                                    [ctx] { return ctx->IsCancelled(); }));
+    admitted = state_.admit(&reason, state_.options().max_concurrent_generations);
+    if (!admitted.is_ok()) {
+      metrics_.count_rejection(reject_reason_name(reason));
+      return admitted;
+    }
+  }
+  s.slot = state_.take_slot();
   auto job = GenerationJob::start(engine, std::move(engine_requests));
   if (!job.is_ok()) {
     if (job.status().code() == StatusCode::kResourceExhausted)

@@ -101,7 +101,6 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
     send_error(res, admission_error(admitted, reject_reason_name(reason), retry));
     return;
   }
-  auto slot = ctx.state.take_slot();
   Engine& engine = *ctx.state.engine();
   const RequestLimits limits = ctx.limits();
 
@@ -141,8 +140,20 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   rc.tool_format = ctx.chat_renderer.tool_format;
   std::vector<GenerateRequest> engine_requests =
       make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline);
-  Status grammar = attach_request_grammar(engine, request, *deadline, &engine_requests);
-  if (!grammar.is_ok()) return send_status_error(res, grammar, retry);
+  // The grammar compiles before the request takes a slot, and stops being waited for when the
+  // client goes away; a compile that took a while is admitted again.
+  if (request.grammar) {
+    Status grammar = attach_request_grammar(engine, request, *deadline, &engine_requests,
+                                            [] { return http_client_disconnected(); });
+    if (grammar.code() == StatusCode::kCancelled) return;  // nobody to answer
+    if (!grammar.is_ok()) return send_status_error(res, grammar, retry);
+    admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
+    if (!admitted.is_ok()) {
+      ctx.metrics.count_rejection(reject_reason_name(reason));
+      return send_error(res, admission_error(admitted, reject_reason_name(reason), retry));
+    }
+  }
+  auto slot = ctx.state.take_slot();
   auto job = GenerationJob::start(engine, std::move(engine_requests));
   if (!job.is_ok()) {
     if (job.status().code() == StatusCode::kResourceExhausted) {
