@@ -168,3 +168,86 @@ def test_n_samples_each_give_valid_calls(client, model_id):
         check_calls(choice.message.tool_calls)
         ids.update(c.id for c in choice.message.tool_calls)
     assert len(ids) == sum(len(c.message.tool_calls) for c in r.choices)  # ids never repeat
+
+
+def read_reply(client, stream, **kw):
+    """(calls as [(name, arguments)], content, finish_reason), streamed or not."""
+    if not stream:
+        r = client.chat.completions.create(**kw)
+        m = r.choices[0].message
+        calls = [(t.function.name, t.function.arguments) for t in m.tool_calls or []]
+        return calls, m.content or "", r.choices[0].finish_reason
+    calls, content, finish = {}, "", None
+    for chunk in client.chat.completions.create(stream=True, **kw):
+        if not chunk.choices:
+            continue
+        d = chunk.choices[0].delta
+        content += d.content or ""
+        for tc in d.tool_calls or []:
+            entry = calls.setdefault(tc.index, ["", ""])
+            entry[0] += (tc.function and tc.function.name) or ""
+            entry[1] += (tc.function and tc.function.arguments) or ""
+        finish = chunk.choices[0].finish_reason or finish
+    return [tuple(e) for _, e in sorted(calls.items())], content, finish
+
+
+# Issue 41 item 5: with the default parallel_tool_calls these seeds made the model repeat its
+# call until max_tokens cut it; the reply then came back as content in the internal
+# {"tool_calls": [...]} format with tool_calls null (6 of 24 runs here).
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_named_choice_makes_exactly_one_call(client, model_id, stream, seed):
+    calls, content, finish = read_reply(
+        client, stream, model=model_id, messages=ASK, tools=TOOLS, temperature=1.0, seed=seed,
+        max_tokens=200, tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    assert len(calls) == 1, (calls, content)  # OpenAI: a named function is called, once
+    assert calls[0][0] == "get_weather"
+    jsonschema.validate(json.loads(calls[0][1]), WEATHER)
+    assert "tool_calls" not in content and finish == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_required_cut_by_max_tokens_returns_the_complete_calls(client, model_id, stream, seed):
+    calls, content, finish = read_reply(client, stream, model=model_id, messages=ASK, tools=TOOLS,
+                                        tool_choice="required", temperature=1.0, seed=seed,
+                                        max_tokens=200)
+    assert calls, (content, finish)
+    for name, arguments in calls:
+        jsonschema.validate(json.loads(arguments), SCHEMAS[name])
+    assert "tool_calls" not in content and "{" not in content  # never the internal format
+    assert finish in ("tool_calls", "length")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_required_calls_are_bounded(client, model_id, stream):
+    # Room for far more calls than the bound: the grammar ends the reply, not max_tokens.
+    for seed in (5, 6):
+        calls, content, finish = read_reply(client, stream, model=model_id, messages=ASK,
+                                            tools=TOOLS, tool_choice="required", temperature=1.0,
+                                            seed=seed, max_tokens=1500)
+        assert 1 <= len(calls) <= 8 and finish == "tool_calls", (len(calls), finish)
+
+
+# Issue 41 item 9: tool history that OpenAI refuses.
+CALL = {"id": "call_1", "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris", "unit": "celsius"}'}}
+
+
+@pytest.mark.parametrize("history,param", [
+    ([{"role": "assistant", "tool_calls": [CALL]}, {"role": "tool", "content": "21"}],
+     "messages[2].tool_call_id"),
+    ([{"role": "assistant", "tool_calls": [CALL]},
+      {"role": "tool", "tool_call_id": "call_2", "content": "21"}], "messages[2].tool_call_id"),
+    ([{"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function"}]}],
+     "messages[1].tool_calls[0].function"),
+    ([{"role": "assistant", "tool_calls": [
+        {**CALL, "function": {"name": "get_stock_price", "arguments": "{}"}}]}],
+     "messages[1].tool_calls[0].function.name"),
+])
+def test_bad_tool_history_is_400_naming_the_field(daemon, model_id, history, param):
+    r = requests.post(daemon.url("/v1/chat/completions"), timeout=60,
+                      json={"model": model_id, "messages": ASK + history, "tools": TOOLS})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["param"] == param and err["type"] == "invalid_request_error", err
