@@ -29,6 +29,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shlex
 import statistics
 import subprocess
@@ -154,25 +155,35 @@ def make_prompt(llmserve, n_tokens):
     return text, count(text)
 
 
+def timed(cmd):
+    """subprocess.run, plus the child's wall seconds, CPU seconds and the 1-minute load before."""
+    load = os.getloadavg()[0]
+    r0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    p = subprocess.run(cmd, text=True, capture_output=True)
+    r1, t1 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return p, {"wall_s": round(t1 - t0, 2), "cpu_s": round(cpu, 2), "load1": round(load, 2)}
+
+
 def run_ours(a, model, prompt):
     cmd = [a.llmserve, "generate", "--model", model, "--prompt", prompt, "--max-tokens", a.gen_tokens,
            "--ignore-eos", "--threads", a.threads] + a.llmserve_arg
-    p = subprocess.run(niced(cmd, a.nice), text=True, capture_output=True)
+    p, t = timed(niced(cmd, a.nice))
     m = STATS.search(p.stderr)
     if p.returncode != 0 or not m:
         raise RuntimeError(f"llmserve generate failed ({p.returncode}): {p.stderr[-2000:]}")
     return {"prompt": int(m.group(1)), "generated": int(m.group(2)), "ttft_ms": float(m.group(3)),
-            "prefill": float(m.group(4)), "decode": float(m.group(5))}
+            "prefill": float(m.group(4)), "decode": float(m.group(5)), **t}
 
 
 def run_llama(a, model):
     cmd = [Path(a.llama_bin) / "llama-bench", "-m", model, "-p", a.llama_p, "-n", a.gen_tokens,
            "-t", a.threads, "-r", a.llama_reps, "-o", "json"] + a.llama_arg
-    p = subprocess.run(niced(cmd, a.nice), text=True, capture_output=True)
+    p, t = timed(niced(cmd, a.nice))
     if p.returncode != 0:
         raise RuntimeError(f"llama-bench failed ({p.returncode}): {p.stderr[-2000:]}")
     rows = json.loads(p.stdout)
-    res = {"pp": [], "tg": [], "commit": None}
+    res = {"pp": [], "tg": [], "commit": None, **t}
     for r in rows:
         res["commit"] = r.get("build_commit")
         key = "pp" if r["n_prompt"] > 0 and r["n_gen"] == 0 else "tg"
@@ -201,6 +212,11 @@ def ensure_format(a, base, base_type, fmt):
         run(cmd, a.nice)
         log(f"  {time.time() - t0:.0f} s")
     return path, show(cmd)
+
+
+def share(t, threads):
+    """CPU seconds / (wall seconds x threads): below ~90%, others took the cores during the run."""
+    return f"{t['cpu_s'] / max(t['wall_s'], 1e-9) / threads:.0%}"
 
 
 def med(xs):
@@ -289,13 +305,16 @@ def main():
             log(f"{fmt} round {i + 1}/{a.rounds}: llmserve")
             o = run_ours(a, path, prompt)
             r["ours"].append(o)
-            log(f"  prefill {o['prefill']:.1f} tok/s, decode {o['decode']:.1f} tok/s ({o['prompt']} tok prompt)")
+            log(f"  prefill {o['prefill']:.1f} tok/s, decode {o['decode']:.1f} tok/s ({o['prompt']} tok prompt;"
+                f" {share(o, a.threads)} of {a.threads} cores, load {o['load1']})")
             log(f"{fmt} round {i + 1}/{a.rounds}: llama-bench")
             l = run_llama(a, path)
             r["llama"]["pp"] += l["pp"]
             r["llama"]["tg"] += l["tg"]
             r["llama_commit"] = l["commit"]
-            log(f"  pp{a.llama_p} {l['pp']} tg{a.gen_tokens} {l['tg']}")
+            r.setdefault("llama_runs", []).append({k: l[k] for k in ("wall_s", "cpu_s", "load1")})
+            log(f"  pp{a.llama_p} {l['pp']} tg{a.gen_tokens} {l['tg']} ({share(l, a.threads)} of {a.threads} cores,"
+                f" load {l['load1']})")
         results[fmt] = r
         (a.out_dir / f"{a.stem}-results.json").write_text(json.dumps(
             {"host": host, "membw": membw, "membw_all": membw_all, "prompt_tokens": prompt_n, "results": results}, indent=1))
@@ -368,6 +387,13 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results, final):
         out.append(f"- {fmt}: llmserve prefill {j(x['prefill'] for x in r['ours'])}, decode "
                    f"{j(x['decode'] for x in r['ours'])}; llama.cpp pp {j(r['llama']['pp'])}, "
                    f"tg {j(r['llama']['tg'])}")
+        shares = [share(x, a.threads) for x in r["ours"] if "cpu_s" in x]
+        lshares = [share(x, a.threads) for x in r.get("llama_runs", [])]
+        if shares:
+            out.append(f"  (CPU share of {a.threads} cores per run: llmserve {', '.join(shares)}; llama-bench "
+                       f"{', '.join(lshares)}; load average before each: "
+                       f"{', '.join(str(x['load1']) for x in r['ours'])} / "
+                       f"{', '.join(str(x['load1']) for x in r.get('llama_runs', []))})")
     text = "\n".join(out)
     if final:
         print(text)
