@@ -72,6 +72,20 @@ int64_t address_space_bytes() {
 
 }  // namespace
 
+bool child_processes_available() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return false;
+#else
+  return true;
+#endif
+#else
+  return true;
+#endif
+}
+
 ChildResult run_in_child_process(const std::function<std::string()>& work,
                                  Clock::time_point deadline, const std::function<bool()>& cancelled,
                                  int64_t extra_memory_bytes, std::chrono::milliseconds poll) {

@@ -27,6 +27,11 @@ struct ChildResult {
   std::string detail;
 };
 
+// False in AddressSanitizer / ThreadSanitizer builds: their allocators (GCC 12's libsanitizer)
+// are not fork-safe, so a child forked while another thread allocates can hang. There, callers
+// run the work in-process instead, without a time budget or cancellation.
+bool child_processes_available();
+
 // `work` runs in the child only; it must not touch locks another thread of this process may
 // hold (no logging). cancelled() is polled in the parent about every `poll` interval.
 // extra_memory_bytes: the child's address space may grow this much past the parent's.

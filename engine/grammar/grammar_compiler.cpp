@@ -129,6 +129,13 @@ struct GrammarCompiler::State {
       }
     }
     build.prepare();  // in this process, so every child inherits the tables
+    if (!child_processes_available()) {
+      try {
+        return build.read_reply(spec, build.compile_reply(spec, options.max_grammar_bytes));
+      } catch (const std::exception& e) {
+        return internal_error(std::string("the grammar compile failed: ") + e.what());
+      }
+    }
     const auto budget = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(std::max(options.compile_timeout_seconds, 0.001)));
     const int64_t max_bytes = options.max_grammar_bytes;

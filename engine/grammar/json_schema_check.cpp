@@ -2,6 +2,7 @@
 
 #include <array>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -65,33 +66,49 @@ class Checker {
  public:
   explicit Checker(const SchemaLimits& limits) : limits_(limits) {}
 
-  Status visit(const json& schema, const std::string& path, int32_t depth) {
-    if (!schema.is_object()) return Status::ok();  // booleans; xgrammar reports other types
-    if (depth > limits_.max_depth) {
-      return invalid_argument("the schema nests deeper than " + std::to_string(limits_.max_depth) +
-                              " levels (at " + where(path) +
-                              "); engine.grammar_max_schema_depth sets the limit");
-    }
-    if (++nodes_ > limits_.max_nodes) {
-      return invalid_argument("the schema has more than " + std::to_string(limits_.max_nodes) +
-                              " subschemas; engine.grammar_max_schema_nodes sets the limit");
-    }
-    LLMSERVE_RETURN_IF_ERROR(check_keywords(schema, path));
-    for (const auto& [key, value] : schema.items()) {
-      const std::string here = path + "/" + pointer_token(key);
-      if (contains(kSchemaKeywords, key)) {
-        LLMSERVE_RETURN_IF_ERROR(visit(value, here, depth + 1));
-      } else if (contains(kSchemaMapKeywords, key) && value.is_object()) {
-        for (const auto& [name, sub] : value.items()) {
-          LLMSERVE_RETURN_IF_ERROR(visit(sub, here + "/" + pointer_token(name), depth + 1));
-        }
-      } else if ((contains(kSchemaArrayKeywords, key) || key == "items") && value.is_array()) {
-        for (size_t i = 0; i < value.size(); ++i) {
-          LLMSERVE_RETURN_IF_ERROR(visit(value[i], here + "/" + std::to_string(i), depth + 1));
-        }
-      } else if (key == "items") {
-        LLMSERVE_RETURN_IF_ERROR(visit(value, here, depth + 1));
+  // Iterative: a schema may nest as deep as the configured limit, past any thread's stack.
+  Status visit(const json& root) {
+    struct Item {
+      const json* schema;
+      std::string path;
+      int32_t depth;
+    };
+    std::vector<Item> todo = {{&root, "", 0}};
+    while (!todo.empty()) {
+      Item item = std::move(todo.back());
+      todo.pop_back();
+      const json& schema = *item.schema;
+      if (!schema.is_object()) continue;  // booleans; xgrammar reports other types
+      if (item.depth > limits_.max_depth) {
+        return invalid_argument(
+            "the schema nests deeper than " + std::to_string(limits_.max_depth) + " levels (at " +
+            where(item.path) + "); engine.grammar_max_schema_depth sets the limit");
       }
+      if (++nodes_ > limits_.max_nodes) {
+        return invalid_argument("the schema has more than " + std::to_string(limits_.max_nodes) +
+                                " subschemas; engine.grammar_max_schema_nodes sets the limit");
+      }
+      LLMSERVE_RETURN_IF_ERROR(check_keywords(schema, item.path));
+      const int32_t next = item.depth + 1;
+      // Pushed in reverse, so the first keyword's subschemas are checked first.
+      std::vector<Item> children;
+      for (const auto& [key, value] : schema.items()) {
+        const std::string here = item.path + "/" + pointer_token(key);
+        if (contains(kSchemaKeywords, key)) {
+          children.push_back({&value, here, next});
+        } else if (contains(kSchemaMapKeywords, key) && value.is_object()) {
+          for (const auto& [name, sub] : value.items()) {
+            children.push_back({&sub, here + "/" + pointer_token(name), next});
+          }
+        } else if ((contains(kSchemaArrayKeywords, key) || key == "items") && value.is_array()) {
+          for (size_t i = 0; i < value.size(); ++i) {
+            children.push_back({&value[i], here + "/" + std::to_string(i), next});
+          }
+        } else if (key == "items") {
+          children.push_back({&value, here, next});
+        }
+      }
+      for (auto it = children.rbegin(); it != children.rend(); ++it) todo.push_back(std::move(*it));
     }
     return Status::ok();
   }
@@ -183,7 +200,7 @@ Status check_json_schema(const std::string& schema_text, const SchemaLimits& lim
   }
   const json schema = json::parse(schema_text, nullptr, /*allow_exceptions=*/false);
   if (schema.is_discarded()) return Status::ok();  // xgrammar names the syntax error
-  return Checker(limits).visit(schema, "", 0);
+  return Checker(limits).visit(schema);
 }
 
 }  // namespace llmserve
