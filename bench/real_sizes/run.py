@@ -15,7 +15,8 @@ With a bench/membw source, it also measures the read bandwidth of this host (ben
 threads; an existing build*/bench/bench_membw, else compiled into --out-dir) and, for files larger
 than the L3, reports decode as bytes of weights read per token x tok/s against it.
 
-Every build, conversion and benchmark runs under `nice -n 19` (--nice): the machine is shared.
+Every build, conversion and benchmark runs under `nice -n 19` (--nice N; --no-nice on an idle host):
+the machine is shared. Each run's CPU share and load average are reported with the raw samples.
 
   .venv-bench/bin/python bench/real_sizes/run.py --shape smollm2-1.7b --formats Q4_0,Q4_K_M,F16 \\
       --md /tmp/smollm2-1.7b.md
@@ -251,10 +252,13 @@ def main():
     ap.add_argument("--llama-bin", help="dir with llama-bench / llama-quantize (default: scripts/build-llama-cpp.sh)")
     ap.add_argument("--out-dir", default=str(HERE / "out"))
     ap.add_argument("--md", help="also write the report here")
-    ap.add_argument("--nice", type=int, default=19)
+    ap.add_argument("--nice", type=int, default=19, help="niceness of every child (default 19: a shared machine)")
+    ap.add_argument("--no-nice", action="store_true", help="run at normal priority (an idle, unshared host)")
     ap.add_argument("--no-membw", action="store_true")
     a = ap.parse_args()
 
+    if a.no_nice:
+        a.nice = None
     a.formats = [f.strip().upper() for f in a.formats.split(",") if f.strip()]
     for f in a.formats:
         if f not in FORMATS:
