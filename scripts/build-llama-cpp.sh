@@ -50,17 +50,7 @@ if [ ! -f "$TARBALL" ] || ! check; then
   echo "llama.cpp: fetching the llama-cpp-python $VERSION source distribution from PyPI" >&2
   # The JSON API names the sdist's URL (relative on mirrors); `pip download --no-binary :all:`
   # would first build the package's metadata, which needs scikit-build-core and a compiler pass.
-  url=$(python3 - "$VERSION" <<'EOF'
-import json, sys, urllib.parse, urllib.request
-api = "https://pypi.org/pypi/llama-cpp-python/json"
-with urllib.request.urlopen(api, timeout=60) as r:
-    meta = json.load(r)
-for f in meta["releases"].get(sys.argv[1], []):
-    if f["packagetype"] == "sdist":
-        print(urllib.parse.urljoin(api, f["url"]))
-        break
-EOF
-  )
+  url=$(python3 scripts/pypi-sdist-url.py llama-cpp-python "$VERSION")
   [ -n "$url" ] || { echo "llama.cpp: PyPI lists no llama-cpp-python sdist for $VERSION" >&2; exit 1; }
   curl -sSfL --retry 3 -o "$TARBALL.part" "$url"
   mv "$TARBALL.part" "$TARBALL"

@@ -24,17 +24,7 @@ if [ ! -f "$TARBALL" ] || ! echo "$SHA256  $TARBALL" | sha256sum -c --status; th
   echo "xgrammar: fetching the $VERSION source distribution from PyPI"
   # The JSON API names the sdist's URL (relative on mirrors); pip download would first build
   # the package's metadata, which needs its whole Python build toolchain.
-  url=$(python3 - "$VERSION" <<'EOF'
-import json, sys, urllib.parse, urllib.request
-api = "https://pypi.org/pypi/xgrammar/json"
-with urllib.request.urlopen(api, timeout=60) as r:
-    meta = json.load(r)
-for f in meta["releases"].get(sys.argv[1], []):
-    if f["packagetype"] == "sdist":
-        print(urllib.parse.urljoin(api, f["url"]))
-        break
-EOF
-  )
+  url=$(python3 scripts/pypi-sdist-url.py xgrammar "$VERSION")
   [ -n "$url" ] || { echo "xgrammar: PyPI lists no sdist for $VERSION" >&2; exit 1; }
   curl -sSfL --retry 3 -o "$TARBALL.part" "$url"
   mv "$TARBALL.part" "$TARBALL"
