@@ -291,10 +291,17 @@ Result<CompiledGrammarPtr> GrammarCompiler::compile_and_wait(
     std::lock_guard lock(s.mu);
     const bool done = f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
     if (--job->waiters == 0 && !done && !left.is_ok()) {
-      // The last waiter left: a queued compile is skipped, a running one killed.
+      // The last waiter left: a queued compile leaves the queue (freeing its place), a running
+      // one is killed.
       job->dropped = true;
       s.forget(*job);
       ++s.stats.abandoned;
+      auto queued = std::find(s.queue.begin(), s.queue.end(), job);
+      if (queued != s.queue.end()) {
+        s.queue.erase(queued);
+        State::settle(*job,
+                      Status(StatusCode::kCancelled, "nobody waits for this grammar any more"));
+      }
     }
   }
   if (!left.is_ok()) return Status(left.code(), spec.field + ": " + left.message());
