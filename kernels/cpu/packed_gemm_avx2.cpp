@@ -1,6 +1,6 @@
 // Packed micro-kernels, AVX2 baseline: vpmaddubsw pairs summed in 16 bits (exact for 4-bit
 // weights: 8 steps x 2 x 15 x 127 < 2^15), widened once per block.
-#include "kernels/cpu/packed_gemm_impl.h"
+#include "kernels/cpu/packed_gemm_q6_k.h"
 
 namespace llmserve::kernels::cpu {
 namespace {
@@ -15,6 +15,15 @@ struct Avx2 {
   static __m256i dot_s8(__m256i s, __m256i aw, __m256i xs) {
     return _mm256_add_epi32(s,
                             _mm256_madd_epi16(_mm256_maddubs_epi16(aw, xs), _mm256_set1_epi16(1)));
+  }
+  static __m256i fifth_bits(uint32_t m) {
+    // Byte i takes mask byte i / 8, then keeps its own bit.
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                            2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int32_t>(m)), spread);
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit),
+                            _mm256_set1_epi8(0x10));
   }
 };
 

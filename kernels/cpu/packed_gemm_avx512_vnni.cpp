@@ -49,7 +49,7 @@ void q4_pair_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, 
     }
   }
   finish_groups(acc, nb, y, ys, valid, [&](int w, __m256* chain) {
-    q4_block<Avx512Vnni, P, R>(g[w * nb + nb - 1], x, nb, nb - 1, chain);
+    q4_block<Avx512Vnni, P, R>(g, w * nb + nb - 1, x, nb, nb - 1, chain);
   });
 }
 
@@ -91,7 +91,7 @@ void q4_pair_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t
     }
   }
   finish_groups(acc, nb, y, ys, valid, [&](int w, __m256* chain) {
-    q4_block_x2<Avx512Vnni, P, T>(g[w * nb + nb - 1], x, nb, nb - 1, chain);
+    q4_block_x2<Avx512Vnni, P, T>(g, w * nb + nb - 1, x, nb, nb - 1, chain);
   });
 }
 
@@ -237,9 +237,11 @@ PackedKernels packed_kernels_avx512_vnni(bool pairs) {
   if (pairs) {
     // Registers: two groups x (6 rows x (sum + chain)), or (4 tokens x (2 sums + chain)).
     constexpr int kMaxPairRows = 6, kMaxPairTokensX2 = 4;
-    k.q4_0_pairs = &q4_pair_group<PackQ4_0x8, kMaxPairRows, kMaxPairTokensX2>;
-    k.q4_1_pairs = &q4_pair_group<PackQ4_1x8, kMaxPairRows, kMaxPairTokensX2>;
-    k.q8_0_pairs = &q8_0_pair_group<kMaxPairRows, kMaxPairTokensX2>;
+    k.pairs[kPackQ4_0] = &q4_pair_group<PackQ4_0x8, kMaxPairRows, kMaxPairTokensX2>;
+    k.pairs[kPackQ4_1] = &q4_pair_group<PackQ4_1x8, kMaxPairRows, kMaxPairTokensX2>;
+    k.pairs[kPackQ8_0] = &q8_0_pair_group<kMaxPairRows, kMaxPairTokensX2>;
+    k.pairs[kPackQ4_K] = &q4_pair_group<PackQ4_Kx8, kMaxPairRows, kMaxPairTokensX2>;
+    k.pairs[kPackQ5_K] = &q4_pair_group<PackQ5_Kx8, kMaxPairRows, kMaxPairTokensX2>;
     k.max_rows_pairs = kMaxPairRows;
     k.max_tokens_x2_pairs = kMaxPairTokensX2;
     // LLMSERVE_CPU_PAIR_GROUPS=1: one group per call, for side-by-side measurements.

@@ -77,7 +77,7 @@ void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_
   };
   over_block_pairs<T>(g, tile, tile_rows, first_row, nb, y, ys, valid, flags, step,
                       [&](const ActQ8* odd, __m256* chain) {
-                        q4_block_x2<Avx512Vnni, P, T>(g[nb - 1], odd, 1, 0, chain);
+                        q4_block_x2<Avx512Vnni, P, T>(g, nb - 1, odd, 1, 0, chain);
                       });
 }
 
@@ -139,9 +139,11 @@ void q8_0_wide_group(const void* gv, const ActQ8* tile, int64_t tile_rows, int64
 }  // namespace
 
 void add_wide_kernels_avx512_vnni(PackedKernels& k) {
-  k.q4_0_wide = &q4_wide_group<PackQ4_0x8>;
-  k.q4_1_wide = &q4_wide_group<PackQ4_1x8>;
-  k.q8_0_wide = &q8_0_wide_group;
+  k.wide[kPackQ4_0] = &q4_wide_group<PackQ4_0x8>;
+  k.wide[kPackQ4_1] = &q4_wide_group<PackQ4_1x8>;
+  k.wide[kPackQ8_0] = &q8_0_wide_group;
+  k.wide[kPackQ4_K] = &q4_wide_group<PackQ4_Kx8>;
+  k.wide[kPackQ5_K] = &q4_wide_group<PackQ5_Kx8>;
   k.min_tokens_wide = kMinWideTokens;
   k.max_tokens_wide = kMaxWideTokens;
 }

@@ -4,6 +4,7 @@
 // Isa provides:
 //   Acc4 zero4(); Acc4 dot_u4(Acc4, u4 weights, s8 x); __m256i sum4(Acc4) -- for 4-bit weights
 //   __m256i dot_s8(__m256i acc32, |w| bytes, sign-adjusted x)                -- for 8-bit weights
+//   __m256i fifth_bits(uint32_t m): 0x10 in byte i where bit i of m is set     -- for Q5_K
 // Every variant gives the exact integer sums, so results match across instruction sets, and each
 // activation row follows the same float operations whatever R. With kSumRowPairs the kernels take
 // q8x2 tokens (a main and a residual row each) and add the two in integers before the one float
@@ -27,18 +28,23 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Software prefetch of the group block kPrefetchAhead blocks ahead (all its cache lines): the
-// weights stream from DRAM once per call, and this keeps more lines in flight than the hardware
-// prefetchers do for an 8-row interleaved stream.
+// Software prefetch of the bytes of 32-element block i + kPrefetchAhead of a group (all its cache
+// lines; a K-quant super-block's bytes spread evenly over its 8 blocks): the weights stream from
+// DRAM once per call, and this keeps more lines in flight than the hardware prefetchers do for an
+// 8-row interleaved stream.
 inline constexpr int kPrefetchAhead = 16;
 template <typename P>
-inline void prefetch_block(const P* p) {
-  const char* c = reinterpret_cast<const char*>(p + kPrefetchAhead);
-  for (size_t off = 0; off < sizeof(P); off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
+inline void prefetch_block(const P* g, int64_t i) {
+  const char* c = reinterpret_cast<const char*>(g) + (i + kPrefetchAhead) * kBlockBytes<P>;
+  for (size_t off = 0; off < kBlockBytes<P>; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
 }
 
 inline __m256 load_halves(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256 load_u8x8(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
 inline void store_rows(__m256 v, float* y, int valid) {
@@ -57,35 +63,76 @@ inline void store_results(const __m256* v, float* y, int64_t ys, int valid) {
   for (int r = 0; r < R; ++r) store_rows(v[r], y + r * ys, valid);
 }
 
+// Block i of a 4-bit (or Q5_K) group: its quants (PackQ4_0x8::qs layout), its scales as
+// x = dw * q + mw per row (exact: for the K-quants, f16 d times a 6-bit scale), and for Q5_K the
+// 5th-bit masks of its chunks ([c][0] low nibbles, [c][1] high).
 template <typename P>
-inline __m256 q4_min_term(const P& p, __m256 dw) {
-  if constexpr (sizeof(P) == sizeof(PackQ4_1x8)) {
-    return load_halves(p.m);  // x = d * q + m
+inline const uint8_t* q4_quants(const P* g, int64_t i) {
+  if constexpr (kIsSuperPack<P>) {
+    return g[i / kSubBlocks].qs[i % kSubBlocks];
   } else {
-    return _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));  // x = d * (q - 8)
+    return g[i].qs;
+  }
+}
+template <typename P>
+inline const uint32_t* q5_fifth_bits(const P* g, int64_t i) {
+  return g[i / kSubBlocks].qh[i % kSubBlocks][0];
+}
+template <typename P>
+inline constexpr bool kHasFifthBits = std::is_same_v<P, PackQ5_Kx8>;
+
+template <typename P>
+__attribute__((always_inline)) inline void q4_scales(const P* g, int64_t i, __m256& dw,
+                                                     __m256& mw) {
+  if constexpr (kIsSuperPack<P>) {
+    const P& s = g[i / kSubBlocks];
+    const int64_t j = i % kSubBlocks;
+    dw = _mm256_mul_ps(load_halves(s.d), load_u8x8(s.sc[j]));
+    mw = _mm256_mul_ps(_mm256_mul_ps(load_halves(s.dmin), load_u8x8(s.mn[j])),
+                       _mm256_set1_ps(-1.0f));  // x = d * sc * q - dmin * mn
+  } else if constexpr (std::is_same_v<P, PackQ4_1x8>) {
+    dw = load_halves(g[i].d);
+    mw = load_halves(g[i].m);  // x = d * q + m
+  } else {
+    dw = load_halves(g[i].d);
+    mw = _mm256_mul_ps(dw, _mm256_set1_ps(-8.0f));  // x = d * (q - 8)
+  }
+}
+
+// Chunk c of block i's quants: low and high nibbles as bytes (with the 5th bits for Q5_K).
+template <typename Isa, typename P>
+__attribute__((always_inline)) inline void q4_chunk(const P* g, int64_t i, int c, __m256i& wl,
+                                                    __m256i& wh) {
+  const __m256i lo = _mm256_set1_epi8(0x0F);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q4_quants(g, i) + 32 * c));
+  wl = _mm256_and_si256(v, lo);
+  wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
+  if constexpr (kHasFifthBits<P>) {
+    const uint32_t* m = q5_fifth_bits(g, i) + 2 * c;
+    wl = _mm256_or_si256(wl, Isa::fifth_bits(m[0]));
+    wh = _mm256_or_si256(wh, Isa::fifth_bits(m[1]));
   }
 }
 
 // One group block b for R rows, accumulated into chain[r] as
 // chain = fma(float(isum), dw * d_x, chain); chain = fma(mw, ds_x, chain).
+// Weight block wi of g against activation block b of each row.
 template <typename Isa, typename P, int R>
-__attribute__((always_inline)) inline void q4_block(const P& p, const ActQ8* x, int64_t nb,
-                                                    int64_t b, __m256* chain) {
-  const __m256i lo = _mm256_set1_epi8(0x0F);
+__attribute__((always_inline)) inline void q4_block(const P* g, int64_t wi, const ActQ8* x,
+                                                    int64_t nb, int64_t b, __m256* chain) {
   typename Isa::Acc4 s[R];
   for (int r = 0; r < R; ++r) s[r] = Isa::zero4();
   for (int c = 0; c < 4; ++c) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
-    const __m256i wl = _mm256_and_si256(v, lo);
-    const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
+    __m256i wl, wh;
+    q4_chunk<Isa>(g, wi, c, wl, wh);
     for (int r = 0; r < R; ++r) {
       const int8_t* q = x[r * nb + b].qs;
       s[r] = Isa::dot_u4(s[r], wl, bcast4(q + 4 * c));
       s[r] = Isa::dot_u4(s[r], wh, bcast4(q + 16 + 4 * c));
     }
   }
-  const __m256 dw = load_halves(p.d);
-  const __m256 mw = q4_min_term(p, dw);
+  __m256 dw, mw;
+  q4_scales(g, wi, dw, mw);
   for (int r = 0; r < R; ++r) {
     const ActQ8& a = x[r * nb + b];
     const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
@@ -103,15 +150,13 @@ inline __m256i combine_x2(__m256i s_main, __m256i s_res) {
 }
 
 template <typename Isa, typename P, int T>
-__attribute__((always_inline)) inline void q4_block_x2(const P& p, const ActQ8* x, int64_t nb,
-                                                       int64_t b, __m256* chain) {
-  const __m256i lo = _mm256_set1_epi8(0x0F);
+__attribute__((always_inline)) inline void q4_block_x2(const P* g, int64_t wi, const ActQ8* x,
+                                                       int64_t nb, int64_t b, __m256* chain) {
   typename Isa::Acc4 sm[T], sr[T];
   for (int t = 0; t < T; ++t) sm[t] = sr[t] = Isa::zero4();
   for (int c = 0; c < 4; ++c) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.qs + 32 * c));
-    const __m256i wl = _mm256_and_si256(v, lo);
-    const __m256i wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
+    __m256i wl, wh;
+    q4_chunk<Isa>(g, wi, c, wl, wh);
     for (int t = 0; t < T; ++t) {
       const int8_t* qm = x[2 * t * nb + b].qs;
       const int8_t* qr = x[(2 * t + 1) * nb + b].qs;
@@ -121,8 +166,8 @@ __attribute__((always_inline)) inline void q4_block_x2(const P& p, const ActQ8* 
       sr[t] = Isa::dot_u4(sr[t], wh, bcast4(qr + 16 + 4 * c));
     }
   }
-  const __m256 dw = load_halves(p.d);
-  const __m256 mw = q4_min_term(p, dw);
+  __m256 dw, mw;
+  q4_scales(g, wi, dw, mw);
   for (int t = 0; t < T; ++t) {
     const ActQ8& m = x[2 * t * nb + b];
     const ActQ8& r = x[(2 * t + 1) * nb + b];
@@ -144,13 +189,13 @@ __attribute__((always_inline)) inline void even_odd_rows(const P* g, int64_t nb,
   for (int r = 0; r < R; ++r) even[r] = odd[r] = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 1 < nb; b += 2) {
-    if (flags & kPrefetchWeights) prefetch_block(g + b);
+    if (flags & kPrefetchWeights) prefetch_block(g, b);
     block(b, even);
-    if (flags & kPrefetchWeights) prefetch_block(g + b + 1);
+    if (flags & kPrefetchWeights) prefetch_block(g, b + 1);
     block(b + 1, odd);
   }
   if (b < nb) {
-    if (flags & kPrefetchWeights) prefetch_block(g + b);
+    if (flags & kPrefetchWeights) prefetch_block(g, b);
     block(b, even);
   }
   for (int r = 0; r < R; ++r) even[r] = _mm256_add_ps(even[r], odd[r]);
@@ -161,7 +206,7 @@ template <typename Isa, typename P, int R>
 void q4_rows(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
              unsigned flags) {
   even_odd_rows<R>(
-      g, nb, [&](int64_t b, __m256* chain) { q4_block<Isa, P, R>(g[b], x, nb, b, chain); }, y, ys,
+      g, nb, [&](int64_t b, __m256* chain) { q4_block<Isa, P, R>(g, b, x, nb, b, chain); }, y, ys,
       valid, flags);
 }
 
@@ -222,7 +267,7 @@ template <typename Isa, typename P, int T>
 void q4_tokens_x2(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                   unsigned flags) {
   even_odd_rows<T>(
-      g, nb, [&](int64_t b, __m256* chain) { q4_block_x2<Isa, P, T>(g[b], x, nb, b, chain); }, y,
+      g, nb, [&](int64_t b, __m256* chain) { q4_block_x2<Isa, P, T>(g, b, x, nb, b, chain); }, y,
       ys, valid, flags);
 }
 
@@ -270,19 +315,6 @@ void q8_0_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int
     dispatch_count<1, MaxR>(
         R, [&](auto r) { q8_0_rows<Isa, decltype(r)::value>(g, x, nb, y, ys, valid, flags); });
   }
-}
-
-// MaxR activation rows (or MaxT q8x2 tokens, two integer sums and two chains each) share each
-// weight load: 4 rows / 3 tokens fit the 16 AVX2 registers, 8 / 6 the 32 of AVX-512.
-template <typename Isa, int MaxR, int MaxT>
-PackedKernels make_packed_kernels() {
-  PackedKernels k;
-  k.q4_0 = &q4_group<Isa, PackQ4_0x8, MaxR, MaxT>;
-  k.q4_1 = &q4_group<Isa, PackQ4_1x8, MaxR, MaxT>;
-  k.q8_0 = &q8_0_group<Isa, MaxR, MaxT>;
-  k.max_rows = MaxR;
-  k.max_tokens_x2 = MaxT;
-  return k;
 }
 
 }  // namespace

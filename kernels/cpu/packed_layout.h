@@ -22,6 +22,51 @@ struct PackQ8_0x8 {
   uint16_t d[kGroupRows];  // f16
   int8_t qs[8 * 32];
 };
+// The K-quants: one group block covers 8 rows and a 256-element super-block, i.e. kSubBlocks
+// 32-element blocks whose quants sit as PackQ4_0x8::qs (low nibbles elements 4c..4c+3, high
+// nibbles 16+4c..16+4c+3 of chunk c). Kernels address 32-element block i of a group at
+// (super i / 8, sub i % 8): group w of nb blocks starts at super w * nb / 8 (nb % 8 == 0).
+inline constexpr int kSubBlocks = 8;
+// Q4_K: x = d * sc * q - dmin * mn, q in 0..15, sc / mn 6-bit per (sub-block, row).
+struct PackQ4_Kx8 {
+  uint8_t qs[kSubBlocks][4 * 32];
+  uint16_t d[kGroupRows], dmin[kGroupRows];  // f16
+  uint8_t sc[kSubBlocks][kGroupRows], mn[kSubBlocks][kGroupRows];
+};
+// Q5_K: as Q4_K with q in 0..31; the 5th bits of chunk c of sub-block s as two masks, low and
+// high nibbles: bit 4j + k of qh[s][c][h] is the 5th bit of row j's element 16h + 4c + k.
+struct PackQ5_Kx8 {
+  uint8_t qs[kSubBlocks][4 * 32];
+  uint32_t qh[kSubBlocks][4][2];
+  uint16_t d[kGroupRows], dmin[kGroupRows];  // f16
+  uint8_t sc[kSubBlocks][kGroupRows], mn[kSubBlocks][kGroupRows];
+};
+// Q6_K (and Q3_K, re-expressed exactly): x = d * sc[h] * (q - 32), q in 0..63, one int8 scale
+// per 16 elements: sc[s][j][0] for elements 0..15 of sub-block s (the low nibbles), [1] for
+// 16..31. The low 4 bits as Q4; bits 2c, 2c + 1 of byte i of qh[s][h] are the high 2 bits of the
+// quant that byte i of chunk c's low (h = 0) or high (h = 1) nibbles holds.
+struct PackQ6_Kx8 {
+  uint8_t qs[kSubBlocks][4 * 32];
+  uint8_t qh[kSubBlocks][2][32];
+  int8_t sc[kSubBlocks][kGroupRows][2];
+  uint16_t d[kGroupRows];  // f16
+};
+static_assert(sizeof(PackQ4_Kx8) == 1184 && sizeof(PackQ4_Kx8) % kSubBlocks == 0);
+static_assert(sizeof(PackQ5_Kx8) == 1440 && sizeof(PackQ5_Kx8) % kSubBlocks == 0);
+static_assert(sizeof(PackQ6_Kx8) == 1680 && sizeof(PackQ6_Kx8) % kSubBlocks == 0);
+
+template <typename P>
+inline constexpr bool kIsSuperPack = false;
+template <>
+inline constexpr bool kIsSuperPack<PackQ4_Kx8> = true;
+template <>
+inline constexpr bool kIsSuperPack<PackQ5_Kx8> = true;
+template <>
+inline constexpr bool kIsSuperPack<PackQ6_Kx8> = true;
+// Bytes of a group per 32-element block.
+template <typename P>
+inline constexpr size_t kBlockBytes = kIsSuperPack<P> ? sizeof(P) / kSubBlocks : sizeof(P);
+
 static_assert(sizeof(PackQ4_0x8) == 8 * 18);
 static_assert(sizeof(PackQ4_1x8) == 8 * 20);
 static_assert(sizeof(PackQ8_0x8) == 8 * 34);
@@ -53,21 +98,24 @@ using WideGemmFn = void (*)(const void* group, const ActQ8* tile, int64_t tile_r
                             int64_t first_row, int64_t nb, int R, float* y, int64_t y_stride,
                             int valid, unsigned flags);
 
+// The packed formats; Q3_K packs as Q6_K (exactly).
+enum PackFormat { kPackQ4_0, kPackQ4_1, kPackQ8_0, kPackQ4_K, kPackQ5_K, kPackQ6_K, kPackFormats };
+
 struct PackedKernels {
-  GroupGemmFn q4_0 = nullptr, q4_1 = nullptr, q8_0 = nullptr;
+  GroupGemmFn rows[kPackFormats] = {};
   int max_rows = 1;
   int max_tokens_x2 = 1;  // row pairs per call with kSumRowPairs
   // Optional kernels over activations re-laid by pair_act_blocks (same results, bit for bit);
-  // q8_0_pairs wants them re-laid with q8_0_correction. One call covers up to pair_groups
+  // the Q8_0 one wants them re-laid with q8_0_correction. One call covers up to pair_groups
   // consecutive groups (valid <= 8 * pair_groups; group i at group + i * nb blocks).
-  GroupGemmFn q4_0_pairs = nullptr, q4_1_pairs = nullptr, q8_0_pairs = nullptr;
+  GroupGemmFn pairs[kPackFormats] = {};
   int max_rows_pairs = 1;
   int max_tokens_x2_pairs = 1;
   int pair_groups = 1;
   // Optional q8x2 kernels for many tokens over a tile of activations in the wide layout (see
   // WideGemmFn; min_tokens_wide <= R / 2 <= max_tokens_wide): each weight block pair is unpacked
   // once for all the call's tokens. Same results, bit for bit.
-  WideGemmFn q4_0_wide = nullptr, q4_1_wide = nullptr, q8_0_wide = nullptr;
+  WideGemmFn wide[kPackFormats] = {};
   int min_tokens_wide = 0, max_tokens_wide = 0;
 };
 

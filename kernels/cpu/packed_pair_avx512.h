@@ -13,7 +13,7 @@
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
 
-#include "kernels/cpu/packed_gemm_impl.h"
+#include "kernels/cpu/packed_gemm_q6_k.h"
 
 namespace llmserve::kernels::cpu {
 namespace {
@@ -26,6 +26,7 @@ struct Avx512Vnni {
   static __m256i dot_s8(__m256i s, __m256i aw, __m256i xs) {
     return _mm256_dpbusd_epi32(s, aw, xs);
   }
+  static __m256i fifth_bits(uint32_t m) { return _mm256_maskz_mov_epi8(m, _mm256_set1_epi8(0x10)); }
 };
 
 inline __m512i alternate_idx() {
@@ -38,6 +39,10 @@ inline __m512i alternate(const void* a, const void* b) {
   const __m256i vb = _mm256_loadu_si256(static_cast<const __m256i*>(b));
   return _mm512_permutex2var_epi32(_mm512_castsi256_si512(va), alternate_idx(),
                                    _mm512_castsi256_si512(vb));
+}
+inline __m512i alternate(__m256i a, __m256i b) {
+  return _mm512_permutex2var_epi32(_mm512_castsi256_si512(a), alternate_idx(),
+                                   _mm512_castsi256_si512(b));
 }
 inline __m512 alternate(__m256 a, __m256 b) {
   return _mm512_permutex2var_ps(_mm512_castps256_ps512(a), alternate_idx(),
@@ -117,20 +122,29 @@ template <int W, typename P>
 __attribute__((always_inline)) inline void prefetch_pair(const P* g, int64_t nb, int64_t p,
                                                          unsigned flags) {
   for (int w = 0; w < W && (flags & kPrefetchWeights) != 0; ++w) {
-    prefetch_block(g + w * nb + 2 * p);
-    prefetch_block(g + w * nb + 2 * p + 1);
+    prefetch_block(g, w * nb + 2 * p);
+    prefetch_block(g, w * nb + 2 * p + 1);
   }
 }
 
-// Chunk c of the pair's 4-bit quants: low and high nibbles as bytes.
+// Chunk c of the pair's 4-bit quants: low and high nibbles as bytes (with Q5_K's 5th bits).
 template <int W, typename P>
 __attribute__((always_inline)) inline void q4_pair_chunk(const P* g, int64_t nb, int64_t p, int c,
                                                          __m512i* wl, __m512i* wh) {
   const __m512i lo = _mm512_set1_epi8(0x0F);
   for (int w = 0; w < W; ++w) {
-    const __m512i v = alternate(g[w * nb + 2 * p].qs + 32 * c, g[w * nb + 2 * p + 1].qs + 32 * c);
+    const int64_t i0 = w * nb + 2 * p, i1 = i0 + 1;
+    const __m512i v = alternate(q4_quants(g, i0) + 32 * c, q4_quants(g, i1) + 32 * c);
     wl[w] = _mm512_and_si512(v, lo);
     wh[w] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+    if constexpr (kHasFifthBits<P>) {
+      const uint32_t* m0 = q5_fifth_bits(g, i0) + 2 * c;
+      const uint32_t* m1 = q5_fifth_bits(g, i1) + 2 * c;
+      wl[w] = _mm512_or_si512(
+          wl[w], alternate(Avx512Vnni::fifth_bits(m0[0]), Avx512Vnni::fifth_bits(m1[0])));
+      wh[w] = _mm512_or_si512(
+          wh[w], alternate(Avx512Vnni::fifth_bits(m0[1]), Avx512Vnni::fifth_bits(m1[1])));
+    }
   }
 }
 
@@ -150,11 +164,11 @@ template <int W, typename P>
 __attribute__((always_inline)) inline void q4_pair_scales(const P* g, int64_t nb, int64_t p,
                                                           __m512* dw, __m512* mw) {
   for (int w = 0; w < W; ++w) {
-    const P& b0 = g[w * nb + 2 * p];
-    const P& b1 = g[w * nb + 2 * p + 1];
-    const __m256 dw0 = load_halves(b0.d), dw1 = load_halves(b1.d);
+    __m256 dw0, mw0, dw1, mw1;
+    q4_scales(g, w * nb + 2 * p, dw0, mw0);
+    q4_scales(g, w * nb + 2 * p + 1, dw1, mw1);
     dw[w] = alternate(dw0, dw1);
-    mw[w] = alternate(q4_min_term(b0, dw0), q4_min_term(b1, dw1));
+    mw[w] = alternate(mw0, mw1);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/pack_k_quants.h"
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "llmserve/kernels/host_memory.h"
@@ -21,6 +22,7 @@ using cpu::kGroupRows;
 constexpr int64_t kGroupsPerTask = 2;  // 16 output rows per task
 constexpr int64_t kTileM = 64;         // activation rows per task when M is large
 
+// Bytes of a group (8 rows) per 32 elements of K.
 size_t group_block_bytes(DType t) {
   switch (t) {
     case DType::Q4_0:
@@ -30,11 +32,44 @@ size_t group_block_bytes(DType t) {
     case DType::Q8_0:
       return sizeof(cpu::PackQ8_0x8);
     default:
-      return 0;
+      return cpu::k_quant_pack_bytes(t) / cpu::kSubBlocks;
   }
 }
 
-// Interleaves `chunks` 4-byte pieces of each of the 8 source rows' quants into dst.
+cpu::PackFormat format_of(DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return cpu::kPackQ4_0;
+    case DType::Q4_1:
+      return cpu::kPackQ4_1;
+    case DType::Q8_0:
+      return cpu::kPackQ8_0;
+    case DType::Q4_K:
+      return cpu::kPackQ4_K;
+    case DType::Q5_K:
+      return cpu::kPackQ5_K;
+    default:
+      return cpu::kPackQ6_K;  // Q6_K, Q3_K
+  }
+}
+
+// Weights whose kernels share one activation layout: 4-bit with a min term
+// (pairs keep ds), Q8_0 (pairs take the unsigned-weight correction), Q6_K-like
+// (ds slots hold half-block sums).
+enum class ActLayout { kQ4, kQ8_0, kQ6 };
+ActLayout act_layout_of(DType t) {
+  switch (format_of(t)) {
+    case cpu::kPackQ8_0:
+      return ActLayout::kQ8_0;
+    case cpu::kPackQ6_K:
+      return ActLayout::kQ6;
+    default:
+      return ActLayout::kQ4;
+  }
+}
+
+// Interleaves `chunks` 4-byte pieces of each of the 8 source rows' quants into
+// dst.
 void interleave(const uint8_t* const* src_qs, int chunks, uint8_t* dst) {
   for (int c = 0; c < chunks; ++c) {
     for (int j = 0; j < kGroupRows; ++j) std::memcpy(dst + c * 32 + j * 4, src_qs[j] + c * 4, 4);
@@ -110,7 +145,8 @@ PackedIsa active_packed_isa() {
 }
 
 bool can_pack_weight(DType type, int64_t N, int64_t K) {
-  return group_block_bytes(type) != 0 && N > 0 && K > 0 && K % kQK == 0;
+  const int64_t block = cpu::k_quant_pack_bytes(type) != 0 ? kQKK : kQK;
+  return group_block_bytes(type) != 0 && N > 0 && K > 0 && K % block == 0;
 }
 
 PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
@@ -127,8 +163,11 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
     case DType::Q4_1:
       pack_all<BlockQ4_1>(w, N, K, static_cast<cpu::PackQ4_1x8*>(mem));
       break;
-    default:
+    case DType::Q8_0:
       pack_all<BlockQ8_0>(w, N, K, static_cast<cpu::PackQ8_0x8*>(mem));
+      break;
+    default:
+      cpu::pack_k_quants(type, w, N, K, mem);
       break;
   }
   p.data_.reset(static_cast<uint8_t*>(mem));
@@ -140,10 +179,11 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
 }
 
 namespace {
-// The two rows (main, residual) of a q8x2 token, quantized at src (nb blocks each, not yet
-// pair-laid), paired into rows row and row + 1 of a tile in the wide layout. For Q4 weights
-// (!q8_0_correction) the main pairs' ds become main.ds + res.ds, the sum the Q4 wide kernels add;
-// for Q8_0 those slots hold the corrections instead.
+// The two rows (main, residual) of a q8x2 token, quantized at src (nb blocks
+// each, not yet pair-laid), paired into rows row and row + 1 of a tile in the
+// wide layout. For Q4 weights
+// (!q8_0_correction) the main pairs' ds become main.ds + res.ds, the sum the Q4
+// wide kernels add; for Q8_0 those slots hold the corrections instead.
 void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
                                int64_t row, bool q8_0_correction) {
   auto* to = reinterpret_cast<cpu::ActQ8Pair*>(tile);
@@ -176,12 +216,34 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   constexpr size_t kMaxWeights = 8;
   const size_t nw = std::min({ws.size(), ys.size(), kMaxWeights});
   if (M <= 0 || nw == 0) return;
+  // Weights that want different activation layouts go in separate calls.
+  const ActLayout layout = act_layout_of(ws[0]->type());
+  for (size_t i = 1; i < nw; ++i) {
+    if (act_layout_of(ws[i]->type()) == layout) continue;
+    const PackedWeight* same_w[kMaxWeights];
+    const PackedWeight* other_w[kMaxWeights];
+    float* same_y[kMaxWeights];
+    float* other_y[kMaxWeights];
+    size_t ns = 0, no = 0;
+    for (size_t k = 0; k < nw; ++k) {
+      if (act_layout_of(ws[k]->type()) == layout) {
+        same_w[ns] = ws[k];
+        same_y[ns++] = ys[k];
+      } else {
+        other_w[no] = ws[k];
+        other_y[no++] = ys[k];
+      }
+    }
+    matmul_packed_multi(pool, x, M, {same_w, ns}, {same_y, ns}, precision);
+    matmul_packed_multi(pool, x, M, {other_w, no}, {other_y, no}, precision);
+    return;
+  }
   const int64_t K = ws[0]->cols();
   const cpu::PackedKernels& ks = kernels_for(active_packed_isa());
   const int64_t nb = K / kQK;
-  // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1: residual) whose products
-  // the kernels add into y row m (kSumRowPairs; every call starts at an even row and takes an even
-  // count).
+  // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1:
+  // residual) whose products the kernels add into y row m (kSumRowPairs; every
+  // call starts at an even row and takes an even count).
   const int passes = precision == ActPrecision::kQ8x2 ? 2 : 1;
   const int64_t rows = M * passes;
   const int64_t tile_m = rows <= 2 * kTileM ? rows : kTileM;  // even: pairs stay in one tile
@@ -196,25 +258,26 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     float* y;
   };
   Job jobs[kMaxWeights];
-  // The pair kernels read re-laid activations, which every weight of the call must then take:
-  // all Q4 (ds kept) or all Q8_0 (ds slots replaced by the unsigned-weight correction).
-  size_t n_q8_0 = 0;
-  for (size_t i = 0; i < nw; ++i) n_q8_0 += ws[i]->type() == DType::Q8_0;
-  // A single activation row does not amortise the weights' re-lay (measured 0.87x at M = 1).
-  const bool pairs_q8_0 = rows >= 2 && n_q8_0 == nw && ks.q8_0_pairs != nullptr;
-  const bool pairs = pairs_q8_0 || (rows >= 2 && n_q8_0 == 0 && ks.q4_0_pairs != nullptr &&
-                                    ks.q4_1_pairs != nullptr);
+  // The pair kernels read re-laid activations, which every weight of the call
+  // then takes (the Q8_0 ones with the unsigned-weight correction in the ds
+  // slots). A single activation row does not amortise the weights' re-lay
+  // (measured 0.87x at M = 1).
+  bool pairs = rows >= 2 && layout != ActLayout::kQ6;
+  bool wide_kernels = passes == 2;
+  for (size_t i = 0; i < nw; ++i) {
+    pairs = pairs && ks.pairs[format_of(ws[i]->type())] != nullptr;
+    wide_kernels = wide_kernels && ks.wide[format_of(ws[i]->type())] != nullptr;
+  }
+  wide_kernels = wide_kernels && pairs;
+  const bool pairs_q8_0 = pairs && layout == ActLayout::kQ8_0;
+  const bool half_sums = layout == ActLayout::kQ6;
   int64_t tasks = 0;
   for (size_t i = 0; i < nw; ++i) {
     const PackedWeight& w = *ws[i];
     Job& j = jobs[i];
-    j.fn = w.type() == DType::Q4_0   ? (pairs ? ks.q4_0_pairs : ks.q4_0)
-           : w.type() == DType::Q4_1 ? (pairs ? ks.q4_1_pairs : ks.q4_1)
-                                     : (pairs ? ks.q8_0_pairs : ks.q8_0);
-    j.wide = !pairs || passes != 2     ? nullptr
-             : w.type() == DType::Q4_0 ? ks.q4_0_wide
-             : w.type() == DType::Q4_1 ? ks.q4_1_wide
-                                       : ks.q8_0_wide;
+    const cpu::PackFormat f = format_of(w.type());
+    j.fn = pairs ? ks.pairs[f] : ks.rows[f];
+    j.wide = wide_kernels ? ks.wide[f] : nullptr;
     j.w = static_cast<const uint8_t*>(w.data());
     j.gbytes = static_cast<size_t>(nb) * group_block_bytes(w.type());
     j.N = w.rows();
@@ -224,9 +287,8 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     tasks += (j.groups + kGroupsPerTask - 1) / kGroupsPerTask * m_tiles;
   }
 
-  // Tiles of at least min_tokens_wide q8x2 tokens go to the wide kernels, which read a copy of
-  // their activations in the wide layout.
-  const bool wide_kernels = jobs[0].wide != nullptr;
+  // Tiles of at least min_tokens_wide q8x2 tokens go to the wide kernels, which
+  // read a copy of their activations in the wide layout.
   auto tile_end = [&](int64_t m0) { return std::min(rows, m0 + tile_m); };
   auto is_wide = [&](int64_t m0) {
     return wide_kernels && (tile_end(m0) - m0) / passes >= ks.min_tokens_wide;
@@ -242,6 +304,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     for (int64_t m = b; m < e; ++m) {
       if (passes == 2) {
         cpu::quantize_row_act_q8x2(x + m * K, K, xq + 2 * m * nb, xq + (2 * m + 1) * nb);
+        if (half_sums) cpu::store_half_sums(xq + 2 * m * nb, 2 * nb);
         const int64_t m0 = 2 * m / tile_m * tile_m;
         if (is_wide(m0)) {
           pair_token_to_wide_layout(xq + 2 * m * nb, nb, xw + m0 * nb, tile_end(m0) - m0,
@@ -251,6 +314,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
         }
       } else {
         cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
+        if (half_sums) cpu::store_half_sums(xq + m * nb, nb);
         if (pairs) cpu::pair_act_blocks(xq + m * nb, 1, nb, pairs_q8_0);
       }
     }
@@ -262,8 +326,9 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   }
 
   const int max_rows = pairs ? ks.max_rows_pairs : ks.max_rows;
-  // Two groups per call pay off once the call is compute-bound; with one or two rows (single-stream
-  // decode) the weights' streaming dominates and one group per call keeps it sequential.
+  // Two groups per call pay off once the call is compute-bound; with one or two
+  // rows (single-stream decode) the weights' streaming dominates and one group
+  // per call keeps it sequential.
   const int64_t groups_per_call = pairs && tile_m >= 4 ? ks.pair_groups : 1;
   const unsigned sum_pairs = passes == 2 ? cpu::kSumRowPairs : 0;
   // Units: rows, or q8x2 tokens (row pairs).
@@ -279,7 +344,8 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
       const int64_t g0 = (lt / m_tiles) * kGroupsPerTask;
       const int64_t g1 = std::min(j.groups, g0 + kGroupsPerTask);
       const int64_t m0 = (lt % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
-      // The tile's units in calls of near-equal size (each of at least min_tokens_wide when wide).
+      // The tile's units in calls of near-equal size (each of at least
+      // min_tokens_wide when wide).
       const int64_t units = (m1 - m0) / passes;
       const bool wide = is_wide(m0);
       const int64_t unit_cap = wide ? ks.max_tokens_wide : max_units;

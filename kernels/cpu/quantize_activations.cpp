@@ -155,4 +155,16 @@ void pair_act_row_to(const ActQ8* row, int64_t nb, ActQ8Pair* dst, int64_t strid
   }
 }
 
+void store_half_sums(ActQ8* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    int16_t sums[2] = {0, 0};
+    for (int h = 0; h < 2; ++h) {
+      int s = 0;
+      for (int k = 0; k < kQK / 2; ++k) s += x[i].qs[16 * h + k];
+      sums[h] = static_cast<int16_t>(s);
+    }
+    std::memcpy(&x[i].ds, sums, sizeof(sums));
+  }
+}
+
 }  // namespace llmserve::kernels::cpu

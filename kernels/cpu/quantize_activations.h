@@ -38,6 +38,10 @@ void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb, bool q8_0_correction = 
 void pair_act_row_to(const ActQ8* row, int64_t nb, ActQ8Pair* dst, int64_t stride,
                      bool q8_0_correction = false);
 
+// For the Q6_K kernels: each of the n blocks' ds becomes the int16 pair (sum of qs[0..15], sum of
+// qs[16..31]).
+void store_half_sums(ActQ8* x, int64_t n);
+
 // k % 32 == 0; writes k / 32 blocks.
 void quantize_row_act_q8(const float* x, int64_t k, ActQ8* out);
 // k % 256 == 0; writes k / 256 blocks (d, qs, bsums of each 16).

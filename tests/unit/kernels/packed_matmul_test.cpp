@@ -83,6 +83,15 @@ double check_against_reference(DType type, int64_t M, int64_t K, int64_t N, Thre
   return worst;
 }
 
+bool is_k_quant(DType t) {
+  return dtype_info(t).block_elems == kQKK;
+}
+
+// Row lengths to try: the K-quants take multiples of 256 only (always an even block count).
+std::vector<int64_t> k_sizes(DType t, std::vector<int64_t> legacy) {
+  return is_k_quant(t) ? std::vector<int64_t>{256, 512, 1280} : legacy;
+}
+
 class PackedTypes : public ::testing::TestWithParam<DType> {};
 
 TEST_P(PackedTypes, MatchesDequantizedReference) {
@@ -91,7 +100,7 @@ TEST_P(PackedTypes, MatchesDequantizedReference) {
     IsaGuard guard(isa);
     uint32_t seed = 1;
     for (ActPrecision p : {ActPrecision::kQ8, ActPrecision::kQ8x2}) {
-      for (int64_t K : {32, 64, 576}) {
+      for (int64_t K : k_sizes(GetParam(), {32, 64, 576})) {
         for (int64_t N : {8, 37, 64}) {
           for (int64_t M : {1, 3, 4, 5, 9})
             check_against_reference(GetParam(), M, K, N, pool, seed++, p);
@@ -106,8 +115,9 @@ TEST_P(PackedTypes, MatchesDequantizedReference) {
 // The residual pass buys about 8 bits: the worst error drops by well over 30x on the same data.
 TEST_P(PackedTypes, TwoPassActivationsAreFarMorePrecise) {
   ThreadPool pool(2);
-  const double q8 = check_against_reference(GetParam(), 9, 576, 64, pool, 7, ActPrecision::kQ8);
-  const double q8x2 = check_against_reference(GetParam(), 9, 576, 64, pool, 7, ActPrecision::kQ8x2);
+  const int64_t K = is_k_quant(GetParam()) ? 512 : 576;
+  const double q8 = check_against_reference(GetParam(), 9, K, 64, pool, 7, ActPrecision::kQ8);
+  const double q8x2 = check_against_reference(GetParam(), 9, K, 64, pool, 7, ActPrecision::kQ8x2);
   EXPECT_GT(q8, 0.0);
   EXPECT_LT(q8x2 * 30.0, q8) << "q8 " << q8 << " q8x2 " << q8x2;
 }
@@ -154,7 +164,7 @@ TEST_P(PackedTypesPrecisions, OddAndEvenBlockCountsMatchAcrossIsas) {
   const ActPrecision p = std::get<1>(GetParam());
   ThreadPool pool(2);
   std::mt19937 rng(17);
-  for (int64_t K : {32, 64, 96, 544, 576}) {
+  for (int64_t K : k_sizes(type, {32, 64, 96, 544, 576})) {
     const int64_t N = 21;
     const auto w = random_weights(rng, type, N, K);
     const PackedWeight pw = pack_weight(type, w.data(), N, K);
@@ -176,26 +186,30 @@ TEST_P(PackedTypesPrecisions, OddAndEvenBlockCountsMatchAcrossIsas) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(PackableTypes, PackedTypes,
-                         ::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q8_0),
+#define LLMSERVE_PACKABLE_TYPES \
+  DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K
+INSTANTIATE_TEST_SUITE_P(PackableTypes, PackedTypes, ::testing::Values(LLMSERVE_PACKABLE_TYPES),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
-INSTANTIATE_TEST_SUITE_P(
-    PackableTypes, PackedTypesPrecisions,
-    ::testing::Combine(::testing::Values(DType::Q4_0, DType::Q4_1, DType::Q8_0),
-                       ::testing::Values(ActPrecision::kQ8, ActPrecision::kQ8x2)),
-    [](const auto& info) {
-      return std::string(dtype_name(std::get<0>(info.param))) + "_" +
-             std::string(act_precision_name(std::get<1>(info.param)));
-    });
+INSTANTIATE_TEST_SUITE_P(PackableTypes, PackedTypesPrecisions,
+                         ::testing::Combine(::testing::Values(LLMSERVE_PACKABLE_TYPES),
+                                            ::testing::Values(ActPrecision::kQ8,
+                                                              ActPrecision::kQ8x2)),
+                         [](const auto& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+                                  std::string(act_precision_name(std::get<1>(info.param)));
+                         });
 
 // One quantization and one parallel_for for several weights gives each weight's own result, bit
 // for bit.
-TEST(PackedWeight, MultiEqualsSeparateCalls) {
+// Weights whose kernels want different activation layouts (Q4 / Q8_0 / Q6_K-like) in one call, as a
+// Q4_K_M file's q / k / v (Q4_K, Q4_K, Q6_K) come.
+class PackedMulti : public ::testing::TestWithParam<std::vector<std::pair<DType, int64_t>>> {};
+
+TEST_P(PackedMulti, MultiEqualsSeparateCalls) {
   ThreadPool pool(2);
   std::mt19937 rng(9);
-  const int64_t K = 576;
-  const std::vector<std::pair<DType, int64_t>> shapes = {
-      {DType::Q4_1, 576}, {DType::Q8_0, 37}, {DType::Q4_0, 192}};
+  const auto& shapes = GetParam();
+  const int64_t K = 512;
   std::vector<std::vector<uint8_t>> raw;
   std::vector<PackedWeight> packed;
   for (auto [t, n] : shapes) {
@@ -224,13 +238,28 @@ TEST(PackedWeight, MultiEqualsSeparateCalls) {
   }
 }
 
+INSTANTIATE_TEST_SUITE_P(Mixes, PackedMulti,
+                         ::testing::Values(
+                             std::vector<std::pair<DType, int64_t>>{
+                                 {DType::Q4_1, 576}, {DType::Q8_0, 37}, {DType::Q4_0, 192}},
+                             std::vector<std::pair<DType, int64_t>>{
+                                 {DType::Q4_K, 512}, {DType::Q4_K, 128}, {DType::Q6_K, 128}},
+                             std::vector<std::pair<DType, int64_t>>{{DType::Q5_K, 40},
+                                                                    {DType::Q3_K, 24},
+                                                                    {DType::Q8_0, 64},
+                                                                    {DType::Q6_K, 13},
+                                                                    {DType::Q4_0, 16}}));
+
 TEST(PackedWeight, OnlyPackableTypesAndShapes) {
   EXPECT_TRUE(can_pack_weight(DType::Q4_1, 8, 64));
-  EXPECT_FALSE(can_pack_weight(DType::Q4_K, 8, 256));
+  EXPECT_TRUE(can_pack_weight(DType::Q4_K, 8, 256));
+  EXPECT_TRUE(can_pack_weight(DType::Q3_K, 3, 512));
+  EXPECT_FALSE(can_pack_weight(DType::Q6_K, 8, 128));
+  EXPECT_FALSE(can_pack_weight(DType::Q2_K, 8, 256));
   EXPECT_FALSE(can_pack_weight(DType::F32, 8, 64));
   EXPECT_FALSE(can_pack_weight(DType::Q8_0, 0, 64));
-  const std::vector<uint8_t> w(row_bytes(DType::F16, 64) * 8);
-  EXPECT_TRUE(pack_weight(DType::F16, w.data(), 8, 64).empty());
+  const std::vector<uint8_t> w(row_bytes(DType::Q2_K, 256) * 8);
+  EXPECT_TRUE(pack_weight(DType::Q2_K, w.data(), 8, 256).empty());
 }
 
 }  // namespace

@@ -1,0 +1,174 @@
+// Internal: the 256-bit micro-kernels for PackQ6_Kx8 (Q6_K, and Q3_K packed as Q6_K), written
+// against the Isa policy of packed_gemm_impl.h, and make_packed_kernels, which gathers every
+// 256-bit kernel of an instruction set. The activations' ds slots hold, instead of ds, the int16
+// sums of each half block (store_half_sums, quantize_activations.h): with one scale per 16
+// elements, x . w = d * d_x * (sc_lo * s_lo + sc_hi * s_hi - 32 * (sc_lo * S_lo + sc_hi * S_hi))
+// for the unsigned quants' half dot products s and the activations' half sums S.
+#pragma once
+
+#include "kernels/cpu/packed_gemm_impl.h"
+
+namespace llmserve::kernels::cpu {
+namespace {
+
+// Chunk c's high 2 bits (bits 2c, 2c + 1 of each byte of h) moved to bits 4, 5.
+inline __m256i q6_high_bits(__m256i h, int c) {
+  const __m256i m = _mm256_set1_epi8(0x30);
+  switch (c) {
+    case 0:
+      return _mm256_and_si256(_mm256_slli_epi16(h, 4), m);
+    case 1:
+      return _mm256_and_si256(_mm256_slli_epi16(h, 2), m);
+    case 2:
+      return _mm256_and_si256(h, m);
+    default:
+      return _mm256_and_si256(_mm256_srli_epi16(h, 2), m);
+  }
+}
+
+inline __m256i bcast_half_sums(const ActQ8& a) {
+  int32_t v;
+  __builtin_memcpy(&v, &a.ds, 4);
+  return _mm256_set1_epi32(v);
+}
+
+// Per row of block wi: the int16 scale pairs (lo, hi) and the float scales d * sc_lo, d * sc_hi,
+// -32 * d.
+struct Q6Scales {
+  __m256i pairs;
+  __m256 lo, hi, corr;
+};
+inline Q6Scales q6_scales(const PackQ6_Kx8& s, int64_t j) {
+  Q6Scales q;
+  q.pairs = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.sc[j])));
+  const __m256 d = load_halves(s.d);
+  q.lo =
+      _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(q.pairs, 16), 16)));
+  q.hi = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(q.pairs, 16)));
+  q.corr = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
+  return q;
+}
+
+// Chunk c of block j: the 6-bit quants of the low and high nibble lanes as bytes.
+__attribute__((always_inline)) inline void q6_chunk(const PackQ6_Kx8& s, int64_t j, int c,
+                                                    __m256i hl, __m256i hh, __m256i& wl,
+                                                    __m256i& wh) {
+  const __m256i lo = _mm256_set1_epi8(0x0F);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs[j] + 32 * c));
+  wl = _mm256_or_si256(_mm256_and_si256(v, lo), q6_high_bits(hl, c));
+  wh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo), q6_high_bits(hh, c));
+}
+
+inline __m256i load_qh(const PackQ6_Kx8& s, int64_t j, int h) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh[j][h]));
+}
+
+// The three float steps of one row (or token) and block.
+__attribute__((always_inline)) inline __m256 q6_float_step(const Q6Scales& q, __m256i s_lo,
+                                                           __m256i s_hi, __m256i corr, float d_x,
+                                                           __m256 chain) {
+  const __m256 dx = _mm256_set1_ps(d_x);
+  chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s_lo), _mm256_mul_ps(q.lo, dx), chain);
+  chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s_hi), _mm256_mul_ps(q.hi, dx), chain);
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr), _mm256_mul_ps(q.corr, dx), chain);
+}
+
+// Weight block wi of g against activation block b of R rows. The quants are at most 63, so the
+// AVX2 pair sums (2 x 63 x 128) stay within 16 bits: Isa::dot_s8 takes them as unsigned bytes.
+template <typename Isa, int R>
+__attribute__((always_inline)) inline void q6_block(const PackQ6_Kx8* g, int64_t wi, const ActQ8* x,
+                                                    int64_t nb, int64_t b, __m256* chain) {
+  const PackQ6_Kx8& s = g[wi / kSubBlocks];
+  const int64_t j = wi % kSubBlocks;
+  const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
+  __m256i sl[R], sh[R];
+  for (int r = 0; r < R; ++r) sl[r] = sh[r] = _mm256_setzero_si256();
+  for (int c = 0; c < 4; ++c) {
+    __m256i wl, wh;
+    q6_chunk(s, j, c, hl, hh, wl, wh);
+    for (int r = 0; r < R; ++r) {
+      const int8_t* q = x[r * nb + b].qs;
+      sl[r] = Isa::dot_s8(sl[r], wl, bcast4(q + 4 * c));
+      sh[r] = Isa::dot_s8(sh[r], wh, bcast4(q + 16 + 4 * c));
+    }
+  }
+  const Q6Scales q = q6_scales(s, j);
+  for (int r = 0; r < R; ++r) {
+    const ActQ8& a = x[r * nb + b];
+    const __m256i corr = _mm256_madd_epi16(q.pairs, bcast_half_sums(a));
+    chain[r] = q6_float_step(q, sl[r], sh[r], corr, a.d, chain[r]);
+  }
+}
+
+// q8x2: per token, main and residual sums combine as in q4_block_x2 (s_main * 256 + s_res).
+template <typename Isa, int T>
+__attribute__((always_inline)) inline void q6_block_x2(const PackQ6_Kx8* g, int64_t wi,
+                                                       const ActQ8* x, int64_t nb, int64_t b,
+                                                       __m256* chain) {
+  const PackQ6_Kx8& s = g[wi / kSubBlocks];
+  const int64_t j = wi % kSubBlocks;
+  const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
+  __m256i ml[T], mh[T], rl[T], rh[T];
+  for (int t = 0; t < T; ++t) ml[t] = mh[t] = rl[t] = rh[t] = _mm256_setzero_si256();
+  for (int c = 0; c < 4; ++c) {
+    __m256i wl, wh;
+    q6_chunk(s, j, c, hl, hh, wl, wh);
+    for (int t = 0; t < T; ++t) {
+      const int8_t* qm = x[2 * t * nb + b].qs;
+      const int8_t* qr = x[(2 * t + 1) * nb + b].qs;
+      ml[t] = Isa::dot_s8(ml[t], wl, bcast4(qm + 4 * c));
+      mh[t] = Isa::dot_s8(mh[t], wh, bcast4(qm + 16 + 4 * c));
+      rl[t] = Isa::dot_s8(rl[t], wl, bcast4(qr + 4 * c));
+      rh[t] = Isa::dot_s8(rh[t], wh, bcast4(qr + 16 + 4 * c));
+    }
+  }
+  const Q6Scales q = q6_scales(s, j);
+  for (int t = 0; t < T; ++t) {
+    const ActQ8& m = x[2 * t * nb + b];
+    const ActQ8& r = x[(2 * t + 1) * nb + b];
+    const __m256i corr = combine_x2(_mm256_madd_epi16(q.pairs, bcast_half_sums(m)),
+                                    _mm256_madd_epi16(q.pairs, bcast_half_sums(r)));
+    chain[t] =
+        q6_float_step(q, combine_x2(ml[t], rl[t]), combine_x2(mh[t], rh[t]), corr, r.d, chain[t]);
+  }
+}
+
+template <typename Isa, int MaxR, int MaxT>
+void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
+              unsigned flags) {
+  const auto* g = static_cast<const PackQ6_Kx8*>(gv);
+  if (flags & kSumRowPairs) {
+    dispatch_count<1, MaxT>(R / 2, [&](auto t) {
+      constexpr int T = decltype(t)::value;
+      even_odd_rows<T>(
+          g, nb, [&](int64_t b, __m256* chain) { q6_block_x2<Isa, T>(g, b, x, nb, b, chain); }, y,
+          ys, valid, flags);
+    });
+  } else {
+    dispatch_count<1, MaxR>(R, [&](auto r) {
+      constexpr int Rc = decltype(r)::value;
+      even_odd_rows<Rc>(
+          g, nb, [&](int64_t b, __m256* chain) { q6_block<Isa, Rc>(g, b, x, nb, b, chain); }, y, ys,
+          valid, flags);
+    });
+  }
+}
+
+// MaxR activation rows (or MaxT q8x2 tokens, two integer sums and two chains each) share each
+// weight load: 4 rows / 3 tokens fit the 16 AVX2 registers, 8 / 6 the 32 of AVX-512.
+template <typename Isa, int MaxR, int MaxT>
+PackedKernels make_packed_kernels() {
+  PackedKernels k;
+  k.rows[kPackQ4_0] = &q4_group<Isa, PackQ4_0x8, MaxR, MaxT>;
+  k.rows[kPackQ4_1] = &q4_group<Isa, PackQ4_1x8, MaxR, MaxT>;
+  k.rows[kPackQ8_0] = &q8_0_group<Isa, MaxR, MaxT>;
+  k.rows[kPackQ4_K] = &q4_group<Isa, PackQ4_Kx8, MaxR, MaxT>;
+  k.rows[kPackQ5_K] = &q4_group<Isa, PackQ5_Kx8, MaxR, MaxT>;
+  k.rows[kPackQ6_K] = &q6_group<Isa, MaxR, MaxT>;
+  k.max_rows = MaxR;
+  k.max_tokens_x2 = MaxT;
+  return k;
+}
+
+}  // namespace
+}  // namespace llmserve::kernels::cpu
