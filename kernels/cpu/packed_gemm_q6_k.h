@@ -133,24 +133,37 @@ __attribute__((always_inline)) inline void q6_block_x2(const PackQ6_Kx8* g, int6
   }
 }
 
+// Four integer sums per q8x2 token (two per row) take more registers than the 4-bit kernels' two:
+// calls of more tokens (or rows) than Isa::kQ6MaxTokens (kQ6MaxRows) go in slices of at most that
+// many, each reading the group's weights again (from L1 or L2).
 template <typename Isa, int MaxR, int MaxT>
 void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
               unsigned flags) {
   const auto* g = static_cast<const PackQ6_Kx8*>(gv);
   if (flags & kSumRowPairs) {
-    dispatch_count<1, MaxT>(R / 2, [&](auto t) {
-      constexpr int T = decltype(t)::value;
-      even_odd_rows<T>(
-          g, nb, [&](int64_t b, __m256* chain) { q6_block_x2<Isa, T>(g, b, x, nb, b, chain); }, y,
-          ys, valid, flags);
-    });
+    constexpr int kMaxT = MaxT < Isa::kQ6MaxTokens ? MaxT : Isa::kQ6MaxTokens;
+    for (int t0 = 0; t0 < R / 2; t0 += kMaxT) {
+      const int n = R / 2 - t0 < kMaxT ? R / 2 - t0 : kMaxT;
+      const ActQ8* xs = x + 2 * t0 * nb;
+      dispatch_count<1, kMaxT>(n, [&](auto t) {
+        constexpr int T = decltype(t)::value;
+        even_odd_rows<T>(
+            g, nb, [&](int64_t b, __m256* chain) { q6_block_x2<Isa, T>(g, b, xs, nb, b, chain); },
+            y + t0 * ys, ys, valid, t0 == 0 ? flags : flags & ~kPrefetchWeights);
+      });
+    }
   } else {
-    dispatch_count<1, MaxR>(R, [&](auto r) {
-      constexpr int Rc = decltype(r)::value;
-      even_odd_rows<Rc>(
-          g, nb, [&](int64_t b, __m256* chain) { q6_block<Isa, Rc>(g, b, x, nb, b, chain); }, y, ys,
-          valid, flags);
-    });
+    constexpr int kMaxR = MaxR < Isa::kQ6MaxRows ? MaxR : Isa::kQ6MaxRows;
+    for (int r0 = 0; r0 < R; r0 += kMaxR) {
+      const int n = R - r0 < kMaxR ? R - r0 : kMaxR;
+      const ActQ8* xs = x + r0 * nb;
+      dispatch_count<1, kMaxR>(n, [&](auto r) {
+        constexpr int Rc = decltype(r)::value;
+        even_odd_rows<Rc>(
+            g, nb, [&](int64_t b, __m256* chain) { q6_block<Isa, Rc>(g, b, xs, nb, b, chain); },
+            y + r0 * ys, ys, valid, r0 == 0 ? flags : flags & ~kPrefetchWeights);
+      });
+    }
   }
 }
 

@@ -262,13 +262,13 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   // then takes (the Q8_0 ones with the unsigned-weight correction in the ds
   // slots). A single activation row does not amortise the weights' re-lay
   // (measured 0.87x at M = 1).
-  bool pairs = rows >= 2 && layout != ActLayout::kQ6;
+  bool pairs = rows >= 2;
   bool wide_kernels = passes == 2;
   for (size_t i = 0; i < nw; ++i) {
     pairs = pairs && ks.pairs[format_of(ws[i]->type())] != nullptr;
     wide_kernels = wide_kernels && ks.wide[format_of(ws[i]->type())] != nullptr;
   }
-  wide_kernels = wide_kernels && pairs;
+  wide_kernels = wide_kernels && pairs && layout != ActLayout::kQ6;  // Q6: ds holds half sums
   const bool pairs_q8_0 = pairs && layout == ActLayout::kQ8_0;
   const bool half_sums = layout == ActLayout::kQ6;
   int64_t tasks = 0;
