@@ -1,12 +1,14 @@
 // Engine::create: loads the model, tokenizer and chat template, sizes the KV cache from the
 // byte budget (logging the arithmetic), builds the scheduler and starts the engine thread.
 #include <algorithm>
+#include <chrono>
 #include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "engine/chat/chat_template.h"
+#include "engine/core/process_memory.h"
 #include "engine/kv_cache/kv_cache_manager.h"
 #include "engine/llm_engine.h"
 #include "engine/runner/model_runner.h"
@@ -66,8 +68,19 @@ Status apply_cpu_isa(const std::string& name) {
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   LLMSERVE_RETURN_IF_ERROR(check_options(options));
   LLMSERVE_RETURN_IF_ERROR(apply_cpu_isa(options.cpu_isa));
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const auto t_start = Clock::now();
   LLMSERVE_ASSIGN_OR_RETURN(auto tokenizer, load_tokenizer(options.model_path));
+  const double tokenizer_s = seconds_since(t_start);
+  const auto t_map = Clock::now();
   LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(options.model_path));
+  spdlog::info(
+      "start-up: model mapped in {:.3f} s ({} tensors, {:.2f} GiB of weights; tokenizer {:.3f} s)",
+      seconds_since(t_map), model->tensors().size(),
+      static_cast<double>(model->weight_bytes()) / (1u << 30), tokenizer_s);
   const ModelConfig cfg = model->config();
 
   int32_t max_model_len = options.max_model_len;
@@ -184,6 +197,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       kernels::cpu_isa_name(kernels::active_cpu_isa()), max_model_len, options.max_num_seqs,
       options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
       options.enable_chunked_prefill ? "on" : "off");
+  const ProcessMemory mem = process_memory();
+  spdlog::info("start-up: engine ready in {:.3f} s; RSS {} (file-mapped {}), peak {}",
+               seconds_since(t_start), mib_string(mem.rss_bytes), mib_string(mem.file_bytes),
+               mib_string(mem.peak_bytes));
   return std::unique_ptr<Engine>(
       new LlmEngine(options, std::move(tokenizer), std::move(chat_template), std::move(runner),
                     std::move(scheduler), max_model_len, std::move(speculation)));

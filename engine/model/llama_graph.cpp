@@ -52,9 +52,12 @@ Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t ma
   }
   max_tokens_ = max_tokens;
   max_samples_ = max_samples;
-  LLMSERVE_ASSIGN_OR_RETURN(tok_embd_, weight(model, ops_, "token_embd.weight"));
+  const TensorView* embd = model.tensor("token_embd.weight");
+  if (embd == nullptr) return not_found("model has no tensor token_embd.weight");
+  const bool tied = model.tensor("output.weight") == nullptr;
+  LLMSERVE_ASSIGN_OR_RETURN(tok_embd_, ops_.prepare_embedding(*embd, /*lm_head=*/tied));
   LLMSERVE_ASSIGN_OR_RETURN(output_norm_, weight(model, ops_, "output_norm.weight"));
-  if (model.tensor("output.weight") != nullptr) {
+  if (!tied) {
     LLMSERVE_ASSIGN_OR_RETURN(lm_head_, weight(model, ops_, "output.weight"));
   } else {
     lm_head_ = tok_embd_;  // tied embeddings

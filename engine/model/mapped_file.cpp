@@ -6,9 +6,35 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace llmserve {
+namespace {
+
+// Live mappings, [begin, end) by begin: release_mapped_pages drops pages of these only.
+std::mutex& maps_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<uintptr_t, uintptr_t>& live_maps() {
+  static std::map<uintptr_t, uintptr_t> m;
+  return m;
+}
+
+}  // namespace
+
+bool in_mapped_file(const void* data, size_t n) {
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  std::lock_guard<std::mutex> lock(maps_mutex());
+  const auto& maps = live_maps();
+  auto it = maps.upper_bound(begin);
+  if (it == maps.begin()) return false;
+  --it;
+  return begin >= it->first && begin + n <= it->second;
+}
 
 MappedFile::~MappedFile() {
   reset();
@@ -32,10 +58,26 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 void MappedFile::reset() {
-  if (map_ != nullptr) munmap(map_, size_);
+  if (map_ != nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(maps_mutex());
+      live_maps().erase(reinterpret_cast<uintptr_t>(map_));
+    }
+    munmap(map_, size_);
+  }
   map_ = nullptr;
   data_ = nullptr;
   size_ = 0;
+}
+
+size_t release_mapped_pages(const void* data, size_t n) {
+  static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t first = (begin + page - 1) / page * page;  // whole pages only: a neighbour's
+  const uintptr_t last = (begin + n) / page * page;          // bytes stay mapped
+  if (data == nullptr || last <= first || !in_mapped_file(data, n)) return 0;
+  if (madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) != 0) return 0;
+  return last - first;
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
@@ -58,6 +100,8 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     }
     f.map_ = p;
     f.data_ = static_cast<const std::byte*>(p);
+    std::lock_guard<std::mutex> lock(maps_mutex());
+    live_maps()[reinterpret_cast<uintptr_t>(p)] = reinterpret_cast<uintptr_t>(p) + f.size_;
   }
   ::close(fd);
   return f;

@@ -58,6 +58,14 @@ class Ops {
   // Makes `t` usable by matmul / embedding / norms: a zero-copy view on the CPU, an upload
   // (possibly converted) on a device.
   virtual Result<Weight> prepare_weight(const TensorView& t) = 0;
+  // The token embedding table, read by row by embedding(); lm_head: it is also the tied LM head
+  // (matmul reads it). A backend that repacks matrices need not repack a table that only
+  // embedding() reads, and keeps the rows embedding() reads where they are. Default:
+  // prepare_weight.
+  virtual Result<Weight> prepare_embedding(const TensorView& t, bool lm_head) {
+    (void)lm_head;
+    return prepare_weight(t);
+  }
   // Weights that one matmul_multi will take together (q / k / v, gate / up, their biases): a
   // backend may store them as one matrix so that matmul_multi runs one GEMM. Same shapes and
   // results as prepare_weight each.

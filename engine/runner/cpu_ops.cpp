@@ -1,10 +1,12 @@
 #include "engine/runner/cpu_ops.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "engine/model/mapped_file.h"
 #include "llmserve/kernels/activation.h"
 #include "llmserve/kernels/dequantize.h"
 #include "llmserve/kernels/embedding.h"
@@ -27,6 +29,8 @@ CpuOps::CpuOps(int num_threads, kernels::ActPrecision precision)
     : pool_(std::max(1, num_threads)), precision_(precision) {
   const char* no_pack = std::getenv("LLMSERVE_CPU_NO_PACK");
   pack_ = no_pack == nullptr || std::string(no_pack) == "0";
+  const char* keep = std::getenv("LLMSERVE_CPU_KEEP_SOURCE");
+  release_source_ = keep == nullptr || std::string(keep) == "0";
 }
 CpuOps::~CpuOps() = default;
 
@@ -46,9 +50,34 @@ Result<float*> CpuOps::alloc_activation(int64_t n) {
 }
 
 Result<Weight> CpuOps::prepare_weight(const TensorView& t) {
+  return prepare(t, /*pack=*/true, /*keep_source=*/false);
+}
+
+Result<Weight> CpuOps::prepare_embedding(const TensorView& t, bool lm_head) {
+  // embedding() reads the table's rows from the source: keep them mapped; pack it only when
+  // matmul reads it too (the tied LM head).
+  return prepare(t, /*pack=*/lm_head, /*keep_source=*/true);
+}
+
+Result<Weight> CpuOps::prepare(const TensorView& t, bool pack, bool keep_source) {
+  const auto t0 = std::chrono::steady_clock::now();
+  struct AddTime {
+    double& total;
+    std::chrono::steady_clock::time_point t0;
+    ~AddTime() {
+      total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  } add_time{stats_.seconds, t0};
   Weight w{t.type, t.data, t.rows(), t.cols()};
   if (t.shape.size() <= 1) {
-    if (t.type == DType::F32) return w;
+    if (t.type == DType::F32) {
+      if (!release_source_ || !in_mapped_file(t.data, t.nbytes)) return w;
+      // A copy, so that no step reads the mapping's pages between the matrices (a read would map
+      // back the page-cache folio around it, released matrix bytes included).
+      LLMSERVE_ASSIGN_OR_RETURN(float* f, alloc(t.cols()));
+      std::memcpy(f, t.data, static_cast<size_t>(t.cols()) * sizeof(float));
+      return Weight{DType::F32, f, 1, t.cols()};
+    }
     if (!kernels::dtype_can_dequantize(t.type) ||
         t.cols() % kernels::dtype_info(t.type).block_elems != 0) {
       return unimplemented("cpu ops: cannot read vector " + t.name + " of type " +
@@ -65,13 +94,33 @@ Result<Weight> CpuOps::prepare_weight(const TensorView& t) {
                          std::string(kernels::dtype_name(t.type)) + " with " +
                          std::to_string(t.cols()) + " columns");
   }
-  if (pack_ && kernels::can_pack_weight(t.type, t.rows(), t.cols()) && !packed_.contains(t.data)) {
+  if (packed_.contains(t.data)) return w;
+  if (pack && pack_ && kernels::can_pack_weight(t.type, t.rows(), t.cols())) {
+    const auto p0 = std::chrono::steady_clock::now();
     kernels::PackedWeight p = kernels::pack_weight(t.type, t.data, t.rows(), t.cols());
     if (p.empty())
       return resource_exhausted("cpu ops: cannot allocate the packed copy of " + t.name);
+    CpuWeightStats::Packed& s = stats_.packed[std::string(kernels::dtype_name(t.type))];
+    s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+    ++s.matrices;
+    s.source_bytes += t.nbytes;
+    s.packed_bytes += p.bytes();
     packed_.emplace(t.data, std::move(p));
+    // matmul reads only the packed copy now: drop the source pages (they would double the RSS).
+    if (release_source_ && !keep_source) {
+      const size_t n = release_mapped_pages(t.data, t.nbytes);  // 0 unless in a MappedFile
+      stats_.released_bytes += n;
+      if (n > 0) released_.emplace_back(t.data, t.nbytes);
+    }
+  } else if (pack) {
+    ++stats_.unpacked_matrices;
+    stats_.unpacked_bytes += t.nbytes;
   }
   return w;
+}
+
+void CpuOps::release_sources_again() {
+  for (const auto& [data, n] : released_) release_mapped_pages(data, n);
 }
 
 Status CpuOps::alloc_kv_cache(const KvCacheSpec& spec) {

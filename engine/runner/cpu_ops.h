@@ -1,7 +1,11 @@
 // The CPU backend of Ops: the AVX2/FMA kernels of kernels/ over one ThreadPool. Weights stay in
 // their stored type in the model's memory map (zero-copy); Q4_0 / Q4_1 / Q8_0 matrices are also
 // repacked once into interleaved row groups (kernels/packed_weight.h) that matmul reads instead
-// (LLMSERVE_CPU_NO_PACK=1 turns that off, for comparisons); small non-f32 vectors (norm
+// (LLMSERVE_CPU_NO_PACK=1 turns that off, for comparisons). Once a matrix of a file mapping has its
+// packed copy, its source pages leave the RSS (release_mapped_pages: the weights are not held
+// twice; LLMSERVE_CPU_KEEP_SOURCE=1 keeps them, for comparisons); the embedding table, read by row,
+// keeps its mapping and is packed only when tied to the LM head; f32 vectors of a mapping are
+// copied, so that steps read nothing of the mapping but embedding rows. Small non-f32 vectors (norm
 // weights, biases) get an f32 copy. The KV cache is per layer K and V of
 // [num_blocks, num_kv_heads, block_size, head_dim] f16, f32 or int8 (KvCacheSpec::dtype; int8 with
 // f16 scales per (slot, kv head) beside it, kv_cache_ops.h). Everything is
@@ -9,9 +13,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/model/ops.h"
@@ -21,12 +28,32 @@
 
 namespace llmserve {
 
+// What CpuOps::prepare_weight / prepare_embedding did at load (ModelRunner logs it).
+struct CpuWeightStats {
+  struct Packed {
+    int64_t matrices = 0;
+    uint64_t source_bytes = 0, packed_bytes = 0;
+    double seconds = 0;  // in kernels::pack_weight
+  };
+  std::map<std::string, Packed> packed;  // by source type (Q4_0, ...)
+  int64_t unpacked_matrices = 0;         // matmul reads these per row from the source
+  uint64_t unpacked_bytes = 0;
+  uint64_t released_bytes = 0;  // source pages dropped from the RSS once their packed copy existed
+  double seconds = 0;           // all of prepare_weight / prepare_embedding
+};
+
 class CpuOps final : public Ops {
  public:
   explicit CpuOps(int num_threads, kernels::ActPrecision precision = kernels::ActPrecision::kQ8x2);
   ~CpuOps() override;
 
   Result<Weight> prepare_weight(const TensorView& t) override;
+  Result<Weight> prepare_embedding(const TensorView& t, bool lm_head) override;
+  const CpuWeightStats& weight_stats() const { return stats_; }
+  // Drops the released source ranges again once every weight is prepared: a later read near a
+  // range (packing the next matrix, a norm) maps back the whole page-cache folio around it (large
+  // folios), so one pass per matrix can leave its edges resident.
+  void release_sources_again();
   Result<float*> alloc_activation(int64_t n) override;
   Status alloc_kv_cache(const KvCacheSpec& spec) override;
   const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
@@ -64,12 +91,16 @@ class CpuOps final : public Ops {
   };
   using Buffer = std::unique_ptr<float[], AlignedFree>;
   Result<float*> alloc(int64_t n);
+  Result<Weight> prepare(const TensorView& t, bool pack, bool keep_source);
   kernels::PagedKv paged_kv(int64_t layer, int64_t req_begin) const;
 
   kernels::ThreadPool pool_;
   std::vector<Buffer> buffers_;  // activations, f32 copies of vectors, KV cache
   kernels::ActPrecision precision_;
   bool pack_ = true;
+  bool release_source_ = true;
+  CpuWeightStats stats_;
+  std::vector<std::pair<const void*, size_t>> released_;  // source ranges dropped after packing
   std::unordered_map<const void*, kernels::PackedWeight> packed_;  // by source data pointer
   std::vector<void*> k_cache_, v_cache_;
   std::vector<uint16_t*> k_scales_, v_scales_;  // int8: f16 scales per (slot, kv head)

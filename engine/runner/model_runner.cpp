@@ -9,6 +9,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/core/process_memory.h"
+
 #include "engine/runner/stop_checker.h"
 
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
@@ -127,6 +129,36 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
 }
 #endif
 
+std::string gib(uint64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1u << 30));
+}
+
+// One start-up line: how long the CPU weights took, what was repacked (per source type), what
+// stays per-row on the mapping, what left the RSS, and the memory after it.
+void log_weight_stats(const CpuWeightStats& s) {
+  int64_t n = 0;
+  uint64_t src = 0, packed = 0;
+  double pack_s = 0;
+  std::string per_type;
+  for (const auto& [type, p] : s.packed) {
+    n += p.matrices;
+    src += p.source_bytes;
+    packed += p.packed_bytes;
+    pack_s += p.seconds;
+    per_type += fmt::format("{}{}: {}, {} in {:.3f} s", per_type.empty() ? "" : "; ", type,
+                            p.matrices, gib(p.packed_bytes), p.seconds);
+  }
+  const ProcessMemory mem = process_memory();
+  spdlog::info(
+      "start-up: CPU weights ready in {:.3f} s: repacked {} matrices ({} -> {}) in {:.3f} s{}{}{}; "
+      "{} matrices ({}) read per row from the mapping; released {} of mapped source pages; RSS {} "
+      "(file-mapped {}), peak {}",
+      s.seconds, n, gib(src), gib(packed), pack_s, per_type.empty() ? "" : " (", per_type,
+      per_type.empty() ? "" : ")", s.unpacked_matrices, gib(s.unpacked_bytes),
+      gib(s.released_bytes), mib_string(mem.rss_bytes), mib_string(mem.file_bytes),
+      mib_string(mem.peak_bytes));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ModelRunner>> ModelRunner::create(const ModelRunnerOptions& options) {
@@ -177,7 +209,9 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->options_ = options;
   r->model_ = std::move(model);
-  r->ops_ = std::make_unique<CpuOps>(options.num_threads, options.matmul_precision);
+  auto cpu = std::make_unique<CpuOps>(options.num_threads, options.matmul_precision);
+  CpuOps& cpu_ops = *cpu;
+  r->ops_ = std::move(cpu);
   KvCacheSpec spec;
   spec.num_layers = cfg.num_layers;
   spec.num_blocks = static_cast<int64_t>(num_blocks);
@@ -190,6 +224,9 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   LLMSERVE_ASSIGN_OR_RETURN(
       r->graph_,
       LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step, logits_rows(options)));
+  cpu_ops.release_sources_again();
+  r->weight_stats_ = cpu_ops.weight_stats();
+  log_weight_stats(r->weight_stats_);
   return r;
 }
 

@@ -79,6 +79,9 @@ class ModelRunner {
   const char* backend() const { return options_.use_cuda ? "cuda" : "cpu"; }
   // The cache's element type (kF16 is bf16 on CUDA: the same bytes).
   kernels::KvDtype kv_dtype() const { return options_.kv_cache_dtype; }
+  // The CPU backend's weight preparation at start-up (repacking, released source pages); empty
+  // on CUDA.
+  const CpuWeightStats& weight_stats() const { return weight_stats_; }
 
   ~ModelRunner();
 
@@ -91,6 +94,7 @@ class ModelRunner {
   std::unique_ptr<LlamaGraph> graph_;
   std::unique_ptr<OnDeviceSampler> device_sampler_;  // CUDA: sampling on the GPU
   ParallelChains parallel_chains_;                   // draft chains for the device sampler
+  CpuWeightStats weight_stats_;
 };
 
 }  // namespace llmserve
