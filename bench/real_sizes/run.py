@@ -1,25 +1,35 @@
 #!/usr/bin/env python3
 """llmserve against native llama.cpp on random-weight GGUFs of real model shapes, per file format.
 
-For one shape (make_random_gguf.py) and a list of formats it
+For each shape (make_random_gguf.py; --shape takes a comma list) and a list of formats it
   1. writes the base GGUF once (F16 by default, --base bf16), cached in --out-dir,
   2. makes each other format from it with `llama-quantize BASE OUT TYPE` (cached),
   3. for each format, runs --rounds rounds, each one
        `llmserve generate --model F --prompt P --max-tokens 128 --ignore-eos --threads 2`
          (P ~550 tokens; its stderr stats line gives prefill and decode tok/s), then
        `llama-bench -m F -p 512 -n 128 -t 2 -r 3 -o json` (pp512 / tg128 samples),
-     so the two alternate and a load change on the shared machine hits both,
+     so the two alternate and a load change on the shared machine hits both (a format whose file
+     either program cannot load gets its error in the table; the others still run),
   4. prints a markdown table (medians; the ratio of the medians), the raw samples per format and
      the exact commands, and writes it to --md; the raw results go to OUT_DIR/<shape>-results.json.
 With a bench/membw source, it also measures the read bandwidth of this host (bench_membw, 2
 threads; an existing build*/bench/bench_membw, else compiled into --out-dir) and, for files larger
-than the L3, reports decode as bytes of weights read per token x tok/s against it.
+than the L3, reports decode as bytes of weights read per token x tok/s against it. Q2_K and Q3_K_M
+rows are also given as a fraction of Q4_K_M's speed (the issue: "not an order of magnitude slower").
+
+--matrix is the issue's whole matrix: shapes smollm2-1.7b, llama-3.2-1b, llama-3.1-8b-body; formats
+Q4_0, Q4_K_M, Q5_K_M, Q6_K, Q8_0, F16, BF16, Q2_K, Q3_K_M. The 8B body needs ~14 GiB per base file
+and 3-8 GiB per format: --delete-after removes each quantized file once measured (the base stays).
+--check-load only checks that both programs load each file and produce a token (`llmserve generate
+--max-tokens 1`, `llama-bench -p 0 -n 1 -r 1`), without benchmarking.
 
 Every build, conversion and benchmark runs under `nice -n 19` (--nice N; --no-nice on an idle host):
 the machine is shared. Each run's CPU share and load average are reported with the raw samples.
 
   .venv-bench/bin/python bench/real_sizes/run.py --shape smollm2-1.7b --formats Q4_0,Q4_K_M,F16 \\
       --md /tmp/smollm2-1.7b.md
+  .venv-bench/bin/python bench/real_sizes/run.py --matrix --delete-after --md /tmp/matrix.md   # all of it
+  .venv-bench/bin/python bench/real_sizes/run.py --matrix --layers 2 --check-load             # quick check
 llama.cpp comes from scripts/build-llama-cpp.sh (cached; --llama-bin DIR to use another build).
 Speed does not depend on the weights, so these are the speeds of the real models' downloads.
 llama-bench's tg128 decodes from an empty context; llmserve's decode follows its ~550-token prompt.
@@ -42,7 +52,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 DEFAULT_MODEL = REPO / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 BASE_TYPES = {"F16": "f16", "BF16": "bf16"}
-FORMATS = ["Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16"]
+FORMATS = ["Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16", "Q2_K", "Q3_K_M"]
+MATRIX_SHAPES = ["smollm2-1.7b", "llama-3.2-1b", "llama-3.1-8b-body"]
+LOW_BIT = ["Q2_K", "Q3_K_M"]  # held against Q4_K_M: must not be an order of magnitude slower
 
 STATS = re.compile(r"stats: prompt (\d+) tok, generated (\d+) tok, ttft ([\d.]+) ms, "
                    r"prefill ([\d.]+) tok/s, decode ([\d.]+) tok/s")
@@ -192,13 +204,36 @@ def run_llama(a, model):
     return res
 
 
+def check_load(a, model):
+    """(llmserve ok, llama.cpp ok, detail): each program loads the file and makes one token."""
+    ours = [a.llmserve, "generate", "--model", model, "--prompt", "Hello", "--max-tokens", 1, "--ignore-eos",
+            "--threads", a.threads] + a.llmserve_arg
+    p, t = timed(niced(ours, a.nice))
+    m = STATS.search(p.stderr)
+    ok_ours = p.returncode == 0 and m is not None and int(m.group(2)) >= 1
+    detail = [f"llmserve {t['wall_s']} s" if ok_ours else f"llmserve: {p.stderr.strip().splitlines()[-1:]}"]
+    theirs = [Path(a.llama_bin) / "llama-bench", "-m", model, "-p", 0, "-n", 1, "-t", a.threads, "-r", 1,
+              "-o", "json"] + a.llama_arg
+    q, t = timed(niced(theirs, a.nice))
+    ok_llama = q.returncode == 0
+    if ok_llama:
+        try:
+            ok_llama = bool(json.loads(q.stdout))
+        except ValueError:
+            ok_llama = False
+    detail.append(f"llama-bench {t['wall_s']} s" if ok_llama else f"llama-bench: {q.stderr.strip().splitlines()[-1:]}")
+    return ok_ours, ok_llama, "; ".join(detail), [show(niced(ours, a.nice)), show(niced(theirs, a.nice))]
+
+
 def ensure_base(a, base_type):
     path = a.out_dir / f"{a.stem}-{base_type}.gguf"
     cmd = [sys.executable, HERE / "make_random_gguf.py", "--shape", a.shape, "--type", BASE_TYPES[base_type],
            "--vocab", a.vocab, "--out", path] + (["--layers", a.layers] if a.layers else [])
-    if not path.exists():
+    if not path.exists() or path.stat().st_size == 0:
         log(f"writing {path}")
-        subprocess.run(niced(cmd, a.nice), check=True)
+        part = path.with_name(path.name + ".part")  # an interrupted run leaves no file that looks done
+        subprocess.run(niced(cmd[:-1] + [part], a.nice), check=True)
+        part.rename(path)
     return path, show(cmd)
 
 
@@ -210,7 +245,13 @@ def ensure_format(a, base, base_type, fmt):
     if not path.exists() or path.stat().st_mtime < base.stat().st_mtime:
         log(f"quantizing {base.name} -> {path.name}")
         t0 = time.time()
-        run(cmd, a.nice)
+        part = path.with_name(path.name + ".part")
+        try:
+            run([cmd[0], base, part, fmt, a.threads], a.nice)
+        except subprocess.CalledProcessError as e:
+            part.unlink(missing_ok=True)
+            raise RuntimeError(f"llama-quantize {fmt} failed ({e.returncode}): {e.stderr[-2000:]}") from None
+        part.rename(path)
         log(f"  {time.time() - t0:.0f} s")
     return path, show(cmd)
 
@@ -235,8 +276,14 @@ def fmt_range(xs, nd=1):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--shape", default="smollm2-1.7b", help="make_random_gguf.py shape")
+    ap.add_argument("--shape", default="smollm2-1.7b", help="make_random_gguf.py shape(s), comma list")
     ap.add_argument("--formats", default="Q4_0,Q4_K_M,F16", help=f"comma list of {','.join(FORMATS)}")
+    ap.add_argument("--matrix", action="store_true",
+                    help=f"the issue's matrix: --shape {','.join(MATRIX_SHAPES)} --formats {','.join(FORMATS)}")
+    ap.add_argument("--check-load", action="store_true",
+                    help="only check that llmserve and llama-bench load each file (one token each)")
+    ap.add_argument("--delete-after", action="store_true",
+                    help="delete each quantized file once measured (the 8B body's formats take ~40 GiB)")
     ap.add_argument("--base", choices=sorted(BASE_TYPES), default="F16", help="type of the random base file")
     ap.add_argument("--vocab", choices=["pad", "keep"], default="pad")
     ap.add_argument("--layers", type=int, help="cut the layer count (quick checks)")
@@ -259,13 +306,15 @@ def main():
 
     if a.no_nice:
         a.nice = None
+    if a.matrix:
+        a.shape, a.formats = ",".join(MATRIX_SHAPES), ",".join(FORMATS)
     a.formats = [f.strip().upper() for f in a.formats.split(",") if f.strip()]
     for f in a.formats:
         if f not in FORMATS:
             ap.error(f"unknown format {f}")
+    shapes = [x.strip() for x in a.shape.split(",") if x.strip()]
     a.out_dir = Path(a.out_dir)
     a.out_dir.mkdir(parents=True, exist_ok=True)
-    a.stem = a.shape + (f"-L{a.layers}" if a.layers else "") + ("-keepvocab" if a.vocab == "keep" else "")
     if not a.llama_bin:
         p = subprocess.run([str(REPO / "scripts" / "build-llama-cpp.sh")], text=True, capture_output=True)
         if p.returncode != 0:
@@ -276,57 +325,106 @@ def main():
 
     host = host_info()
     log(f"host: {host}")
+    if a.check_load:
+        check_loads(a, shapes, host)
+        return
     # Measured before each format; the best wall-clock figure is the bandwidth decode is held to.
-    membw, membw_exe, membw_all = None, None, []
+    st = {"membw": None, "exe": None, "all": []}
 
     def take_membw():
-        nonlocal membw
-        if membw_exe:
-            m = measure_membw(membw_exe, a.threads, a.nice)
+        if st["exe"]:
+            m = measure_membw(st["exe"], a.threads, a.nice)
             if m:
-                membw_all.append(m[0])
-                if membw is None or m[0] > membw[0]:
-                    membw = m
+                st["all"].append(m[0])
+                if st["membw"] is None or m[0] > st["membw"][0]:
+                    st["membw"] = m
                 log(f"membw: {m[0]:.1f} GB/s wall, {m[1]:.1f} by CPU time")
 
     if not a.no_membw:
-        membw_exe = find_membw(a.out_dir, a.nice)
+        st["exe"] = find_membw(a.out_dir, a.nice)
 
-    base_type = a.base
-    base, base_cmd = ensure_base(a, base_type)
     prompt, prompt_n = make_prompt(a.llmserve, a.prompt_tokens)
     log(f"prompt: {prompt_n} tokens")
+    texts = []
+    for shape in shapes:
+        a.shape = shape
+        a.stem = a.shape + (f"-L{a.layers}" if a.layers else "") + ("-keepvocab" if a.vocab == "keep" else "")
+        base_type = a.base
+        base, base_cmd = ensure_base(a, base_type)
+        results = {}
+        for fmt in a.formats:
+            r = {"ours": [], "llama": {"pp": [], "tg": []}, "quantize_cmd": None}
+            results[fmt] = r
+            try:
+                path, qcmd = ensure_format(a, base, base_type, fmt)
+                take_membw()
+                wbytes, fbytes = weight_bytes_per_token(path)
+                r.update({"file": str(path), "file_bytes": fbytes, "weight_bytes_per_token": wbytes,
+                          "quantize_cmd": qcmd})
+                for i in range(a.rounds):
+                    log(f"{shape} {fmt} round {i + 1}/{a.rounds}: llmserve")
+                    o = run_ours(a, path, prompt)
+                    r["ours"].append(o)
+                    log(f"  prefill {o['prefill']:.1f} tok/s, decode {o['decode']:.1f} tok/s ({o['prompt']} tok "
+                        f"prompt; {share(o, a.threads)} of {a.threads} cores, load {o['load1']})")
+                    log(f"{shape} {fmt} round {i + 1}/{a.rounds}: llama-bench")
+                    l = run_llama(a, path)
+                    r["llama"]["pp"] += l["pp"]
+                    r["llama"]["tg"] += l["tg"]
+                    r["llama_commit"] = l["commit"]
+                    r.setdefault("llama_runs", []).append({k: l[k] for k in ("wall_s", "cpu_s", "load1")})
+                    log(f"  pp{a.llama_p} {l['pp']} tg{a.gen_tokens} {l['tg']} ({share(l, a.threads)} of "
+                        f"{a.threads} cores, load {l['load1']})")
+            except RuntimeError as e:  # one format's failure does not stop the matrix
+                r["error"] = str(e).strip().splitlines()[-1][:300] if str(e).strip() else repr(e)
+                log(f"{shape} {fmt}: FAILED: {e}")
+            if a.delete_after and r.get("file") and Path(r["file"]) != base:
+                Path(r["file"]).unlink(missing_ok=True)
+                log(f"deleted {r['file']}")
+            (a.out_dir / f"{a.stem}-results.json").write_text(json.dumps(
+                {"host": host, "membw": st["membw"], "membw_all": st["all"], "prompt_tokens": prompt_n,
+                 "results": results}, indent=1))
+            texts_now = texts + [report(a, host, st["membw"], st["all"], prompt_n, base_cmd, results)]
+            if a.md:
+                Path(a.md).write_text("\n\n".join(texts_now) + "\n")
+        texts.append(report(a, host, st["membw"], st["all"], prompt_n, base_cmd, results))
+    print("\n\n".join(texts))
 
-    results = {}
-    commands = {"base": base_cmd}
-    for fmt in a.formats:
-        path, qcmd = ensure_format(a, base, base_type, fmt)
-        take_membw()
-        wbytes, fbytes = weight_bytes_per_token(path)
-        r = {"file": str(path), "file_bytes": fbytes, "weight_bytes_per_token": wbytes,
-             "quantize_cmd": qcmd, "ours": [], "llama": {"pp": [], "tg": []}}
-        for i in range(a.rounds):
-            log(f"{fmt} round {i + 1}/{a.rounds}: llmserve")
-            o = run_ours(a, path, prompt)
-            r["ours"].append(o)
-            log(f"  prefill {o['prefill']:.1f} tok/s, decode {o['decode']:.1f} tok/s ({o['prompt']} tok prompt;"
-                f" {share(o, a.threads)} of {a.threads} cores, load {o['load1']})")
-            log(f"{fmt} round {i + 1}/{a.rounds}: llama-bench")
-            l = run_llama(a, path)
-            r["llama"]["pp"] += l["pp"]
-            r["llama"]["tg"] += l["tg"]
-            r["llama_commit"] = l["commit"]
-            r.setdefault("llama_runs", []).append({k: l[k] for k in ("wall_s", "cpu_s", "load1")})
-            log(f"  pp{a.llama_p} {l['pp']} tg{a.gen_tokens} {l['tg']} ({share(l, a.threads)} of {a.threads} cores,"
-                f" load {l['load1']})")
-        results[fmt] = r
-        (a.out_dir / f"{a.stem}-results.json").write_text(json.dumps(
-            {"host": host, "membw": membw, "membw_all": membw_all, "prompt_tokens": prompt_n, "results": results}, indent=1))
-        report(a, host, membw, membw_all, prompt_n, base_cmd, results, final=False)
-    report(a, host, membw, membw_all, prompt_n, base_cmd, results, final=True)
+
+def check_loads(a, shapes, host):
+    """--check-load: a table of which program loads which file."""
+    out = [f"Load check: llmserve {a.llmserve}, llama.cpp {a.llama_bin}; {host['date']}.", "",
+           "| shape | format | file GiB | llmserve | llama.cpp | detail |", "|---|---|---|---|---|---|"]
+    cmds = []
+    for shape in shapes:
+        a.shape = shape
+        a.stem = a.shape + (f"-L{a.layers}" if a.layers else "") + ("-keepvocab" if a.vocab == "keep" else "")
+        base, _ = ensure_base(a, a.base)
+        for fmt in a.formats:
+            try:
+                path, _ = ensure_format(a, base, a.base, fmt)
+            except RuntimeError as e:
+                out.append(f"| {a.stem} | {fmt} | - | - | - | {e} |")
+                continue
+            ok_ours, ok_llama, detail, c = check_load(a, path)
+            cmds = c
+            log(f"{a.stem} {fmt}: llmserve {'ok' if ok_ours else 'FAIL'}, llama.cpp {'ok' if ok_llama else 'FAIL'}"
+                f" ({detail})")
+            out.append(f"| {a.stem} | {fmt} | {os.path.getsize(path) / 2**30:.2f} | {'ok' if ok_ours else 'FAIL'} | "
+                       f"{'ok' if ok_llama else 'FAIL'} | {detail} |")
+            if a.delete_after and path != base:
+                path.unlink(missing_ok=True)
+            if a.md:
+                Path(a.md).write_text("\n".join(out) + "\n")
+    out += ["", "Commands:", "", f"    {show([sys.executable, Path(__file__)] + sys.argv[1:])}"]
+    out += [f"    # {c}" for c in cmds]
+    text = "\n".join(out)
+    print(text)
+    if a.md:
+        Path(a.md).write_text(text + "\n")
 
 
-def report(a, host, membw, membw_all, prompt_n, base_cmd, results, final):
+def report(a, host, membw, membw_all, prompt_n, base_cmd, results):
     host["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     commit = next((r.get("llama_commit") for r in results.values() if r.get("llama_commit")), "unknown")
     if commit == "unknown" and Path(a.llama_bin).parent.parent.name.startswith("llama.cpp-"):
@@ -359,6 +457,11 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results, final):
         op = [x["prefill"] for x in r["ours"]]
         od = [x["decode"] for x in r["ours"]]
         lp, lt = r["llama"]["pp"], r["llama"]["tg"]
+        if r.get("error") or not (op and lp):
+            row = [fmt, f"{r['file_bytes'] / 2**30:.2f}" if "file_bytes" in r else "-", fmt_range(op), fmt_range(od),
+                   fmt_range(lp), fmt_range(lt), f"FAILED: {r.get('error', 'no samples')}"]
+            out.append("| " + " | ".join(row + ["-"] * (len(head) - len(row))) + " |")
+            continue
         row = [fmt, f"{r['file_bytes'] / 2**30:.2f}", fmt_range(op), fmt_range(od), fmt_range(lp), fmt_range(lt),
                f"{med(op) / med(lp):.2f}x / {med(od) / med(lt):.2f}x"]
         if membw:
@@ -369,6 +472,16 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results, final):
                 go, gl = wb * med(od) / 1e9, wb * med(lt) / 1e9
                 row.append(f"{go:.1f} ({go / membw[0]:.0%}) / {gl:.1f} ({gl / membw[0]:.0%})")
         out.append("| " + " | ".join(row) + " |")
+    ref = results.get("Q4_K_M")
+    if ref and ref["ours"]:
+        for fmt in LOW_BIT:
+            r = results.get(fmt)
+            if r and r["ours"]:
+                fp = med([x["prefill"] for x in r["ours"]]) / med([x["prefill"] for x in ref["ours"]])
+                fd = med([x["decode"] for x in r["ours"]]) / med([x["decode"] for x in ref["ours"]])
+                verdict = "ok" if min(fp, fd) >= 0.1 else "an order of magnitude slower"
+                out.append("")
+                out.append(f"{fmt} against Q4_K_M (llmserve): prefill {fp:.2f}x, decode {fd:.2f}x: {verdict}.")
     out.append("")
     out.append("Commands:")
     out.append("")
@@ -387,6 +500,8 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results, final):
     out.append("Raw samples:")
     out.append("")
     for fmt, r in results.items():
+        if not r["ours"]:
+            continue
         j = lambda xs: ", ".join(f"{x:.1f}" for x in xs)  # noqa: E731
         out.append(f"- {fmt}: llmserve prefill {j(x['prefill'] for x in r['ours'])}, decode "
                    f"{j(x['decode'] for x in r['ours'])}; llama.cpp pp {j(r['llama']['pp'])}, "
@@ -398,11 +513,7 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results, final):
                        f"{', '.join(lshares)}; load average before each: "
                        f"{', '.join(str(x['load1']) for x in r['ours'])} / "
                        f"{', '.join(str(x['load1']) for x in r.get('llama_runs', []))})")
-    text = "\n".join(out)
-    if final:
-        print(text)
-    if a.md:
-        Path(a.md).write_text(text + "\n")
+    return "\n".join(out)
 
 
 
