@@ -10,11 +10,12 @@ namespace llmserve::kernels::cpu {
 namespace {
 
 // One row's super-block as integers: element e = d * sc16[e / 16] * (q[e] - 32) for Q6_K and
-// Q3_K, or d * sc[e / 32] * q[e] - dmin * mn[e / 32] for Q4_K and Q5_K.
+// Q3_K, d * sc16[e / 16] * q[e] - dmin * mn16[e / 16] for Q2_K, or d * sc[e / 32] * q[e] - dmin *
+// mn[e / 32] for Q4_K and Q5_K.
 struct SuperRow {
   uint8_t q[kQKK] = {};
   uint8_t sc[kSubBlocks] = {}, mn[kSubBlocks] = {};
-  int8_t sc16[2 * kSubBlocks] = {};
+  int8_t sc16[2 * kSubBlocks] = {}, mn16[2 * kSubBlocks] = {};
   uint16_t d = 0, dmin = 0;
 };
 
@@ -79,6 +80,19 @@ void unpack_q3_k(const BlockQ3_K& b, SuperRow& r) {
   }
 }
 
+void unpack_q2_k(const BlockQ2_K& b, SuperRow& r) {
+  r.d = b.d;
+  r.dmin = b.dmin;
+  for (int j = 0; j < 16; ++j) {
+    r.sc16[j] = static_cast<int8_t>(b.scales[j] & 0xF);
+    r.mn16[j] = static_cast<int8_t>(b.scales[j] >> 4);
+  }
+  for (int e = 0; e < kQKK; ++e) {
+    const int half = e / 128, shift = 2 * ((e % 128) / 32), l = e % 32;
+    r.q[e] = static_cast<uint8_t>((b.qs[32 * half + l] >> shift) & 3);
+  }
+}
+
 // Sub-block t's low 4 bits, chunk c, row j, byte k: element 4c + k (low nibble) and 16 + 4c + k.
 void put_nibbles(const SuperRow& r, int j, uint8_t (&qs)[kSubBlocks][4 * 32]) {
   for (int t = 0; t < kSubBlocks; ++t) {
@@ -95,7 +109,16 @@ void put_nibbles(const SuperRow& r, int j, uint8_t (&qs)[kSubBlocks][4 * 32]) {
 template <typename P>
 void put_row(const SuperRow& r, int j, P& p) {
   put_nibbles(r, j, p.qs);
-  if constexpr (std::is_same_v<P, PackQ6_Kx8>) {
+  if constexpr (std::is_same_v<P, PackQ2_Kx8>) {
+    p.d[j] = r.d;
+    p.dmin[j] = r.dmin;
+    for (int t = 0; t < kSubBlocks; ++t) {
+      for (int h = 0; h < 2; ++h) {
+        p.sc[t][j][h] = r.sc16[2 * t + h];
+        p.mn[t][j][h] = r.mn16[2 * t + h];
+      }
+    }
+  } else if constexpr (std::is_same_v<P, PackQ6_Kx8>) {
     p.d[j] = r.d;
     for (int t = 0; t < kSubBlocks; ++t) {
       p.sc[t][j][0] = r.sc16[2 * t];
@@ -163,6 +186,8 @@ size_t k_quant_pack_bytes(DType type) {
     case DType::Q3_K:
     case DType::Q6_K:
       return sizeof(PackQ6_Kx8);
+    case DType::Q2_K:
+      return sizeof(PackQ2_Kx8);
     default:
       return 0;
   }
@@ -178,6 +203,8 @@ void pack_k_quants(DType type, const void* w, int64_t N, int64_t K, void* out) {
       return pack_all<BlockQ6_K, PackQ6_Kx8>(w, N, K, out, unpack_q6_k);
     case DType::Q3_K:
       return pack_all<BlockQ3_K, PackQ6_Kx8>(w, N, K, out, unpack_q3_k);
+    case DType::Q2_K:
+      return pack_all<BlockQ2_K, PackQ2_Kx8>(w, N, K, out, unpack_q2_k);
     default:
       return;
   }

@@ -1,4 +1,4 @@
-// Internal: the K-quant super-blocks (Q3_K .. Q6_K) repacked into the 8-row group blocks of
+// Internal: the K-quant super-blocks (Q2_K .. Q6_K) repacked into the 8-row group blocks of
 // packed_layout.h (Q3_K into PackQ6_Kx8, exactly).
 #pragma once
 

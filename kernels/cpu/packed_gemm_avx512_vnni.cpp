@@ -182,24 +182,25 @@ void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float*
   });
 }
 
-// Q6_K block pair p (blocks 2p, 2p + 1, lanes alternating as the Q4 pair kernels'): the scales
-// of q6_scales, and per chunk the 6-bit quants of the low and high nibble lanes.
+// Q6_K or Q2_K block pair p (blocks 2p, 2p + 1, lanes alternating as the Q4 pair kernels'): the
+// scales of q6_scales, and per chunk the quants of the low and high nibble lanes.
 struct Q6PairScales {
   __m512i pairs;
   __m512 lo, hi, corr;
 };
-__attribute__((always_inline)) inline Q6PairScales q6_pair_scales(const PackQ6_Kx8* g, int64_t i0) {
-  const PackQ6_Kx8& s = g[i0 / kSubBlocks];
+template <typename P>
+__attribute__((always_inline)) inline Q6PairScales q6_pair_scales(const P* g, int64_t i0) {
+  const P& s = g[i0 / kSubBlocks];
   const int64_t j = i0 % kSubBlocks;  // even: both blocks in one super-block
   const Q6Scales a = q6_scales(s, j), b = q6_scales(s, j + 1);
   return {alternate(a.pairs, b.pairs), alternate(a.lo, b.lo), alternate(a.hi, b.hi),
           alternate(a.corr, b.corr)};
 }
 
-__attribute__((always_inline)) inline void q6_pair_chunk(const PackQ6_Kx8* g, int64_t i0, int c,
-                                                         __m512i hl, __m512i hh, __m512i& wl,
-                                                         __m512i& wh) {
-  const PackQ6_Kx8& s = g[i0 / kSubBlocks];
+template <typename P>
+__attribute__((always_inline)) inline void q6_pair_chunk(const P* g, int64_t i0, int c, __m512i hl,
+                                                         __m512i hh, __m512i& wl, __m512i& wh) {
+  const P& s = g[i0 / kSubBlocks];
   const int64_t j = i0 % kSubBlocks;
   const __m512i lo = _mm512_set1_epi8(0x0F), m = _mm512_set1_epi8(0x30);
   const __m512i v = alternate(s.qs[j] + 32 * c, s.qs[j + 1] + 32 * c);
@@ -209,28 +210,32 @@ __attribute__((always_inline)) inline void q6_pair_chunk(const PackQ6_Kx8* g, in
                                       : _mm512_srli_epi16(h, static_cast<unsigned>(-left)),
                             m);
   };
-  wl = _mm512_or_si512(_mm512_and_si512(v, lo), high(hl));
-  wh = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), lo), high(hh));
+  wl = _mm512_and_si512(v, lo);
+  wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+  if constexpr (kHasHighBits<P>) {
+    wl = _mm512_or_si512(wl, high(hl));
+    wh = _mm512_or_si512(wh, high(hh));
+  }
 }
 
 inline __m512i q6_pair_half_sums(const ActQ8Pair& a) {
   return bcast8(reinterpret_cast<const int8_t*>(a.ds));
 }
 
-// Q6_K against pair-laid activations (their ds slots holding half sums): R rows, or with
+// Q6_K or Q2_K against pair-laid activations (their ds slots holding half sums): R rows, or with
 // kSumRowPairs R / 2 tokens; one group (8 rows) per call.
-template <int R, bool X2>
-void q6_pair_kernel(const PackQ6_Kx8* g, const ActQ8* x, int64_t nb, float* y, int64_t ys,
-                    int valid, unsigned flags) {
+template <typename P, int R, bool X2>
+void q6_pair_kernel(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
+                    unsigned flags) {
   constexpr int T = X2 ? R / 2 : R;  // chains
   __m512 acc[1][T];
   zero(acc);
   for (int64_t p = 0; p < nb / 2; ++p) {
     prefetch_pair<1>(g, nb, p, flags);
-    const PackQ6_Kx8& s = g[2 * p / kSubBlocks];
+    const P& s = g[2 * p / kSubBlocks];
     const int64_t j = 2 * p % kSubBlocks;
-    const __m512i hl = alternate(s.qh[j][0], s.qh[j + 1][0]);
-    const __m512i hh = alternate(s.qh[j][1], s.qh[j + 1][1]);
+    const __m512i hl = alternate(load_qh(s, j, 0), load_qh(s, j + 1, 0));
+    const __m512i hh = alternate(load_qh(s, j, 1), load_qh(s, j + 1, 1));
     __m512i sl[R], sh[R];
     for (int r = 0; r < R; ++r) sl[r] = sh[r] = _mm512_setzero_si512();
 #pragma GCC unroll 4
@@ -268,20 +273,21 @@ void q6_pair_kernel(const PackQ6_Kx8* g, const ActQ8* x, int64_t nb, float* y, i
 }
 
 // Up to MaxR rows or MaxT tokens per call, one or two groups (valid > 8).
-template <int MaxR, int MaxT>
+template <typename P, int MaxR, int MaxT>
 void q6_pair_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys,
                    int valid, unsigned flags) {
-  const auto* g = static_cast<const PackQ6_Kx8*>(gv);
+  const auto* g = static_cast<const P*>(gv);
   for (int w = 0; w * kGroupRows < valid; ++w) {
     const int v = valid_rows(valid, w);
-    const PackQ6_Kx8* gw = g + w * nb / kSubBlocks;
+    const P* gw = g + w * nb / kSubBlocks;
     if (flags & kSumRowPairs) {
       dispatch_count<1, MaxT>(R / 2, [&](auto t) {
-        q6_pair_kernel<2 * decltype(t)::value, true>(gw, x, nb, y + kGroupRows * w, ys, v, flags);
+        q6_pair_kernel<P, 2 * decltype(t)::value, true>(gw, x, nb, y + kGroupRows * w, ys, v,
+                                                        flags);
       });
     } else {
       dispatch_count<1, MaxR>(R, [&](auto r) {
-        q6_pair_kernel<decltype(r)::value, false>(gw, x, nb, y + kGroupRows * w, ys, v, flags);
+        q6_pair_kernel<P, decltype(r)::value, false>(gw, x, nb, y + kGroupRows * w, ys, v, flags);
       });
     }
   }
@@ -347,7 +353,8 @@ PackedKernels packed_kernels_avx512_vnni(bool pairs) {
     k.pairs[kPackQ8_0] = &q8_0_pair_group<kMaxPairRows, kMaxPairTokensX2>;
     k.pairs[kPackQ4_K] = &q4_pair_group<PackQ4_Kx8, kMaxPairRows, kMaxPairTokensX2>;
     k.pairs[kPackQ5_K] = &q4_pair_group<PackQ5_Kx8, kMaxPairRows, kMaxPairTokensX2>;
-    k.pairs[kPackQ6_K] = &q6_pair_group<kMaxPairRows, kMaxPairTokensX2>;
+    k.pairs[kPackQ6_K] = &q6_pair_group<PackQ6_Kx8, kMaxPairRows, kMaxPairTokensX2>;
+    k.pairs[kPackQ2_K] = &q6_pair_group<PackQ2_Kx8, kMaxPairRows, kMaxPairTokensX2>;
     k.max_rows_pairs = kMaxPairRows;
     k.max_tokens_x2_pairs = kMaxPairTokensX2;
     // LLMSERVE_CPU_PAIR_GROUPS=1: one group per call, for side-by-side measurements.

@@ -1,9 +1,10 @@
-// Internal: the 256-bit micro-kernels for PackQ6_Kx8 (Q6_K, and Q3_K packed as Q6_K), written
-// against the Isa policy of packed_gemm_impl.h, and make_packed_kernels, which gathers every
-// 256-bit kernel of an instruction set. The activations' ds slots hold, instead of ds, the int16
-// sums of each half block (store_half_sums, quantize_activations.h): with one scale per 16
-// elements, x . w = d * d_x * (sc_lo * s_lo + sc_hi * s_hi - 32 * (sc_lo * S_lo + sc_hi * S_hi))
-// for the unsigned quants' half dot products s and the activations' half sums S.
+// Internal: the 256-bit micro-kernels for the packs with one scale per 16 elements, PackQ6_Kx8
+// (Q6_K, and Q3_K packed as Q6_K) and PackQ2_Kx8, written against the Isa policy of
+// packed_gemm_impl.h, and make_packed_kernels, which gathers every 256-bit kernel of an
+// instruction set. The activations' ds slots hold, instead of ds, the int16 sums of each half
+// block (store_half_sums, quantize_activations.h). For the unsigned quants' half dot products s
+// and the activations' half sums S, x . w = d_x * (d * (sc_lo * s_lo + sc_hi * s_hi) + c * (p_lo *
+// S_lo + p_hi * S_hi)) with (c, p) = (-32 d, sc) for Q6_K and (-dmin, mn) for Q2_K.
 #pragma once
 
 #include "kernels/cpu/packed_gemm_impl.h"
@@ -32,35 +33,56 @@ inline __m256i bcast_half_sums(const ActQ8& a) {
   return _mm256_set1_epi32(v);
 }
 
-// Per row of block wi: the int16 scale pairs (lo, hi) and the float scales d * sc_lo, d * sc_hi,
-// -32 * d.
+template <typename P>
+inline constexpr bool kHasHighBits = std::is_same_v<P, PackQ6_Kx8>;
+
+// Per row of block j: the int16 pairs (lo, hi) of the correction's factors p, and the float
+// scales d * sc_lo, d * sc_hi and c.
 struct Q6Scales {
   __m256i pairs;
   __m256 lo, hi, corr;
 };
-inline Q6Scales q6_scales(const PackQ6_Kx8& s, int64_t j) {
+inline __m256i load_pairs(const int8_t (&p)[kGroupRows][2]) {
+  return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+template <typename P>
+inline Q6Scales q6_scales(const P& s, int64_t j) {
   Q6Scales q;
-  q.pairs = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s.sc[j])));
+  const __m256i sc = load_pairs(s.sc[j]);
   const __m256 d = load_halves(s.d);
-  q.lo =
-      _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(q.pairs, 16), 16)));
-  q.hi = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(q.pairs, 16)));
-  q.corr = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
+  q.lo = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(sc, 16), 16)));
+  q.hi = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(sc, 16)));
+  if constexpr (kHasHighBits<P>) {
+    q.pairs = sc;
+    q.corr = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
+  } else {
+    q.pairs = load_pairs(s.mn[j]);
+    q.corr = _mm256_mul_ps(load_halves(s.dmin), _mm256_set1_ps(-1.0f));
+  }
   return q;
 }
 
-// Chunk c of block j: the 6-bit quants of the low and high nibble lanes as bytes.
-__attribute__((always_inline)) inline void q6_chunk(const PackQ6_Kx8& s, int64_t j, int c,
-                                                    __m256i hl, __m256i hh, __m256i& wl,
-                                                    __m256i& wh) {
+// Chunk c of block j: the quants of the low and high nibble lanes as bytes.
+template <typename P>
+__attribute__((always_inline)) inline void q6_chunk(const P& s, int64_t j, int c, __m256i hl,
+                                                    __m256i hh, __m256i& wl, __m256i& wh) {
   const __m256i lo = _mm256_set1_epi8(0x0F);
   const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qs[j] + 32 * c));
-  wl = _mm256_or_si256(_mm256_and_si256(v, lo), q6_high_bits(hl, c));
-  wh = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(v, 4), lo), q6_high_bits(hh, c));
+  wl = _mm256_and_si256(v, lo);
+  wh = _mm256_and_si256(_mm256_srli_epi16(v, 4), lo);
+  if constexpr (kHasHighBits<P>) {
+    wl = _mm256_or_si256(wl, q6_high_bits(hl, c));
+    wh = _mm256_or_si256(wh, q6_high_bits(hh, c));
+  }
 }
 
-inline __m256i load_qh(const PackQ6_Kx8& s, int64_t j, int h) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh[j][h]));
+template <typename P>
+inline __m256i load_qh(const P& s, int64_t j, int h) {
+  if constexpr (kHasHighBits<P>) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.qh[j][h]));
+  } else {
+    return _mm256_setzero_si256();
+  }
 }
 
 // The three float steps of one row (or token) and block.
@@ -75,10 +97,10 @@ __attribute__((always_inline)) inline __m256 q6_float_step(const Q6Scales& q, __
 
 // Weight block wi of g against activation block b of R rows. The quants are at most 63, so the
 // AVX2 pair sums (2 x 63 x 128) stay within 16 bits: Isa::dot_s8 takes them as unsigned bytes.
-template <typename Isa, int R>
-__attribute__((always_inline)) inline void q6_block(const PackQ6_Kx8* g, int64_t wi, const ActQ8* x,
+template <typename Isa, typename P, int R>
+__attribute__((always_inline)) inline void q6_block(const P* g, int64_t wi, const ActQ8* x,
                                                     int64_t nb, int64_t b, __m256* chain) {
-  const PackQ6_Kx8& s = g[wi / kSubBlocks];
+  const P& s = g[wi / kSubBlocks];
   const int64_t j = wi % kSubBlocks;
   const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
   __m256i sl[R], sh[R];
@@ -101,11 +123,10 @@ __attribute__((always_inline)) inline void q6_block(const PackQ6_Kx8* g, int64_t
 }
 
 // q8x2: per token, main and residual sums combine as in q4_block_x2 (s_main * 256 + s_res).
-template <typename Isa, int T>
-__attribute__((always_inline)) inline void q6_block_x2(const PackQ6_Kx8* g, int64_t wi,
-                                                       const ActQ8* x, int64_t nb, int64_t b,
-                                                       __m256* chain) {
-  const PackQ6_Kx8& s = g[wi / kSubBlocks];
+template <typename Isa, typename P, int T>
+__attribute__((always_inline)) inline void q6_block_x2(const P* g, int64_t wi, const ActQ8* x,
+                                                       int64_t nb, int64_t b, __m256* chain) {
+  const P& s = g[wi / kSubBlocks];
   const int64_t j = wi % kSubBlocks;
   const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
   __m256i ml[T], mh[T], rl[T], rh[T];
@@ -136,10 +157,10 @@ __attribute__((always_inline)) inline void q6_block_x2(const PackQ6_Kx8* g, int6
 // Four integer sums per q8x2 token (two per row) take more registers than the 4-bit kernels' two:
 // calls of more tokens (or rows) than Isa::kQ6MaxTokens (kQ6MaxRows) go in slices of at most that
 // many, each reading the group's weights again (from L1 or L2).
-template <typename Isa, int MaxR, int MaxT>
+template <typename Isa, typename P, int MaxR, int MaxT>
 void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
               unsigned flags) {
-  const auto* g = static_cast<const PackQ6_Kx8*>(gv);
+  const auto* g = static_cast<const P*>(gv);
   if (flags & kSumRowPairs) {
     constexpr int kMaxT = MaxT < Isa::kQ6MaxTokens ? MaxT : Isa::kQ6MaxTokens;
     for (int t0 = 0; t0 < R / 2; t0 += kMaxT) {
@@ -148,7 +169,8 @@ void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64
       dispatch_count<1, kMaxT>(n, [&](auto t) {
         constexpr int T = decltype(t)::value;
         even_odd_rows<T>(
-            g, nb, [&](int64_t b, __m256* chain) { q6_block_x2<Isa, T>(g, b, xs, nb, b, chain); },
+            g, nb,
+            [&](int64_t b, __m256* chain) { q6_block_x2<Isa, P, T>(g, b, xs, nb, b, chain); },
             y + t0 * ys, ys, valid, t0 == 0 ? flags : flags & ~kPrefetchWeights);
       });
     }
@@ -160,7 +182,7 @@ void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64
       dispatch_count<1, kMaxR>(n, [&](auto r) {
         constexpr int Rc = decltype(r)::value;
         even_odd_rows<Rc>(
-            g, nb, [&](int64_t b, __m256* chain) { q6_block<Isa, Rc>(g, b, xs, nb, b, chain); },
+            g, nb, [&](int64_t b, __m256* chain) { q6_block<Isa, P, Rc>(g, b, xs, nb, b, chain); },
             y + r0 * ys, ys, valid, r0 == 0 ? flags : flags & ~kPrefetchWeights);
       });
     }
@@ -177,7 +199,8 @@ PackedKernels make_packed_kernels() {
   k.rows[kPackQ8_0] = &q8_0_group<Isa, MaxR, MaxT>;
   k.rows[kPackQ4_K] = &q4_group<Isa, PackQ4_Kx8, MaxR, MaxT>;
   k.rows[kPackQ5_K] = &q4_group<Isa, PackQ5_Kx8, MaxR, MaxT>;
-  k.rows[kPackQ6_K] = &q6_group<Isa, MaxR, MaxT>;
+  k.rows[kPackQ6_K] = &q6_group<Isa, PackQ6_Kx8, MaxR, MaxT>;
+  k.rows[kPackQ2_K] = &q6_group<Isa, PackQ2_Kx8, MaxR, MaxT>;
   k.max_rows = MaxR;
   k.max_tokens_x2 = MaxT;
   return k;

@@ -51,6 +51,15 @@ struct PackQ6_Kx8 {
   int8_t sc[kSubBlocks][kGroupRows][2];
   uint16_t d[kGroupRows];  // f16
 };
+// Q2_K: x = d * sc[h] * q - dmin * mn[h], q in 0..3 (in the low-4-bit layout of Q6_K), 4-bit
+// scales and mins per 16 elements as Q6_K's scales.
+struct PackQ2_Kx8 {
+  uint8_t qs[kSubBlocks][4 * 32];
+  int8_t sc[kSubBlocks][kGroupRows][2];
+  int8_t mn[kSubBlocks][kGroupRows][2];
+  uint16_t d[kGroupRows], dmin[kGroupRows];  // f16
+};
+static_assert(sizeof(PackQ2_Kx8) == 1312 && sizeof(PackQ2_Kx8) % kSubBlocks == 0);
 static_assert(sizeof(PackQ4_Kx8) == 1184 && sizeof(PackQ4_Kx8) % kSubBlocks == 0);
 static_assert(sizeof(PackQ5_Kx8) == 1440 && sizeof(PackQ5_Kx8) % kSubBlocks == 0);
 static_assert(sizeof(PackQ6_Kx8) == 1680 && sizeof(PackQ6_Kx8) % kSubBlocks == 0);
@@ -63,6 +72,8 @@ template <>
 inline constexpr bool kIsSuperPack<PackQ5_Kx8> = true;
 template <>
 inline constexpr bool kIsSuperPack<PackQ6_Kx8> = true;
+template <>
+inline constexpr bool kIsSuperPack<PackQ2_Kx8> = true;
 // Bytes of a group per 32-element block.
 template <typename P>
 inline constexpr size_t kBlockBytes = kIsSuperPack<P> ? sizeof(P) / kSubBlocks : sizeof(P);
@@ -99,7 +110,16 @@ using WideGemmFn = void (*)(const void* group, const ActQ8* tile, int64_t tile_r
                             int valid, unsigned flags);
 
 // The packed formats; Q3_K packs as Q6_K (exactly).
-enum PackFormat { kPackQ4_0, kPackQ4_1, kPackQ8_0, kPackQ4_K, kPackQ5_K, kPackQ6_K, kPackFormats };
+enum PackFormat {
+  kPackQ4_0,
+  kPackQ4_1,
+  kPackQ8_0,
+  kPackQ4_K,
+  kPackQ5_K,
+  kPackQ6_K,
+  kPackQ2_K,
+  kPackFormats
+};
 
 struct PackedKernels {
   GroupGemmFn rows[kPackFormats] = {};

@@ -48,6 +48,8 @@ cpu::PackFormat format_of(DType t) {
       return cpu::kPackQ4_K;
     case DType::Q5_K:
       return cpu::kPackQ5_K;
+    case DType::Q2_K:
+      return cpu::kPackQ2_K;
     default:
       return cpu::kPackQ6_K;  // Q6_K, Q3_K
   }
@@ -62,6 +64,7 @@ ActLayout act_layout_of(DType t) {
     case cpu::kPackQ8_0:
       return ActLayout::kQ8_0;
     case cpu::kPackQ6_K:
+    case cpu::kPackQ2_K:
       return ActLayout::kQ6;
     default:
       return ActLayout::kQ4;

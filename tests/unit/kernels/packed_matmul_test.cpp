@@ -186,8 +186,9 @@ TEST_P(PackedTypesPrecisions, OddAndEvenBlockCountsMatchAcrossIsas) {
   }
 }
 
-#define LLMSERVE_PACKABLE_TYPES \
-  DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K
+#define LLMSERVE_PACKABLE_TYPES                                                              \
+  DType::Q4_0, DType::Q4_1, DType::Q8_0, DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, \
+      DType::Q6_K
 INSTANTIATE_TEST_SUITE_P(PackableTypes, PackedTypes, ::testing::Values(LLMSERVE_PACKABLE_TYPES),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 INSTANTIATE_TEST_SUITE_P(PackableTypes, PackedTypesPrecisions,
@@ -245,6 +246,7 @@ INSTANTIATE_TEST_SUITE_P(Mixes, PackedMulti,
                              std::vector<std::pair<DType, int64_t>>{
                                  {DType::Q4_K, 512}, {DType::Q4_K, 128}, {DType::Q6_K, 128}},
                              std::vector<std::pair<DType, int64_t>>{{DType::Q5_K, 40},
+                                                                    {DType::Q2_K, 19},
                                                                     {DType::Q3_K, 24},
                                                                     {DType::Q8_0, 64},
                                                                     {DType::Q6_K, 13},
@@ -255,11 +257,12 @@ TEST(PackedWeight, OnlyPackableTypesAndShapes) {
   EXPECT_TRUE(can_pack_weight(DType::Q4_K, 8, 256));
   EXPECT_TRUE(can_pack_weight(DType::Q3_K, 3, 512));
   EXPECT_FALSE(can_pack_weight(DType::Q6_K, 8, 128));
-  EXPECT_FALSE(can_pack_weight(DType::Q2_K, 8, 256));
+  EXPECT_TRUE(can_pack_weight(DType::Q2_K, 8, 256));
+  EXPECT_FALSE(can_pack_weight(DType::Q5_0, 8, 256));
   EXPECT_FALSE(can_pack_weight(DType::F32, 8, 64));
   EXPECT_FALSE(can_pack_weight(DType::Q8_0, 0, 64));
-  const std::vector<uint8_t> w(row_bytes(DType::Q2_K, 256) * 8);
-  EXPECT_TRUE(pack_weight(DType::Q2_K, w.data(), 8, 256).empty());
+  const std::vector<uint8_t> w(row_bytes(DType::Q5_0, 256) * 8);
+  EXPECT_TRUE(pack_weight(DType::Q5_0, w.data(), 8, 256).empty());
 }
 
 }  // namespace
