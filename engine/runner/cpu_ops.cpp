@@ -97,7 +97,7 @@ Result<Weight> CpuOps::prepare(const TensorView& t, bool pack, bool keep_source)
   if (packed_.contains(t.data)) return w;
   if (pack && pack_ && kernels::can_pack_weight(t.type, t.rows(), t.cols())) {
     const auto p0 = std::chrono::steady_clock::now();
-    kernels::PackedWeight p = kernels::pack_weight(t.type, t.data, t.rows(), t.cols());
+    kernels::PackedWeight p = kernels::pack_weight(t.type, t.data, t.rows(), t.cols(), &pool_);
     if (p.empty())
       return resource_exhausted("cpu ops: cannot allocate the packed copy of " + t.name);
     CpuWeightStats::Packed& s = stats_.packed[std::string(kernels::dtype_name(t.type))];

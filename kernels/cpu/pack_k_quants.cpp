@@ -157,21 +157,31 @@ void put_row(const SuperRow& r, int j, P& p) {
 }
 
 template <typename Src, typename P, typename Unpack>
-void pack_all(const void* w, int64_t N, int64_t K, void* out, Unpack&& unpack) {
+void pack_group(const Src* src, int64_t N, int64_t nb, int64_t g, P* dst, Unpack&& unpack) {
+  for (int64_t b = 0; b < nb; ++b) {
+    P& p = dst[g * nb + b];
+    std::memset(&p, 0, sizeof(P));
+    for (int j = 0; j < kGroupRows; ++j) {
+      SuperRow r;
+      const int64_t n = g * kGroupRows + j;
+      if (n < N) unpack(src[n * nb + b], r);
+      put_row(r, j, p);
+    }
+  }
+}
+
+template <typename Src, typename P, typename Unpack>
+void pack_all(const void* w, int64_t N, int64_t K, void* out, ThreadPool* pool, Unpack&& unpack) {
   const int64_t nb = K / kQKK, groups = (N + kGroupRows - 1) / kGroupRows;
   const auto* src = static_cast<const Src*>(w);
   auto* dst = static_cast<P*>(out);
-  for (int64_t g = 0; g < groups; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      P& p = dst[g * nb + b];
-      std::memset(&p, 0, sizeof(P));
-      for (int j = 0; j < kGroupRows; ++j) {
-        SuperRow r;
-        const int64_t n = g * kGroupRows + j;
-        if (n < N) unpack(src[n * nb + b], r);
-        put_row(r, j, p);
-      }
-    }
+  auto pack_groups = [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) pack_group<Src, P>(src, N, nb, g, dst, unpack);
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(groups, pack_groups);
+  } else {
+    pack_groups(0, groups);
   }
 }
 
@@ -193,18 +203,18 @@ size_t k_quant_pack_bytes(DType type) {
   }
 }
 
-void pack_k_quants(DType type, const void* w, int64_t N, int64_t K, void* out) {
+void pack_k_quants(DType type, const void* w, int64_t N, int64_t K, void* out, ThreadPool* pool) {
   switch (type) {
     case DType::Q4_K:
-      return pack_all<BlockQ4_K, PackQ4_Kx8>(w, N, K, out, unpack_q45_k<BlockQ4_K>);
+      return pack_all<BlockQ4_K, PackQ4_Kx8>(w, N, K, out, pool, unpack_q45_k<BlockQ4_K>);
     case DType::Q5_K:
-      return pack_all<BlockQ5_K, PackQ5_Kx8>(w, N, K, out, unpack_q45_k<BlockQ5_K>);
+      return pack_all<BlockQ5_K, PackQ5_Kx8>(w, N, K, out, pool, unpack_q45_k<BlockQ5_K>);
     case DType::Q6_K:
-      return pack_all<BlockQ6_K, PackQ6_Kx8>(w, N, K, out, unpack_q6_k);
+      return pack_all<BlockQ6_K, PackQ6_Kx8>(w, N, K, out, pool, unpack_q6_k);
     case DType::Q3_K:
-      return pack_all<BlockQ3_K, PackQ6_Kx8>(w, N, K, out, unpack_q3_k);
+      return pack_all<BlockQ3_K, PackQ6_Kx8>(w, N, K, out, pool, unpack_q3_k);
     case DType::Q2_K:
-      return pack_all<BlockQ2_K, PackQ2_Kx8>(w, N, K, out, unpack_q2_k);
+      return pack_all<BlockQ2_K, PackQ2_Kx8>(w, N, K, out, pool, unpack_q2_k);
     default:
       return;
   }

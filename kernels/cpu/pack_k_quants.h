@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "llmserve/kernels/dtype.h"
+#include "llmserve/kernels/thread_pool.h"
 
 namespace llmserve::kernels::cpu {
 
@@ -13,6 +14,7 @@ namespace llmserve::kernels::cpu {
 size_t k_quant_pack_bytes(DType type);
 
 // W[N, K] (K % 256 == 0) into ceil(N / 8) * K / 256 group blocks at out; rows past N are zero.
-void pack_k_quants(DType type, const void* w, int64_t N, int64_t K, void* out);
+// On the pool's threads when given.
+void pack_k_quants(DType type, const void* w, int64_t N, int64_t K, void* out, ThreadPool* pool);
 
 }  // namespace llmserve::kernels::cpu

@@ -91,19 +91,29 @@ void pack_group_block(const Src* const* rows, Dst& out) {
 }
 
 template <typename Src, typename Dst>
-void pack_all(const void* w, int64_t N, int64_t K, Dst* out) {
+void pack_one_group(const Src* src, int64_t N, int64_t nb, int64_t g, const Src& zero, Dst* out) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const Src* rows[kGroupRows];
+    for (int j = 0; j < kGroupRows; ++j) {
+      const int64_t n = g * kGroupRows + j;
+      rows[j] = n < N ? src + n * nb + b : &zero;
+    }
+    pack_group_block(rows, out[g * nb + b]);
+  }
+}
+
+template <typename Src, typename Dst>
+void pack_all(const void* w, int64_t N, int64_t K, Dst* out, ThreadPool* pool) {
   const int64_t nb = K / kQK, groups = (N + kGroupRows - 1) / kGroupRows;
   const Src zero{};
   const auto* src = static_cast<const Src*>(w);
-  for (int64_t g = 0; g < groups; ++g) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const Src* rows[kGroupRows];
-      for (int j = 0; j < kGroupRows; ++j) {
-        const int64_t n = g * kGroupRows + j;
-        rows[j] = n < N ? src + n * nb + b : &zero;
-      }
-      pack_group_block(rows, out[g * nb + b]);
-    }
+  auto pack_groups = [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) pack_one_group(src, N, nb, g, zero, out);
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(groups, pack_groups);
+  } else {
+    pack_groups(0, groups);
   }
 }
 
@@ -152,7 +162,7 @@ bool can_pack_weight(DType type, int64_t N, int64_t K) {
   return group_block_bytes(type) != 0 && N > 0 && K > 0 && K % block == 0;
 }
 
-PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
+PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K, ThreadPool* pool) {
   PackedWeight p;
   if (!can_pack_weight(type, N, K)) return p;
   const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
@@ -161,16 +171,16 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K) {
   if (mem == nullptr) return p;
   switch (type) {
     case DType::Q4_0:
-      pack_all<BlockQ4_0>(w, N, K, static_cast<cpu::PackQ4_0x8*>(mem));
+      pack_all<BlockQ4_0>(w, N, K, static_cast<cpu::PackQ4_0x8*>(mem), pool);
       break;
     case DType::Q4_1:
-      pack_all<BlockQ4_1>(w, N, K, static_cast<cpu::PackQ4_1x8*>(mem));
+      pack_all<BlockQ4_1>(w, N, K, static_cast<cpu::PackQ4_1x8*>(mem), pool);
       break;
     case DType::Q8_0:
-      pack_all<BlockQ8_0>(w, N, K, static_cast<cpu::PackQ8_0x8*>(mem));
+      pack_all<BlockQ8_0>(w, N, K, static_cast<cpu::PackQ8_0x8*>(mem), pool);
       break;
     default:
-      cpu::pack_k_quants(type, w, N, K, mem);
+      cpu::pack_k_quants(type, w, N, K, mem, pool);
       break;
   }
   p.data_.reset(static_cast<uint8_t*>(mem));

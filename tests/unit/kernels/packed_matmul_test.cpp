@@ -239,6 +239,20 @@ TEST_P(PackedMulti, MultiEqualsSeparateCalls) {
   }
 }
 
+// Packing on a pool's threads writes the same bytes as packing on the caller's.
+TEST(PackedWeight, PackingOnThreadsIsIdentical) {
+  ThreadPool pool(3);
+  std::mt19937 rng(5);
+  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q2_K, DType::Q4_K, DType::Q6_K}) {
+    const int64_t N = 77, K = 512;
+    const auto w = random_weights(rng, t, N, K);
+    const PackedWeight one = pack_weight(t, w.data(), N, K);
+    const PackedWeight many = pack_weight(t, w.data(), N, K, &pool);
+    ASSERT_EQ(one.bytes(), many.bytes());
+    EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.bytes())) << dtype_name(t);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Mixes, PackedMulti,
                          ::testing::Values(
                              std::vector<std::pair<DType, int64_t>>{

@@ -28,7 +28,8 @@ class PackedWeight {
   size_t bytes() const { return bytes_; }
 
  private:
-  friend PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K);
+  friend PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K,
+                                  ThreadPool* pool);
   struct Free {
     void operator()(void* p) const;
   };
@@ -38,12 +39,14 @@ class PackedWeight {
   int64_t rows_ = 0, cols_ = 0;
 };
 
-// True for the types pack_weight handles (Q4_0, Q4_1, Q8_0) when K % 32 == 0 and N, K > 0.
+// True for the types pack_weight handles when N, K > 0 and K is a multiple of the block: Q4_0,
+// Q4_1, Q8_0 (K % 32 == 0); Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (K % 256 == 0; docs/CPU_KERNELS.md).
 bool can_pack_weight(DType type, int64_t N, int64_t K);
 
-// Repacks W[N, K] (N rows of row_bytes(type, K) bytes). Empty result when !can_pack_weight or
-// out of memory.
-PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K);
+// Repacks W[N, K] (N rows of row_bytes(type, K) bytes), on the pool's threads when given. Empty
+// result when !can_pack_weight or out of memory.
+PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K,
+                         ThreadPool* pool = nullptr);
 
 // y[M, N] = x[M, K] . W^T for a packed W; activations quantized per 32 inside the call, in one or
 // two 8-bit passes (act_precision.h). Each y row depends only on its own x row: bit-identical
