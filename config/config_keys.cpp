@@ -170,6 +170,29 @@ ConfigKey list_key(std::string_view section, std::string_view name, SectionPtr<S
           set,     get};
 }
 
+// A string that must be one of `choices` ("" among them: off); null is "".
+template <typename S>
+ConfigKey choice_key(std::string_view section, std::string_view name, SectionPtr<S> sec,
+                     std::string S::*m, std::vector<std::string> choices, std::string help,
+                     Aliases aliases = {}) {
+  std::string listed;
+  for (const std::string& ch : choices) listed += (listed.empty() ? "" : ", ") + quoted(ch);
+  auto set = [=](Config& c, const RawValue& raw) -> Status {
+    if (raw.kind == RawValue::Kind::kList) return invalid_argument("expected a string, got a list");
+    std::string t(raw.kind == RawValue::Kind::kNull ? "" : trim(raw.scalar));
+    std::transform(t.begin(), t.end(), t.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (std::find(choices.begin(), choices.end(), t) == choices.end()) {
+      return invalid_argument("must be one of " + listed + ", got " + quoted(raw.scalar));
+    }
+    (c.*sec).*m = t;
+    return Status::ok();
+  };
+  auto get = [=](const Config& c) { return (c.*sec).*m; };
+  return {section, name, KeyType::kString, std::move(help), "", std::move(aliases), false,
+          set,     get};
+}
+
 template <typename S, typename E>
 ConfigKey enum_key(std::string_view section, std::string_view name, SectionPtr<S> sec, E S::*m,
                    std::vector<E> choices, std::string help, Aliases aliases = {}) {
@@ -290,6 +313,14 @@ std::vector<ConfigKey> build_table() {
   t.push_back(int_key("model", "max_model_len", &C::model, &MS::max_model_len, 0, 1 << 24,
                       "Context length limit, tokens (prompt + output); 0 = the model's.",
                       {"max-model-len"}));
+  t.push_back(choice_key(
+      "model", "quantize", &C::model, &MS::quantize, {"", "q8_0", "q4_0", "q4_k"},
+      "Quantize the model's F32 / F16 / BF16 matmul weights at start-up (CPU backend only): "
+      "\"\" = off (weights as stored), q8_0, q4_0 or q4_k. Faster on a BF16 / F16 model, at a "
+      "perplexity cost (bench/RESULTS.md); embeddings and already quantized tensors stay as they "
+      "are, and with q4_0 / q4_k an untied output.weight is q8_0. Start-up cost on 2 cores: about "
+      "5 s per GiB of F16 weights (q8_0, q4_0), 1.5 min per GiB (q4_k).",
+      {"quantize"}));
   t.push_back(list_key("model", "default_sampling", &C::model, &MS::default_sampling,
                        "Sampling defaults for requests that omit them, key=value items "
                        "(temperature, top_p, top_k, min_p, repetition_penalty), over those of "

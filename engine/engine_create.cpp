@@ -104,6 +104,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.matmul_precision = *precision;
   ro.kv_cache_dtype = *kernels::parse_kv_dtype(options.kv_cache_dtype);
   ro.kv_cache_bytes = options.kv_cache_bytes;
+  ro.quantize = options.quantize;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
   // A request verifying k drafts samples k + 1 rows, each its own decode row in the batch, and

@@ -1,6 +1,7 @@
 #include <numeric>
 
 #include "engine/model/model_weights.h"
+#include "llmserve/kernels/host_memory.h"
 
 namespace llmserve {
 
@@ -32,6 +33,23 @@ Status LoadedModel::add_tensor(TensorView view) {
     return data_loss(path_ + ": tensor '" + view.name + "' appears twice");
   }
   tensors_.push_back(std::move(view));
+  return Status::ok();
+}
+
+void LoadedModel::HostFree::operator()(void* p) const {
+  kernels::host_free(p);
+}
+
+Status LoadedModel::replace_tensor_data(std::string_view name, DType type, void* data,
+                                        size_t nbytes) {
+  std::unique_ptr<void, HostFree> owned(data);
+  auto it = index_.find(std::string(name));
+  if (it == index_.end()) return not_found(path_ + ": no tensor '" + std::string(name) + "'");
+  TensorView& t = tensors_[it->second];
+  t.type = type;
+  t.data = static_cast<const std::byte*>(data);
+  t.nbytes = nbytes;
+  owned_.push_back(std::move(owned));
   return Status::ok();
 }
 

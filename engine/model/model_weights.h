@@ -63,6 +63,11 @@ class LoadedModel {
   // Every tensor the Llama graph needs is present with the shape the config implies.
   Status check_tensors() const;
 
+  // Points tensor `name` at `data` (nbytes of `type`, same shape), a kernels::host_alloc buffer
+  // the model then owns (model.quantize: engine/model/quantize_model.h). NOT_FOUND for an
+  // unknown name; the buffer is freed either way.
+  Status replace_tensor_data(std::string_view name, DType type, void* data, size_t nbytes);
+
  private:
   friend Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path);
   friend struct LoadedModelBuilder;
@@ -74,6 +79,10 @@ class LoadedModel {
   std::string tokenizer_dir_;
   std::unique_ptr<GgufFile> gguf_;
   std::vector<MappedFile> maps_;  // safetensors shards
+  struct HostFree {
+    void operator()(void* p) const;
+  };
+  std::vector<std::unique_ptr<void, HostFree>> owned_;  // replace_tensor_data's buffers
   std::vector<TensorView> tensors_;
   std::unordered_map<std::string, size_t> index_;
 };

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <spdlog/spdlog.h>
+
+#include "engine/model/quantize_model.h"
 
 #include "engine/core/process_memory.h"
 
@@ -173,6 +176,18 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
     return invalid_argument("model runner: block_size and num_threads must be positive");
   }
   LLMSERVE_RETURN_IF_ERROR(model->check_tensors());
+  LLMSERVE_ASSIGN_OR_RETURN(const std::optional<kernels::DType> quantize,
+                            parse_model_quantize(options.quantize));
+  if (quantize && options.use_cuda) {
+    return failed_precondition(
+        "model.quantize is " + options.quantize +
+        " but it is for the CPU backend only (the CUDA backend runs every weight in bf16); set "
+        "engine.device cpu or leave model.quantize empty");
+  }
+  if (quantize) {
+    kernels::ThreadPool pool(options.num_threads);
+    LLMSERVE_RETURN_IF_ERROR(quantize_model_weights(*model, *quantize, pool).status());
+  }
   const ModelConfig& cfg = model->config();
   if (options.use_cuda) {
     if (options.kv_cache_dtype == kernels::KvDtype::kF32) {

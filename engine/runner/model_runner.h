@@ -40,6 +40,8 @@ struct ModelRunnerOptions {
   int64_t max_model_len = 4096;  // tokens per sequence (CUDA block-table width)
   bool cuda_graphs = true;       // capture pure-decode steps (every bucket, at start-up)
   std::vector<int32_t> eos_ids;  // CUDA: the stop ids min_tokens masks (generation_eos_ids)
+  // model.quantize: "" (off), q8_0, q4_0 or q4_k; CPU only (engine/model/quantize_model.h).
+  std::string quantize;
 };
 
 // True when this binary has the CUDA backend and the driver reports a device.

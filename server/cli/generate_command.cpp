@@ -153,6 +153,7 @@ Status run(const GenerateOptions& o) {
   const auto kv_dtype = kernels::parse_kv_dtype(o.engine.kv_cache_dtype);
   if (!kv_dtype) return invalid_argument("engine.kv_cache_dtype must be f16, f32, int8 or fp8");
   ro.kv_cache_dtype = *kv_dtype;
+  ro.quantize = o.engine.quantize;
   LLMSERVE_RETURN_IF_ERROR(apply_cpu_isa(o.engine.cpu_isa));
   ro.max_tokens_per_step = std::min<int64_t>(static_cast<int64_t>(prompt.size()), 2048);
   ro.max_samples_per_step = 1;

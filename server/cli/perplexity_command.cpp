@@ -39,6 +39,7 @@ struct PerplexityOptions {
   std::string kv_dtype = "f16";
   std::string device = "cpu";
   std::string precision = "q8x2";
+  std::string quantize;         // model.quantize
   uint64_t kv_cache_bytes = 0;  // 0 = what `parallel` windows need
   bool json = false;
 };
@@ -70,6 +71,7 @@ Status run(const PerplexityOptions& o, std::ostream& log) {
   eo.threads = o.threads;
   eo.kv_cache_dtype = o.kv_dtype;
   eo.cpu_matmul_precision = o.precision;
+  eo.quantize = o.quantize;
   eo.max_model_len = o.ctx + 1;  // a prompt must be shorter than the model length
   eo.max_num_seqs = std::max(o.parallel, 1);
   eo.max_num_batched_tokens = std::max(o.ctx, eo.max_num_seqs);
@@ -149,11 +151,15 @@ Status run(const PerplexityOptions& o, std::ostream& log) {
   const double var = nll2 / count - mean * mean;
   const double err = var > 0 ? std::sqrt(var / static_cast<double>(count - 1)) * ppl : 0;
   if (o.json) {
-    std::cout
-        << nlohmann::json{{"ppl", ppl},         {"ppl_stderr", err}, {"tokens_scored", count},
-                          {"windows", n_chunk}, {"ctx", n_ctx},      {"kv_cache_dtype", o.kv_dtype}}
-               .dump()
-        << "\n";
+    std::cout << nlohmann::json{{"ppl", ppl},
+                                {"ppl_stderr", err},
+                                {"tokens_scored", count},
+                                {"windows", n_chunk},
+                                {"ctx", n_ctx},
+                                {"kv_cache_dtype", o.kv_dtype},
+                                {"quantize", o.quantize}}
+                     .dump()
+              << "\n";
   } else {
     std::cout << "Final estimate: PPL = " << std::fixed << std::setprecision(4) << ppl << " +/- "
               << std::setprecision(5) << err << "\n";
@@ -185,6 +191,10 @@ void add_perplexity_command(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   cmd->add_option("--cpu-matmul-precision", o->precision, "q8x2 (default) or q8")
       ->check(CLI::IsMember({"q8x2", "q8"}));
+  cmd->add_option("--quantize", o->quantize,
+                  "Quantize F32 / F16 / BF16 matmul weights at load, as model.quantize: q8_0, "
+                  "q4_0 or q4_k (default: as stored)")
+      ->check(CLI::IsMember({"", "q8_0", "q4_0", "q4_k"}));
   cmd->add_flag("--json", o->json, "Print the result as one JSON line");
   cmd->callback([o, &exit_code] {
     log_to_stderr();

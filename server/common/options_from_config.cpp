@@ -13,6 +13,7 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.threads = c.engine.threads;
   o.cpu_matmul_precision = std::string(to_string(c.engine.cpu_matmul_precision));
   o.cpu_isa = std::string(to_string(c.engine.cpu_isa));
+  o.quantize = c.model.quantize;
   o.kv_cache_dtype = std::string(to_string(c.engine.kv_cache_dtype));
   o.kv_cache_bytes = c.engine.kv_cache_bytes;
   o.gpu_memory_utilization = c.engine.gpu_memory_utilization;

@@ -210,6 +210,34 @@ TEST(YamlLayer, OutOfRangeBadSizeBadEnum) {
             "\"onnx\"");
 }
 
+// model.quantize: off ("") by default; q8_0 / q4_0 / q4_k from YAML, env or flag (any case);
+// anything else stops start-up naming the key and where it was set.
+TEST(ModelQuantize, ChoicesAndErrorsNameTheKey) {
+  EXPECT_EQ(Config().model.quantize, "");
+  Config c;
+  ASSERT_TRUE(yaml("model:\n  quantize: Q4_K\n", &c).is_ok());
+  EXPECT_EQ(c.model.quantize, "q4_k");
+  ASSERT_TRUE(yaml("model:\n  quantize: \"\"\n", &c).is_ok());
+  EXPECT_EQ(c.model.quantize, "");
+  EXPECT_EQ(yaml("model:\n  quantize: q3\n").message(),
+            "t.yaml:2: model.quantize: must be one of \"\", \"q8_0\", \"q4_0\", \"q4_k\", got "
+            "\"q3\"");
+  Config e;
+  ASSERT_TRUE(apply_env(e, {{"LLMSERVE_MODEL_QUANTIZE", "q8_0"}}).is_ok());
+  EXPECT_EQ(e.model.quantize, "q8_0");
+  EXPECT_THAT(apply_env(e, {{"LLMSERVE_MODEL_QUANTIZE", "int4"}}).message(),
+              StartsWith("env LLMSERVE_MODEL_QUANTIZE: model.quantize: must be one of"));
+  Config f;
+  ASSERT_TRUE(
+      apply_overrides(f, {{"model.quantize", RawValue::text("q4_0"), "flag --model.quantize"}})
+          .is_ok());
+  EXPECT_EQ(f.model.quantize, "q4_0");
+  EXPECT_THAT(
+      apply_overrides(f, {{"model.quantize", RawValue::text("q3"), "flag --model.quantize"}})
+          .message(),
+      StartsWith("flag --model.quantize: model.quantize: must be one of"));
+}
+
 TEST(YamlLayer, MalformedYamlNamesLineAndColumn) {
   const Status st = yaml("engine:\n  block_size: [1, 2\n");
   ASSERT_FALSE(st.is_ok());
