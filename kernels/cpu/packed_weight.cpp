@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/pack_k_quants.h"
+#include "kernels/cpu/packed_float.h"
 #include "kernels/cpu/packed_layout.h"
 #include "kernels/cpu/quantize_activations.h"
 #include "llmserve/kernels/host_memory.h"
@@ -158,6 +159,7 @@ PackedIsa active_packed_isa() {
 }
 
 bool can_pack_weight(DType type, int64_t N, int64_t K) {
+  if (cpu::is_float_pack_type(type)) return cpu::can_pack_float(type, N, K);
   const int64_t block = cpu::k_quant_pack_bytes(type) != 0 ? kQKK : kQK;
   return group_block_bytes(type) != 0 && N > 0 && K > 0 && K % block == 0;
 }
@@ -166,7 +168,9 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K, Thread
   PackedWeight p;
   if (!can_pack_weight(type, N, K)) return p;
   const int64_t groups = (N + kGroupRows - 1) / kGroupRows;
-  const size_t bytes = static_cast<size_t>(groups * (K / kQK)) * group_block_bytes(type);
+  const size_t bytes = cpu::is_float_pack_type(type)
+                           ? cpu::packed_float_bytes(type, N, K)
+                           : static_cast<size_t>(groups * (K / kQK)) * group_block_bytes(type);
   void* mem = host_alloc((bytes + 63) / 64 * 64);
   if (mem == nullptr) return p;
   switch (type) {
@@ -178,6 +182,10 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K, Thread
       break;
     case DType::Q8_0:
       pack_all<BlockQ8_0>(w, N, K, static_cast<cpu::PackQ8_0x8*>(mem), pool);
+      break;
+    case DType::F16:
+    case DType::BF16:
+      cpu::pack_float(type, w, N, K, mem, pool);
       break;
     default:
       cpu::pack_k_quants(type, w, N, K, mem, pool);
@@ -229,6 +237,10 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   constexpr size_t kMaxWeights = 8;
   const size_t nw = std::min({ws.size(), ys.size(), kMaxWeights});
   if (M <= 0 || nw == 0) return;
+  if (cpu::has_packed_float(ws.first(nw))) {  // F16 / BF16 (packed_float.h)
+    cpu::matmul_packed_split(pool, x, M, ws.first(nw), ys.first(nw), precision);
+    return;
+  }
   // Weights that want different activation layouts go in separate calls.
   const ActLayout layout = act_layout_of(ws[0]->type());
   for (size_t i = 1; i < nw; ++i) {

@@ -2,7 +2,8 @@
 // A group block holds the 8 rows' scales side by side and their quants interleaved 4 bytes per
 // row, so one 32-byte load feeds 8 output rows and each weight load is reused for up to 4 (AVX2) or
 // 8 (AVX-512) activation rows (the register-blocked micro-kernel). Same bytes as the source; rows
-// are padded to a multiple of 8 with zero blocks.
+// are padded to a multiple of 8 with zero blocks. F16 / BF16 weights are packed in their own
+// panel layout (see can_pack_weight).
 #pragma once
 
 #include <cstddef>
@@ -41,6 +42,8 @@ class PackedWeight {
 
 // True for the types pack_weight handles when N, K > 0 and K is a multiple of the block: Q4_0,
 // Q4_1, Q8_0 (K % 32 == 0); Q2_K, Q3_K, Q4_K, Q5_K, Q6_K (K % 256 == 0; docs/CPU_KERNELS.md).
+// Also F16 and BF16 for any N, K > 0: those go in panels of 32 rows and their matmul is exact
+// f32 whatever ActPrecision (kernels/cpu/packed_float.h); AVX-512F is enough for their wide path.
 bool can_pack_weight(DType type, int64_t N, int64_t K);
 
 // Repacks W[N, K] (N rows of row_bytes(type, K) bytes), on the pool's threads when given. Empty

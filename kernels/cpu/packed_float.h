@@ -1,0 +1,74 @@
+// Internal: F16 and BF16 weights packed for the CPU matmul (the PackedWeight of those types).
+//
+// Layout: panels of kFloatPanelRows = 32 weight rows (the last padded with zero rows), one after
+// the other. F16: panel element (k, j) at half k * 32 + j, so one 64-byte line holds the 32 rows'
+// weights of column k. BF16: columns in pairs (K padded to even with a zero column), element
+// (k, j) at half (k / 2) * 64 + 2 * j + k % 2, so a 32-bit lane holds one row's pair and a line
+// 16 rows' pairs (even = lane << 16, odd = lane & 0xffff0000: two integer ops per 32 weights).
+//
+// Product: outer-product micro-kernels keep R activation rows x 2 vectors of weight rows in
+// registers (AVX-512: up to 12 rows x 32 weight rows; AVX2: up to 6 rows x 16), so each weight
+// load and conversion feeds R FMAs; activations are first interleaved per call (k-major, R rows
+// side by side) so each is one broadcast. Decode (one or two rows) streams 2 to 4 panels at once
+// with software prefetch instead.
+//
+// Precision: the weights become f32 exactly (vcvtph2ps for F16, a shift for BF16) and the
+// activations stay f32, whatever ActPrecision says: each output is the f32 FMA chain
+// y = fma(w[k], x[k], y) for k = 0, 1, ..., K - 1 from y = 0. So every result is bit-identical
+// whatever M, the tiling, the thread count, or the instruction set (AVX2 or AVX-512). vdpbf16ps
+// was measured and left out: on the development host (Xeon, family 6 model 207) it retires one
+// per 2 cycles against two FMAs per cycle, i.e. half the multiply-adds per cycle of the f32 path
+// even with one bf16 activation pass, and it would need two passes (x = hi + lo) to approach f32
+// accuracy. AVX512-FP16 arithmetic would round the products to 11 bits, so it is not used either.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "llmserve/kernels/act_precision.h"
+#include "llmserve/kernels/dtype.h"
+#include "llmserve/kernels/packed_weight.h"
+#include "llmserve/kernels/thread_pool.h"
+
+namespace llmserve::kernels::cpu {
+
+inline constexpr int kFloatPanelRows = 32;
+
+bool is_float_pack_type(DType type);  // F16 or BF16
+// F16 / BF16 with N, K > 0 (any K).
+bool can_pack_float(DType type, int64_t N, int64_t K);
+// Bytes of the packed copy (a multiple of 64).
+size_t packed_float_bytes(DType type, int64_t N, int64_t K);
+// Writes the packed copy of W[N, K] (N rows of K halves) to out (packed_float_bytes, 64-byte
+// aligned), on the pool's threads when one is given. Precondition: can_pack_float.
+void pack_float(DType type, const void* w, int64_t N, int64_t K, void* out,
+                ThreadPool* pool = nullptr);
+
+// y_i[M, N_i] = x[M, K] . W_i^T for up to 8 packed F16 / BF16 weights of the same K (types may
+// differ). `precision` is accepted for matmul_packed_multi's sake and ignored (exact f32, above).
+void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
+                               std::span<const PackedWeight* const> ws, std::span<float* const> ys,
+                               ActPrecision precision);
+
+// True when some weight of ws is F16 / BF16. Then matmul_packed_split runs the float ones here
+// and hands the others (if any) back to matmul_packed_multi.
+bool has_packed_float(std::span<const PackedWeight* const> ws);
+void matmul_packed_split(ThreadPool& pool, const float* x, int64_t M,
+                         std::span<const PackedWeight* const> ws, std::span<float* const> ys,
+                         ActPrecision precision);
+
+// Per instruction set: y[r * ldy + n] = W[n] . x_r for n < valid, r < R <= max_rows, W being
+// `panels` consecutive panels (panel_bytes apart) and x the R rows interleaved: x[k * R + r].
+// prefetch: stream the weights with software prefetch (decode).
+using FloatTileFn = void (*)(const uint8_t* w, int64_t panel_bytes, int64_t panels, int64_t K,
+                             const float* x, int R, float* y, int64_t ldy, int64_t valid,
+                             bool prefetch);
+struct FloatKernels {
+  FloatTileFn f16 = nullptr, bf16 = nullptr;
+  int max_rows = 1;
+};
+FloatKernels float_kernels_avx2();
+FloatKernels float_kernels_avx512();  // compiled for AVX-512F: call only when the CPU has it
+
+}  // namespace llmserve::kernels::cpu
