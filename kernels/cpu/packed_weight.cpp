@@ -56,9 +56,8 @@ cpu::PackFormat format_of(DType t) {
   }
 }
 
-// Weights whose kernels share one activation layout: 4-bit with a min term
-// (pairs keep ds), Q8_0 (pairs take the unsigned-weight correction), Q6_K-like
-// (ds slots hold half-block sums).
+// Weights whose kernels share one activation layout: 4-bit with a min term (pairs keep ds), Q8_0
+// (pairs take the unsigned-weight correction), Q6_K-like (ds slots hold half-block sums).
 enum class ActLayout { kQ4, kQ8_0, kQ6 };
 ActLayout act_layout_of(DType t) {
   switch (format_of(t)) {
@@ -72,8 +71,7 @@ ActLayout act_layout_of(DType t) {
   }
 }
 
-// Interleaves `chunks` 4-byte pieces of each of the 8 source rows' quants into
-// dst.
+// Interleaves `chunks` 4-byte pieces of each of the 8 source rows' quants into dst.
 void interleave(const uint8_t* const* src_qs, int chunks, uint8_t* dst) {
   for (int c = 0; c < chunks; ++c) {
     for (int j = 0; j < kGroupRows; ++j) std::memcpy(dst + c * 32 + j * 4, src_qs[j] + c * 4, 4);
@@ -200,11 +198,10 @@ PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K, Thread
 }
 
 namespace {
-// The two rows (main, residual) of a q8x2 token, quantized at src (nb blocks
-// each, not yet pair-laid), paired into rows row and row + 1 of a tile in the
-// wide layout. For Q4 weights
-// (!q8_0_correction) the main pairs' ds become main.ds + res.ds, the sum the Q4
-// wide kernels add; for Q8_0 those slots hold the corrections instead.
+// The two rows (main, residual) of a q8x2 token, quantized at src (nb blocks each, not yet
+// pair-laid), paired into rows row and row + 1 of a tile in the wide layout. For Q4 weights
+// (!q8_0_correction) the main pairs' ds become main.ds + res.ds, the sum the Q4 wide kernels add;
+// for Q8_0 those slots hold the corrections instead.
 void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
                                int64_t row, bool q8_0_correction) {
   auto* to = reinterpret_cast<cpu::ActQ8Pair*>(tile);
@@ -266,9 +263,9 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   const int64_t K = ws[0]->cols();
   const cpu::PackedKernels& ks = kernels_for(active_packed_isa());
   const int64_t nb = K / kQK;
-  // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1:
-  // residual) whose products the kernels add into y row m (kSumRowPairs; every
-  // call starts at an even row and takes an even count).
+  // With kQ8x2 each x row becomes two quantized rows (2m: main, 2m + 1: residual) whose products
+  // the kernels add into y row m (kSumRowPairs; every call starts at an even row and takes an even
+  // count).
   const int passes = precision == ActPrecision::kQ8x2 ? 2 : 1;
   const int64_t rows = M * passes;
   const int64_t tile_m = rows <= 2 * kTileM ? rows : kTileM;  // even: pairs stay in one tile
@@ -283,10 +280,9 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     float* y;
   };
   Job jobs[kMaxWeights];
-  // The pair kernels read re-laid activations, which every weight of the call
-  // then takes (the Q8_0 ones with the unsigned-weight correction in the ds
-  // slots). A single activation row does not amortise the weights' re-lay
-  // (measured 0.87x at M = 1).
+  // The pair kernels read re-laid activations, which every weight of the call then takes (the
+  // Q8_0 ones with the unsigned-weight correction in the ds slots). A single activation row does
+  // not amortise the weights' re-lay (measured 0.87x at M = 1).
   bool pairs = rows >= 2;
   bool wide_kernels = passes == 2;
   for (size_t i = 0; i < nw; ++i) {
@@ -312,8 +308,8 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     tasks += (j.groups + kGroupsPerTask - 1) / kGroupsPerTask * m_tiles;
   }
 
-  // Tiles of at least min_tokens_wide q8x2 tokens go to the wide kernels, which
-  // read a copy of their activations in the wide layout.
+  // Tiles of at least min_tokens_wide q8x2 tokens go to the wide kernels, which read a copy of
+  // their activations in the wide layout.
   auto tile_end = [&](int64_t m0) { return std::min(rows, m0 + tile_m); };
   auto is_wide = [&](int64_t m0) {
     return wide_kernels && (tile_end(m0) - m0) / passes >= ks.min_tokens_wide;
@@ -351,9 +347,8 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   }
 
   const int max_rows = pairs ? ks.max_rows_pairs : ks.max_rows;
-  // Two groups per call pay off once the call is compute-bound; with one or two
-  // rows (single-stream decode) the weights' streaming dominates and one group
-  // per call keeps it sequential.
+  // Two groups per call pay off once the call is compute-bound; with one or two rows (single-stream
+  // decode) the weights' streaming dominates and one group per call keeps it sequential.
   const int64_t groups_per_call = pairs && tile_m >= 4 ? ks.pair_groups : 1;
   const unsigned sum_pairs = passes == 2 ? cpu::kSumRowPairs : 0;
   // Units: rows, or q8x2 tokens (row pairs).
@@ -369,8 +364,7 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
       const int64_t g0 = (lt / m_tiles) * kGroupsPerTask;
       const int64_t g1 = std::min(j.groups, g0 + kGroupsPerTask);
       const int64_t m0 = (lt % m_tiles) * tile_m, m1 = std::min(rows, m0 + tile_m);
-      // The tile's units in calls of near-equal size (each of at least
-      // min_tokens_wide when wide).
+      // The tile's units in calls of near-equal size (each of at least min_tokens_wide when wide).
       const int64_t units = (m1 - m0) / passes;
       const bool wide = is_wide(m0);
       const int64_t unit_cap = wide ? ks.max_tokens_wide : max_units;
