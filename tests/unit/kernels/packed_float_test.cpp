@@ -14,6 +14,7 @@
 #include "kernel_test_util.h"
 #include "llmserve/kernels/dequantize.h"
 #include "llmserve/kernels/packed_weight.h"
+#include "packed_isa_guard.h"
 
 namespace llmserve::kernels {
 namespace {
@@ -21,11 +22,7 @@ namespace {
 using testing::random_floats;
 using testing::random_weights;
 
-struct IsaGuard {
-  explicit IsaGuard(PackedIsa isa) : previous(active_packed_isa()) { set_packed_isa(isa); }
-  ~IsaGuard() { set_packed_isa(previous); }
-  PackedIsa previous;
-};
+using testing::IsaGuard;
 
 // Forced AVX2, and AVX-512 where the CPU has it (the float kernels follow the VNNI switch).
 std::vector<PackedIsa> isas() {

@@ -11,6 +11,7 @@
 #include "kernel_test_util.h"
 #include "llmserve/kernels/matmul.h"
 #include "llmserve/kernels/packed_weight.h"
+#include "packed_isa_guard.h"
 
 namespace llmserve::kernels {
 namespace {
@@ -18,12 +19,7 @@ namespace {
 using testing::random_floats;
 using testing::random_weights;
 
-// Restores the ISA the binary runs with (LLMSERVE_TEST_CPU_ISA may have forced AVX2).
-struct IsaGuard {
-  explicit IsaGuard(PackedIsa isa) : previous(active_packed_isa()) { set_packed_isa(isa); }
-  ~IsaGuard() { set_packed_isa(previous); }
-  PackedIsa previous;
-};
+using testing::IsaGuard;
 
 std::vector<PackedIsa> isas() {
   std::vector<PackedIsa> v = {PackedIsa::kAvx2};
