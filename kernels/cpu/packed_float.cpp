@@ -204,33 +204,4 @@ void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
   });
 }
 
-bool has_packed_float(std::span<const PackedWeight* const> ws) {
-  return std::any_of(ws.begin(), ws.end(),
-                     [](const PackedWeight* w) { return is_float_pack_type(w->type()); });
-}
-
-void matmul_packed_split(ThreadPool& pool, const float* x, int64_t M,
-                         std::span<const PackedWeight* const> ws, std::span<float* const> ys,
-                         ActPrecision precision) {
-  const PackedWeight* fw[kMaxWeights];
-  const PackedWeight* qw[kMaxWeights];
-  float* fy[kMaxWeights];
-  float* qy[kMaxWeights];
-  size_t nf = 0, nq = 0;
-  const size_t nw = std::min({ws.size(), ys.size(), kMaxWeights});
-  for (size_t i = 0; i < nw; ++i) {
-    if (is_float_pack_type(ws[i]->type())) {
-      fw[nf] = ws[i];
-      fy[nf++] = ys[i];
-    } else {
-      qw[nq] = ws[i];
-      qy[nq++] = ys[i];
-    }
-  }
-  if (nf > 0) {
-    matmul_packed_float_multi(pool, x, M, std::span(fw, nf), std::span(fy, nf), precision);
-  }
-  if (nq > 0) matmul_packed_multi(pool, x, M, std::span(qw, nq), std::span(qy, nq), precision);
-}
-
 }  // namespace llmserve::kernels::cpu

@@ -51,13 +51,6 @@ void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
                                std::span<const PackedWeight* const> ws, std::span<float* const> ys,
                                ActPrecision precision);
 
-// True when some weight of ws is F16 / BF16. Then matmul_packed_split runs the float ones here
-// and hands the others (if any) back to matmul_packed_multi.
-bool has_packed_float(std::span<const PackedWeight* const> ws);
-void matmul_packed_split(ThreadPool& pool, const float* x, int64_t M,
-                         std::span<const PackedWeight* const> ws, std::span<float* const> ys,
-                         ActPrecision precision);
-
 // Per instruction set: y[r * ldy + n] = W[n] . x_r for n < valid, r < R <= max_rows, W being
 // `panels` consecutive panels (panel_bytes apart) and x the R rows interleaved: x[k * R + r].
 // prefetch: stream the weights with software prefetch (decode).

@@ -57,9 +57,11 @@ cpu::PackFormat format_of(DType t) {
 }
 
 // Weights whose kernels share one activation layout: 4-bit with a min term (pairs keep ds), Q8_0
-// (pairs take the unsigned-weight correction), Q6_K-like (ds slots hold half-block sums).
-enum class ActLayout { kQ4, kQ8_0, kQ6 };
+// (pairs take the unsigned-weight correction), Q6_K-like (ds slots hold half-block sums), or f32
+// activations (F16 / BF16 panels, packed_float.h).
+enum class ActLayout { kQ4, kQ8_0, kQ6, kFloat };
 ActLayout act_layout_of(DType t) {
+  if (cpu::is_float_pack_type(t)) return ActLayout::kFloat;
   switch (format_of(t)) {
     case cpu::kPackQ8_0:
       return ActLayout::kQ8_0;
@@ -234,10 +236,6 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
   constexpr size_t kMaxWeights = 8;
   const size_t nw = std::min({ws.size(), ys.size(), kMaxWeights});
   if (M <= 0 || nw == 0) return;
-  if (cpu::has_packed_float(ws.first(nw))) {  // F16 / BF16 (packed_float.h)
-    cpu::matmul_packed_split(pool, x, M, ws.first(nw), ys.first(nw), precision);
-    return;
-  }
   // Weights that want different activation layouts go in separate calls.
   const ActLayout layout = act_layout_of(ws[0]->type());
   for (size_t i = 1; i < nw; ++i) {
@@ -258,6 +256,10 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
     }
     matmul_packed_multi(pool, x, M, {same_w, ns}, {same_y, ns}, precision);
     matmul_packed_multi(pool, x, M, {other_w, no}, {other_y, no}, precision);
+    return;
+  }
+  if (layout == ActLayout::kFloat) {
+    cpu::matmul_packed_float_multi(pool, x, M, ws.first(nw), ys.first(nw), precision);
     return;
   }
   const int64_t K = ws[0]->cols();
