@@ -17,6 +17,7 @@ namespace llmserve {
 
 class Tokenizer;
 class ChatTemplate;
+class KvEventBus;
 struct ModelConfig;
 
 struct EngineOptions {
@@ -53,6 +54,9 @@ struct EngineOptions {
   int32_t grammar_max_schema_nodes = 10000;
   std::string chat_template_override;  // Jinja source; empty = the model's
   SpecConfig speculative;              // speculative decoding (off by default)
+  // KV-cache events (engine/kv_events): 0 = off; else the batches (one per step that changed
+  // the prefix cache) kept for late or lagging readers of kv_event_bus().
+  int32_t kv_events_buffer_steps = 0;
 };
 
 // Points the CPU kernels (process-wide) at EngineOptions::cpu_isa; Engine::create calls it.
@@ -84,6 +88,18 @@ class Engine {
 
   virtual EngineStats stats() const = 0;
   virtual const EngineMetrics& metrics() const = 0;
+
+  // The prefix cache's KV events (engine/kv_events/kv_event_bus.h): one batch per engine step
+  // that changed it. Null when EngineOptions::kv_events_buffer_steps is 0. Lives as long as the
+  // engine; shutdown() closes it (readers then see closed).
+  virtual KvEventBus* kv_event_bus() { return nullptr; }
+  // Drops every cached prefix block no request holds, on the engine thread; blocks the caller
+  // until done. Returns true when the prefix cache is empty afterwards (KV events:
+  // AllBlocksCleared), false when running requests still hold cached blocks (BlockRemoved for
+  // the dropped ones). UNAVAILABLE once the engine has stopped; UNIMPLEMENTED by default.
+  virtual Result<bool> reset_prefix_cache() {
+    return unimplemented("this engine has no prefix cache to reset");
+  }
 
   // Stop accepting (submit -> UNAVAILABLE); running requests continue.
   virtual void stop_accepting() = 0;

@@ -25,6 +25,10 @@ GrammarCompilerOptions grammar_compiler_options(const EngineOptions& o) {
   return g;
 }
 
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
@@ -53,6 +57,10 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
   if (model_name_.ends_with(".gguf")) model_name_.resize(model_name_.size() - 5);
   kv_usable_tokens_ =
       int64_t{scheduler->kv_cache().num_usable_blocks()} * scheduler->kv_cache().block_size();
+  if (options.kv_events_buffer_steps > 0) {
+    kv_events_ = std::make_unique<KvEventBus>(static_cast<size_t>(options.kv_events_buffer_steps));
+    scheduler->enable_kv_events(true);
+  }
   loop_ = std::make_unique<StepLoop>(
       std::move(runner), std::move(scheduler), *tokenizer_, metrics_, options.seed,
       [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); },
@@ -132,6 +140,51 @@ void LlmEngine::shutdown() {
   std::lock_guard<std::mutex> lock(shutdown_mu_);
   intake_.shutdown();
   if (thread_.joinable()) thread_.join();
+  if (kv_events_) kv_events_->close();
+}
+
+void LlmEngine::publish_kv_events() {
+  if (!kv_events_) return;
+  std::vector<KvEvent> events = loop_->scheduler().take_kv_events();
+  if (!events.empty()) kv_events_->publish(std::move(events), unix_seconds());
+}
+
+Result<bool> LlmEngine::reset_prefix_cache() {
+  std::unique_lock<std::mutex> lock(invariant_mu_);
+  reset_requested_ = true;
+  reset_done_ = false;
+  intake_.wake();
+  invariant_cv_.wait(lock, [this] { return reset_done_ || stopped_; });
+  if (!reset_done_) return unavailable("engine thread has stopped");
+  return reset_result_;
+}
+
+void LlmEngine::serve_engine_thread_calls() {
+  std::lock_guard<std::mutex> lock(invariant_mu_);
+  if (reset_requested_) {
+    reset_result_ = loop_->scheduler().reset_prefix_cache();
+    publish_kv_events();
+    publish_stats();
+    reset_requested_ = false;
+    reset_done_ = true;
+    invariant_cv_.notify_all();
+  }
+  if (invariant_requested_) {
+    publish_stats();  // so stats() read after the check sees this state
+    const Scheduler& sched = loop_->scheduler();
+    Status st = sched.check_invariants();
+    const KvCacheManager& kv = sched.kv_cache();
+    if (st.is_ok() && !sched.has_unfinished_requests() &&
+        (kv.usage() != 0.0 || kv.num_free_blocks() != kv.num_usable_blocks())) {
+      st =
+          internal_error("idle engine holds KV blocks: " +
+                         std::to_string(kv.num_usable_blocks() - kv.num_free_blocks()) + " in use");
+    }
+    invariant_result_ = std::move(st);
+    invariant_requested_ = false;
+    invariant_done_ = true;
+    invariant_cv_.notify_all();
+  }
 }
 
 EngineStats LlmEngine::stats() const {
@@ -186,31 +239,15 @@ void LlmEngine::run() {
       break;
     }
     loop_->check_streams_and_deadlines(Clock::now());
-    {
-      std::lock_guard<std::mutex> lock(invariant_mu_);
-      if (invariant_requested_) {
-        publish_stats();  // so stats() read after the check sees this state
-        const Scheduler& sched = loop_->scheduler();
-        Status st = sched.check_invariants();
-        const KvCacheManager& kv = sched.kv_cache();
-        if (st.is_ok() && !sched.has_unfinished_requests() &&
-            (kv.usage() != 0.0 || kv.num_free_blocks() != kv.num_usable_blocks())) {
-          st = internal_error("idle engine holds KV blocks: " +
-                              std::to_string(kv.num_usable_blocks() - kv.num_free_blocks()) +
-                              " in use");
-        }
-        invariant_result_ = std::move(st);
-        invariant_requested_ = false;
-        invariant_done_ = true;
-        invariant_cv_.notify_all();
-      }
-    }
+    publish_kv_events();
+    serve_engine_thread_calls();
     if (wedge_after_steps_ != 0 && loop_->has_work() && loop_->steps() >= wedge_after_steps_) {
       spdlog::warn("fault injection: engine loop wedged after {} steps", loop_->steps());
       intake_.wait_for_shutdown();
       continue;
     }
     const bool ran = loop_->has_work() && loop_->step();
+    publish_kv_events();
     publish_stats();
     if (ran) {
       last_step_ns_ = now_ns();

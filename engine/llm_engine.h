@@ -15,6 +15,7 @@
 #include "engine/chat/chat_template.h"
 #include "engine/engine.h"
 #include "engine/engine_intake.h"
+#include "engine/kv_events/kv_event_bus.h"
 #include "engine/model/model_config.h"
 #include "engine/step_loop.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -49,6 +50,9 @@ class LlmEngine final : public Engine {
   void stop_accepting() override;
   void shutdown() override;
 
+  KvEventBus* kv_event_bus() override { return kv_events_.get(); }
+  Result<bool> reset_prefix_cache() override;
+
   // Phase timings of the steps run so far (benchmarks).
   StepTimings step_timings() const { return loop_->step_timings(); }
   // KV cache consistency once the engine is idle: every block free or cached, nothing held.
@@ -58,6 +62,9 @@ class LlmEngine final : public Engine {
  private:
   void run();
   void publish_stats();
+  void publish_kv_events();
+  // Engine thread: answers a pending reset_prefix_cache() / check_kv_invariants() call.
+  void serve_engine_thread_calls();
   Status validate(const GenerateRequest& r) const;
 
   EngineOptions options_;
@@ -78,11 +85,15 @@ class LlmEngine final : public Engine {
   uint64_t wedge_after_steps_ = 0;  // fault injection: 0 = never
 
   int64_t kv_usable_tokens_ = 0;
+  std::unique_ptr<KvEventBus> kv_events_;  // null when KV events are off
 
   std::mutex invariant_mu_;
   std::condition_variable invariant_cv_;
   bool invariant_requested_ = false;
   bool invariant_done_ = false;
+  bool reset_requested_ = false;  // reset_prefix_cache(), guarded by invariant_mu_ like the rest
+  bool reset_done_ = false;
+  bool reset_result_ = false;
   bool stopped_ = false;  // engine thread has exited (guarded by invariant_mu_)
   Status invariant_result_;
 

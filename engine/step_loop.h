@@ -78,6 +78,7 @@ class StepLoop {
   void fill_stats(EngineStats& s) const;
   int64_t waiting_prompt_tokens() const;
   const Scheduler& scheduler() const { return *scheduler_; }
+  Scheduler& scheduler() { return *scheduler_; }
   const ModelRunner& runner() const { return *runner_; }
   StepTimings step_timings() const;
 

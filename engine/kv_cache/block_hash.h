@@ -25,4 +25,11 @@ struct BlockHashHasher {
 BlockHash hash_block_tokens(const BlockHash& parent, std::span<const int32_t> tokens,
                             std::span<const std::byte> extra_key = {});
 
+// The hash as KV events publish it (engine/kv_events): the low 63 bits, or 1 where those are all
+// zero, so it is a nonzero value of both uint64 and int64 (smg's proto, llm-d's decoder).
+inline uint64_t external_block_hash(const BlockHash& h) {
+  const uint64_t v = h.lo & 0x7fffffffffffffffULL;
+  return v == 0 ? 1 : v;
+}
+
 }  // namespace llmserve

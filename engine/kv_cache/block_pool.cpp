@@ -49,10 +49,11 @@ void BlockPool::push_tail(int32_t id) {
   ++num_free_;
 }
 
-void BlockPool::uncache(int32_t id) {
+void BlockPool::uncache(int32_t id, bool record) {
   auto it = prefix_map_.find(hash_[id]);
   if (it != prefix_map_.end() && it->second == id) prefix_map_.erase(it);
   cached_[id] = 0;
+  if (record) events_.removed(external_block_hash(hash_[id]));
 }
 
 void BlockPool::allocate(int32_t n, std::vector<int32_t>& out) {
@@ -102,13 +103,21 @@ bool BlockPool::cache_block(int32_t block_id, const BlockHash& hash, const Block
   hash_[block_id] = hash;
   parent_[block_id] = parent;
   std::copy(tokens.begin(), tokens.end(), &tokens_[static_cast<size_t>(block_id) * block_size_]);
+  events_.stored(external_block_hash(hash),
+                 parent == BlockHash{} ? std::nullopt : std::optional(external_block_hash(parent)),
+                 tokens, block_size_);
   return true;
 }
 
-void BlockPool::reset_prefix_cache() {
+bool BlockPool::reset_prefix_cache() {
+  int32_t droppable = 0;
+  for (int32_t id = 1; id < num_blocks_; ++id) droppable += cached_[id] && ref_[id] == 0;
+  const bool all = droppable == num_cached_blocks();
   for (int32_t id = 1; id < num_blocks_; ++id) {
-    if (cached_[id] && ref_[id] == 0) uncache(id);
+    if (cached_[id] && ref_[id] == 0) uncache(id, /*record=*/!all);
   }
+  if (all) events_.cleared();
+  return all;
 }
 
 std::vector<int32_t> BlockPool::free_queue() const {

@@ -3,6 +3,9 @@
 // Free queue: blocks with ref count 0, cached or not. Allocation takes from the head (evicting a
 // cached block); a freed cached block goes to the tail, a freed uncached one to the head (it holds
 // nothing worth keeping). A prefix-cache hit on a free block unlinks it in O(1).
+// With events enabled, every change of the prefix map is recorded as a KV event (kv_event.h):
+// BlockStored when cache_block registers a block, BlockRemoved when allocate evicts one or a
+// reset drops some, AllBlocksCleared when a reset drops them all.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +15,7 @@
 
 #include "engine/core/status.h"
 #include "engine/kv_cache/block_hash.h"
+#include "engine/kv_events/kv_event_log.h"
 
 namespace llmserve {
 
@@ -44,9 +48,17 @@ class BlockPool {
   bool cache_block(int32_t block_id, const BlockHash& hash, const BlockHash& parent,
                    std::span<const int32_t> tokens);
   // Forgets every cached hash of free blocks (the blocks stay free). Used blocks keep theirs.
-  void reset_prefix_cache();
+  // Returns true when no cached hash is left (events: AllBlocksCleared, else BlockRemoved).
+  bool reset_prefix_cache();
+
+  // KV events (off by default): enable, then take() each step's records.
+  void enable_events(bool enabled) { events_.set_enabled(enabled); }
+  bool events_enabled() const { return events_.enabled(); }
+  std::vector<KvEvent> take_events() { return events_.take(); }
 
   int32_t ref_count(int32_t block_id) const { return ref_[block_id]; }
+  // The hash a cached block is registered under (meaningful only while is_cached(block_id)).
+  const BlockHash& block_hash(int32_t block_id) const { return hash_[block_id]; }
   bool is_cached(int32_t block_id) const { return cached_[block_id] != 0; }
   bool is_free(int32_t block_id) const { return in_queue_[block_id] != 0; }
   // Free queue from head (next evicted) to tail; O(num_blocks), for tests and debugging.
@@ -58,7 +70,7 @@ class BlockPool {
   void unlink(int32_t id);
   void push_head(int32_t id);
   void push_tail(int32_t id);
-  void uncache(int32_t id);
+  void uncache(int32_t id, bool record = true);
 
   int32_t num_blocks_;
   int32_t block_size_;
@@ -70,6 +82,7 @@ class BlockPool {
   std::vector<BlockHash> hash_, parent_;
   std::vector<int32_t> tokens_;  // block_size_ tokens per cached block, for collision checks
   std::unordered_map<BlockHash, int32_t, BlockHashHasher> prefix_map_;
+  KvEventLog events_;
 };
 
 }  // namespace llmserve

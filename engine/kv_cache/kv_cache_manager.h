@@ -51,8 +51,12 @@ class KvCacheManager {
   // blocks are registered first (they stay cached until evicted). Returns the blocks released.
   int32_t free_outside_window(Request& request);
   int64_t window_released_blocks() const { return window_released_; }  // since start
-  // Drops cached hashes of free blocks.
-  void reset_prefix_cache() { pool_.reset_prefix_cache(); }
+  // Drops cached hashes of free blocks; true when none is left (used blocks keep theirs).
+  bool reset_prefix_cache() { return pool_.reset_prefix_cache(); }
+  // KV events of the prefix cache (engine/kv_events), off by default: enable, then take the
+  // events recorded since the last take (once per engine step).
+  void enable_events(bool enabled) { pool_.enable_events(enabled); }
+  std::vector<KvEvent> take_events() { return pool_.take_events(); }
 
   std::span<const int32_t> block_table(const Request& request) const {
     return request.kv.block_ids;

@@ -76,6 +76,11 @@ class Scheduler {
   int64_t num_preemptions() const { return total_preemptions_; }
   const SchedulerConfig& config() const { return config_; }
   const KvCacheManager& kv_cache() const { return kv_; }
+  // The KV-cache events recorded since the last call (KvCacheManager::take_events).
+  std::vector<KvEvent> take_kv_events() { return kv_.take_events(); }
+  void enable_kv_events(bool enabled) { kv_.enable_events(enabled); }
+  // Drops the cached hashes of blocks no request holds; true when none is left.
+  bool reset_prefix_cache() { return kv_.reset_prefix_cache(); }
   // Queue/KV consistency (running hold blocks, waiting hold none, ref counts match); O(blocks).
   Status check_invariants() const;
 
