@@ -162,6 +162,9 @@ std::string GrammarBuild::compile_reply(const GrammarSpec& spec, int64_t max_byt
       case GrammarKind::kTaggedJson:
         compiled = c.CompileGrammar(tagged_json_grammar(spec));
         break;
+      case GrammarKind::kStructuralTag:
+        compiled = c.CompileStructuralTag(spec.text);
+        break;
     }
   } catch (const std::bad_alloc&) {
     throw;

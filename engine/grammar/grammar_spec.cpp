@@ -30,6 +30,8 @@ const char* grammar_kind_name(GrammarKind kind) {
       return "ebnf";
     case GrammarKind::kTaggedJson:
       return "tagged_json";
+    case GrammarKind::kStructuralTag:
+      return "structural_tag";
   }
   return "unknown";
 }

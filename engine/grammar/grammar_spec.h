@@ -18,6 +18,8 @@ enum class GrammarKind {
   // text: a JSON Schema; choices: {begin, end}: the output is 1..max_repeats values of the
   // schema, each between the two tags, "\n" between them (Hermes-style <tool_call> blocks).
   kTaggedJson,
+  // text: xgrammar's structural tag JSON (the gateway's forced tool calls, Harmony formats).
+  kStructuralTag,
 };
 const char* grammar_kind_name(GrammarKind kind);  // "json_object", "json_schema", ...
 

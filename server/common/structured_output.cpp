@@ -22,6 +22,8 @@ const char* structured_outputs_key(GrammarKind kind) {
       return "grammar";
     case GrammarKind::kTaggedJson:
       return "json";
+    case GrammarKind::kStructuralTag:
+      return "structural_tag";
   }
   return "json";
 }
@@ -66,6 +68,7 @@ Status validate_structured_output(const GrammarSpec& spec, const RequestLimits& 
       break;
     case GrammarKind::kRegex:
     case GrammarKind::kEbnf:
+    case GrammarKind::kStructuralTag:
       if (spec.text.empty()) return field_error(field, "must not be empty");
       break;
     case GrammarKind::kChoice:

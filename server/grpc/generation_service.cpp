@@ -1,43 +1,15 @@
 #include "server/grpc/generation_service.h"
 
-#include <atomic>
-#include <random>
-
 #include <google/protobuf/descriptor.h>
 
 #include "engine/tokenizer/utf8.h"
 #include "server/common/field_checks.h"
-#include "server/common/request_grammar.h"
 #include "server/grpc/generation_reactors.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_request.h"
 #include "server/grpc/wire_codec.h"
 
 namespace llmserve {
-
-namespace {
-
-std::string new_grpc_id() {
-  static std::atomic<uint64_t> counter{0};
-  thread_local std::mt19937_64 rng(std::random_device{}() ^ counter.fetch_add(1));
-  static const char* kHex = "0123456789abcdef";
-  std::string id = "gen-";
-  uint64_t a = rng();
-  for (int i = 0; i < 16; ++i) id += kHex[(a >> (i * 4)) & 15];
-  return id;
-}
-
-std::optional<std::chrono::steady_clock::time_point> steady_deadline(
-    const grpc::CallbackServerContext* ctx) {
-  const auto d = ctx->deadline();
-  if (d == std::chrono::system_clock::time_point::max()) return std::nullopt;
-  const auto left = d - std::chrono::system_clock::now();
-  if (left > std::chrono::hours(24 * 365)) return std::nullopt;
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
-}
-
-}  // namespace
 
 GenerationService::GenerationService(ServerState& state, ServerMetrics& metrics)
     : state_(state), metrics_(metrics), keys_(state.options().api_keys) {
@@ -81,54 +53,12 @@ grpc::ServerUnaryReactor* GenerationService::finish_unary(
 
 Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackServerContext* ctx,
                                                                 const v1::GenerateRequest& req) {
-  RejectReason reason = RejectReason::kNone;
-  Status admitted = state_.admit(&reason, state_.options().max_concurrent_generations);
-  if (!admitted.is_ok()) {
-    metrics_.count_rejection(reject_reason_name(reason));
-    return admitted;
-  }
-  Started s;
-  Engine& engine = *state_.engine();
-  RequestLimits limits;
-  limits.vocab_size = engine.tokenizer().vocab_size();
-  limits.max_model_len = engine.max_model_len();
-  limits.max_logprobs = engine.options().max_logprobs;
-  limits.model_name = state_.model_name();
-  limits.max_prompt_logprob_entries = state_.options().max_prompt_logprob_entries;
-  limits.default_sampling = state_.options().default_sampling;
-  LLMSERVE_ASSIGN_OR_RETURN(GenerationRequest parsed,
-                            parse_proto_request(req, engine.tokenizer(), limits));
-  LLMSERVE_RETURN_IF_ERROR(parsed.params.validate(limits.vocab_size, limits.max_logprobs));
-  s.id = req.request_id().empty() ? new_grpc_id() : req.request_id();
-  LLMSERVE_ASSIGN_OR_RETURN(s.registration, state_.active().reserve(s.id, "request_id"));
-  auto deadline = steady_deadline(ctx);
-  if (!deadline && state_.options().request_timeout_seconds > 0) {
-    deadline = std::chrono::steady_clock::now() +
-               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                   std::chrono::duration<double>(state_.options().request_timeout_seconds));
-  }
-  std::vector<GenerateRequest> engine_requests =
-      make_generate_requests(parsed, std::move(parsed.prompt_token_ids), s.id, deadline);
-  if (parsed.grammar) {
-    // Compiled before the call takes a slot; a cancelled call stops waiting for it.
-    LLMSERVE_RETURN_IF_ERROR(attach_request_grammar(engine, parsed, deadline, &engine_requests,
-                                                    [ctx] { return ctx->IsCancelled(); }));
-    admitted = state_.admit(&reason, state_.options().max_concurrent_generations);
-    if (!admitted.is_ok()) {
-      metrics_.count_rejection(reject_reason_name(reason));
-      return admitted;
-    }
-  }
-  s.slot = state_.take_slot();
-  auto job = GenerationJob::start(engine, std::move(engine_requests));
-  if (!job.is_ok()) {
-    if (job.status().code() == StatusCode::kResourceExhausted)
-      metrics_.count_rejection("queue_full");
-    return job.status();
-  }
-  s.job = std::move(job).value();
-  s.registration->attach(s.job.get());
-  return s;
+  return start_grpc_job(
+      state_, metrics_, ctx,
+      [&](const RequestLimits& limits) {
+        return parse_proto_request(req, state_.engine()->tokenizer(), limits);
+      },
+      req.request_id());
 }
 
 grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerationService::Generate(

@@ -11,6 +11,7 @@
 #include "server/common/active_requests.h"
 #include "server/common/api_keys.h"
 #include "server/common/server_state.h"
+#include "server/grpc/grpc_job.h"
 #include "server/metrics/server_metrics.h"
 
 namespace llmserve {
@@ -37,14 +38,8 @@ class GenerationService final : public RawGenerationService {
                                        const grpc::ByteBuffer* req,
                                        grpc::ByteBuffer* resp) override;
 
-  // Admission + parsing + submit, shared by Generate and Complete. `registration` holds the
-  // request id (a duplicate of a live one is ALREADY_EXISTS); destroy it before the job.
-  struct Started {
-    std::unique_ptr<ServerState::Slot> slot;
-    std::unique_ptr<GenerationJob> job;
-    std::unique_ptr<ActiveRequests::Registration> registration;
-    std::string id;
-  };
+  // Admission + parsing + submit (start_grpc_job), shared by Generate and Complete.
+  using Started = GrpcJob;
   Result<Started> start_job(grpc::CallbackServerContext* ctx, const v1::GenerateRequest& req);
 
   ServerState& state() { return state_; }

@@ -8,6 +8,7 @@
 
 #include "server/grpc/generation_service.h"
 #include "server/grpc/reflection_service.h"
+#include "server/grpc/vllm_engine_service.h"
 
 namespace llmserve {
 
@@ -16,6 +17,7 @@ namespace {
 constexpr const char* kServiceName = "llmserve.v1.Generation";
 constexpr const char* kHealthName = "grpc.health.v1.Health";
 constexpr const char* kReflectionName = "grpc.reflection.v1alpha.ServerReflection";
+constexpr const char* kVllmEngineName = "vllm.grpc.engine.VllmEngine";
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -30,9 +32,10 @@ Result<std::string> read_file(const std::string& path) {
 GrpcServer::GrpcServer(ServerState& state, ServerMetrics& metrics)
     : state_(state),
       service_(std::make_unique<GenerationService>(state, metrics)),
+      vllm_engine_(std::make_unique<VllmEngineService>(state, metrics, *service_)),
       reflection_(std::make_unique<ReflectionService>(
           state.options().api_keys,
-          std::vector<std::string>{kServiceName, kHealthName, kReflectionName})) {}
+          std::vector<std::string>{kServiceName, kVllmEngineName, kHealthName, kReflectionName})) {}
 
 GrpcServer::~GrpcServer() {
   stop(0);
@@ -53,6 +56,10 @@ Status GrpcServer::start() {
   const std::string addr = o.host + ":" + std::to_string(o.grpc_port);
   builder.AddListeningPort(addr, creds, &port_);
   builder.RegisterService(service_.get());
+  builder.RegisterService(vllm_engine_.get());
+  // Routers keep idle channels alive with pings (smg: every 30 s without calls): allow them.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.RegisterService(reflection_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<size_t>(o.max_body_bytes, 1u << 30)));
   server_ = builder.BuildAndStart();
@@ -69,6 +76,7 @@ void GrpcServer::set_serving(bool serving) {
   if (auto* health = server_->GetHealthCheckService()) {
     health->SetServingStatus(serving);
     health->SetServingStatus(kServiceName, serving);
+    health->SetServingStatus(kVllmEngineName, serving);
   }
 }
 

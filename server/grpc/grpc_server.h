@@ -1,6 +1,7 @@
-// The gRPC server: llmserve.v1.Generation, grpc.health.v1.Health and server reflection, with
-// optional TLS. With API keys, Generation and reflection need one; health answers without (as
-// HTTP /health). start() binds (port 0 = any free port); set_serving(false) flips health to
+// The gRPC server: llmserve.v1.Generation, vllm.grpc.engine.VllmEngine (the gateway worker
+// service, vllm_engine_service.h), grpc.health.v1.Health and server reflection, with optional
+// TLS. With API keys, Generation and reflection need one; health answers without (as HTTP
+// /health). start() binds (port 0 = any free port); set_serving(false) flips health to
 // NOT_SERVING while draining.
 #pragma once
 
@@ -18,6 +19,7 @@ namespace llmserve {
 
 class GenerationService;
 class ReflectionService;
+class VllmEngineService;
 
 class GrpcServer {
  public:
@@ -33,6 +35,7 @@ class GrpcServer {
  private:
   ServerState& state_;
   std::unique_ptr<GenerationService> service_;
+  std::unique_ptr<VllmEngineService> vllm_engine_;
   std::unique_ptr<ReflectionService> reflection_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -35,6 +35,7 @@ Result<GrammarSpec> read_grammar_value(const json& v, GrammarKind kind, const st
       break;
     case GrammarKind::kRegex:
     case GrammarKind::kEbnf:
+    case GrammarKind::kStructuralTag:
       if (!v.is_string()) return field_error(where, "expected a string");
       spec.text = v.get<std::string>();
       break;
