@@ -3,6 +3,9 @@
 # Python integration tests in a venv made from tests/requirements.txt.
 # Usage: scripts/test.sh [--unit-only]
 #        scripts/test.sh [--sanitize=address,undefined|--sanitize=thread] [--fuzz SECONDS]
+#        scripts/test.sh --routers
+#   --routers: the integration tests with the field's routers (smg, ...) from PyPI, in their own
+#     venv (.venv-routers, tests/requirements-routers.txt); only those, not the default tests.
 #   --sanitize: unit tests (thread: the concurrency tests) in build-asan/ or build-tsan/
 #   --fuzz: every libFuzzer target of tests/fuzz for SECONDS each (scripts/fuzz.sh all)
 #   Either option runs only those checks, not the default build and tests.
@@ -11,11 +14,13 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 UNIT_ONLY=0
+ROUTERS=0
 SANITIZE=""
 FUZZ_SECONDS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --unit-only) UNIT_ONLY=1 ;;
+    --routers) ROUTERS=1 ;;
     --sanitize=*) SANITIZE=${1#--sanitize=} ;;
     --fuzz=*) FUZZ_SECONDS=${1#--fuzz=} ;;
     --fuzz) FUZZ_SECONDS=${2:?--fuzz needs SECONDS}; shift ;;
@@ -37,6 +42,26 @@ scripts/setup.sh
 scripts/fetch-model.sh
 
 export LLMSERVE_TEST_MODEL="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+
+# Makes (or refreshes) venv $1 from requirements file $2.
+make_venv() {
+  local venv=$1 req=$2
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  local stamp="$venv/.requirements.sha256" want
+  want=$(sha256sum "$req" | cut -d' ' -f1)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+    echo "$want" > "$stamp"
+  fi
+}
+
+if [ "$ROUTERS" = 1 ]; then
+  RVENV=${LLMSERVE_ROUTERS_VENV:-$ROOT/.venv-routers}
+  make_venv "$RVENV" tests/requirements-routers.txt
+  mkdir -p build/test-logs
+  "$RVENV/bin/python" -m pytest -q -rs tests/routers 2>&1 | tee build/test-logs/routers.log
+  exit "${PIPESTATUS[0]}"
+fi
 # Every GoogleTest case is its own ctest test: a skipped one shows as "Skipped" (the CUDA device
 # tests skip without a GPU; scripts/gpu-check.sh runs them on one).
 mkdir -p build/test-logs

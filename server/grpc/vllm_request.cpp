@@ -25,6 +25,33 @@ Status read_nonzero(const char* field, float value, float* out) {
   return Status::ok();
 }
 
+// xgrammar's structural tag as its compiler takes it: {"type": "structural_tag", "format": ...}.
+// The older form, {"structures": [{"begin", "schema", "end"}], "triggers": [...]}, becomes the
+// same triggered tags (as xgrammar's own Python layer converts it).
+Result<std::string> structural_tag_text(nlohmann::json doc) {
+  if (doc.contains("format") || !doc.contains("structures")) return doc.dump();
+  const char* field = "sampling_params.structural_tag";
+  const auto& structures = doc["structures"];
+  const auto triggers = doc.value("triggers", nlohmann::json::array());
+  if (!structures.is_array() || !triggers.is_array()) {
+    return field_error(field, "'structures' and 'triggers' must be lists");
+  }
+  nlohmann::json tags = nlohmann::json::array();
+  for (const auto& st : structures) {
+    if (!st.is_object() || !st.contains("begin") || !st.contains("end") || !st.contains("schema")) {
+      return field_error(field, "each structure needs 'begin', 'schema' and 'end'");
+    }
+    tags.push_back({{"type", "tag"},
+                    {"begin", st["begin"]},
+                    {"content", {{"type", "json_schema"}, {"json_schema", st["schema"]}}},
+                    {"end", st["end"]}});
+  }
+  nlohmann::json out = {
+      {"type", "structural_tag"},
+      {"format", {{"type", "triggered_tags"}, {"triggers", triggers}, {"tags", tags}}}};
+  return out.dump();
+}
+
 Result<std::optional<GrammarSpec>> read_constraint(const vpb::SamplingParams& s,
                                                    const RequestLimits& limits) {
   GrammarSpec spec;
@@ -55,11 +82,11 @@ Result<std::optional<GrammarSpec>> read_constraint(const vpb::SamplingParams& s,
         return field_error(spec.field,
                            "longer than " + std::to_string(limits.max_grammar_bytes) + " bytes");
       }
-      const auto doc = nlohmann::json::parse(s.structural_tag(), nullptr, false);
+      auto doc = nlohmann::json::parse(s.structural_tag(), nullptr, false);
       if (doc.is_discarded() || !doc.is_object()) {
         return field_error(spec.field, "expected a JSON object (xgrammar's structural tag)");
       }
-      spec.text = doc.dump();
+      LLMSERVE_ASSIGN_OR_RETURN(spec.text, structural_tag_text(std::move(doc)));
       break;
     }
     case vpb::SamplingParams::kJsonObject:

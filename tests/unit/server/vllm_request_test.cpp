@@ -227,6 +227,19 @@ TEST(VllmRequest, StructuralTagIsKeptAsCompactJson) {
             R"({"format":{"type":"const_string","value":"hi"},"type":"structural_tag"})");
 }
 
+TEST(VllmRequest, LegacyStructuralTagBecomesTriggeredTags) {
+  vpb::GenerateRequest r = tokens({1});
+  r.mutable_sampling_params()->set_structural_tag(
+      R"({"structures": [{"begin": "<f>", "schema": {"type": "object"}, "end": "</f>"}],
+          "triggers": ["<f>"]})");
+  auto got = from_vllm(r);
+  ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+  EXPECT_EQ(got->grammar->text,
+            R"({"format":{"tags":[{"begin":"<f>","content":{"json_schema":{"type":"object"},)"
+            R"("type":"json_schema"},"end":"</f>","type":"tag"}],"triggers":["<f>"],)"
+            R"("type":"triggered_tags"},"type":"structural_tag"})");
+}
+
 // Each bad request: the status code and the field its message starts with.
 TEST(VllmRequest, ErrorsNameTheField) {
   struct Bad {
