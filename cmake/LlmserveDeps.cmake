@@ -14,6 +14,12 @@ find_package(OpenSSL REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# KV events (server/kv_events): ZeroMQ PUB/ROUTER sockets and msgpack payloads, as vLLM sends them.
+pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+find_package(msgpack-cxx CONFIG REQUIRED NAMES msgpack-cxx msgpack)
+if(NOT TARGET msgpack-cxx)
+  add_library(msgpack-cxx ALIAS msgpackc-cxx)
+endif()
 # Debian ships cpp-httplib compiled (with OpenSSL) behind pkg-config, not a CMake package.
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET GLOBAL cpp-httplib)
 if(NOT TARGET httplib::httplib)

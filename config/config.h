@@ -93,12 +93,12 @@ struct EngineSection {
   bool cuda_graphs = true;          // capture decode steps in CUDA graphs
   int grammar_compile_threads = 2;  // structured outputs: grammar compile pool
   int grammar_cache_size = 256;     // compiled grammars kept (LRU)
-  uint64_t grammar_cache_bytes = uint64_t{512} << 20;  // ... and their summed memory
-  uint64_t grammar_max_bytes = uint64_t{64} << 20;     // one compiled grammar's memory
-  double grammar_compile_timeout_seconds = 20;         // one compile's budget
+  uint64_t grammar_cache_bytes = uint64_t{512} << 20;         // ... and their summed memory
+  uint64_t grammar_max_bytes = uint64_t{64} << 20;            // one compiled grammar's memory
+  double grammar_compile_timeout_seconds = 20;                // one compile's budget
   uint64_t grammar_compile_memory_bytes = uint64_t{2} << 30;  // one compile's memory
-  int grammar_max_schema_depth = 64;                   // JSON Schema nesting
-  int grammar_max_schema_nodes = 10000;                // JSON Schema subschemas
+  int grammar_max_schema_depth = 64;                          // JSON Schema nesting
+  int grammar_max_schema_nodes = 10000;                       // JSON Schema subschemas
 };
 
 struct SpeculativeSection {
@@ -111,6 +111,20 @@ struct SpeculativeSection {
   double draft_token_cost = -1;  // one draft's cost / a decode step's; -1 = measured
 };
 
+struct MetricsSection {
+  bool vllm_names = true;  // also export vLLM's metric names (vllm:*) for routers and pickers
+};
+
+struct KvEventsSection {
+  bool enabled = false;                   // publish KV-cache events on ZeroMQ
+  std::string endpoint = "tcp://*:5557";  // PUB socket: bound with a wildcard, else connected
+  std::string replay_endpoint;            // ROUTER socket for replays; "" = none
+  std::string topic;                      // "" = kv@<host>:<http_port>@<served model name>
+  int buffer_steps = 10000;               // batches kept for replay and lagging readers
+  int hwm = 100000;                       // PUB high-water mark, messages
+  std::string layout = "map";             // events as tagged maps (vLLM now) or arrays (before)
+};
+
 struct LoggingSection {
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
@@ -121,6 +135,8 @@ struct Config {
   ModelSection model;
   EngineSection engine;
   SpeculativeSection speculative;
+  MetricsSection metrics;
+  KvEventsSection kv_events;
   LoggingSection logging;
 
   // "section.key" -> where its value came from: "default", "FILE:LINE", "env NAME" or

@@ -222,6 +222,8 @@ std::vector<ConfigKey> build_table() {
   using MS = ModelSection;
   using ES = EngineSection;
   using LS = LoggingSection;
+  using MeS = MetricsSection;
+  using KS = KvEventsSection;
   constexpr uint64_t KiB = 1024, MiB = KiB << 10, GiB = MiB << 10, TiB = GiB << 10;
   std::vector<ConfigKey> t;
   // server
@@ -450,6 +452,36 @@ std::vector<ConfigKey> build_table() {
                          "to a decode step. Each request drafts only as many tokens as pay for "
                          "themselves at its recent acceptance rate; 0 = always num_tokens; -1 = "
                          "measured at start-up (a timed decode step and check)."));
+  // metrics
+  t.push_back(bool_key("metrics", "vllm_names", &C::metrics, &MeS::vllm_names,
+                       "Also export vLLM's names on /metrics (vllm:num_requests_running, "
+                       "vllm:kv_cache_usage_perc, vllm:cache_config_info, ...) with the same "
+                       "values, for routers and endpoint pickers that judge workers by them."));
+  // kv_events
+  t.push_back(bool_key("kv_events", "enabled", &C::kv_events, &KS::enabled,
+                       "Publish KV-cache events (blocks stored in / removed from the prefix "
+                       "cache) on ZeroMQ in vLLM's format, for KV-aware routers."));
+  t.push_back(string_key("kv_events", "endpoint", &C::kv_events, &KS::endpoint, true,
+                         "ZeroMQ PUB endpoint of the events: bound when it holds * (or is ipc:// "
+                         "or inproc://), else connected to."));
+  t.push_back(string_key("kv_events", "replay_endpoint", &C::kv_events, &KS::replay_endpoint, false,
+                         "ZeroMQ ROUTER endpoint (bound) answering replay requests with the "
+                         "buffered batches; \"\" = none."));
+  t.push_back(
+      string_key("kv_events", "topic", &C::kv_events, &KS::topic, false,
+                 "Topic frame of every message; \"\" = kv@<server.host>:<http_port>@<served "
+                 "model name>."));
+  t.push_back(int_key("kv_events", "buffer_steps", &C::kv_events, &KS::buffer_steps, 1, 10000000,
+                      "Event batches (one per engine step that changed the cache) kept for "
+                      "replay and for readers that fall behind; older ones are dropped and "
+                      "counted."));
+  t.push_back(int_key("kv_events", "hwm", &C::kv_events, &KS::hwm, 1, 100000000,
+                      "ZeroMQ high-water mark of the PUB socket, messages; past it a slow "
+                      "subscriber misses messages (it sees the sequence gap)."));
+  t.push_back(choice_key("kv_events", "layout", &C::kv_events, &KS::layout, {"map", "array"},
+                         "Layout of each event in a batch: map = vLLM's current one (tagged maps "
+                         "{\"type\": \"BlockStored\", ...}, read by vllm-router and smg), array = "
+                         "vLLM's earlier array_like one ([\"BlockStored\", ...])."));
   // logging
   t.push_back(enum_key(
       "logging", "level", &C::logging, &LS::level,
@@ -513,8 +545,8 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const std::vector<std::string_view>& config_sections() {
-  static const std::vector<std::string_view> kSections = {"server", "model", "engine",
-                                                          "speculative", "logging"};
+  static const std::vector<std::string_view> kSections = {
+      "server", "model", "engine", "speculative", "metrics", "kv_events", "logging"};
   return kSections;
 }
 

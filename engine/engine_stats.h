@@ -29,6 +29,9 @@ struct EngineStats {
   uint64_t prefix_cache_queries = 0;             // tokens looked up
   uint64_t prefix_cache_hits = 0;                // tokens found
   uint64_t kv_blocks_released_by_window = 0;     // blocks given back outside a sliding window
+  int64_t kv_cache_cached_blocks = 0;            // blocks registered in the prefix cache
+  uint64_t kv_event_batches = 0;                 // KV-event batches published (engine/kv_events)
+  uint64_t kv_event_batches_dropped = 0;         // ... lost by readers that fell behind
   std::array<uint64_t, 6> finished_by_reason{};  // indexed by FinishReason
   // Speculative decoding: checks (a request with drafts in a step), drafts verified, drafts
   // accepted, and accepted drafts by position (index 0 = the first draft of a check).

@@ -205,6 +205,10 @@ EngineStats LlmEngine::stats() const {
   s.grammar_compiles_abandoned = g.abandoned;
   s.grammar_compile_timeouts = g.timed_out;
   s.grammar_compile_seconds = g.compile_seconds;
+  if (kv_events_) {
+    s.kv_event_batches = kv_events_->batches_published();
+    s.kv_event_batches_dropped = kv_events_->batches_dropped();
+  }
   return s;
 }
 

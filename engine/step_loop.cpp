@@ -440,6 +440,7 @@ void StepLoop::fill_stats(EngineStats& s) const {
   s.requests_waiting = scheduler_->num_waiting();
   s.kv_blocks_total = kv.num_usable_blocks();
   s.kv_blocks_free = kv.num_free_blocks();
+  s.kv_cache_cached_blocks = kv.pool().num_cached_blocks();
   s.kv_blocks_released_by_window = static_cast<uint64_t>(kv.window_released_blocks());
   s.kv_capacity_tokens = int64_t{kv.num_usable_blocks()} * kv.block_size();
   s.kv_bytes_per_token = runner_->config().kv_bytes_per_token(runner_->kv_dtype());

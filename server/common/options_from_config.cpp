@@ -33,12 +33,13 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.grammar_compile_threads = c.engine.grammar_compile_threads;
   o.grammar_cache_size = c.engine.grammar_cache_size;
   o.grammar_cache_bytes = static_cast<int64_t>(c.engine.grammar_cache_bytes);
-  o.grammar_max_bytes = static_cast<int64_t>(
-      std::min(c.engine.grammar_max_bytes, c.engine.grammar_cache_bytes));
+  o.grammar_max_bytes =
+      static_cast<int64_t>(std::min(c.engine.grammar_max_bytes, c.engine.grammar_cache_bytes));
   o.grammar_compile_timeout_seconds = c.engine.grammar_compile_timeout_seconds;
   o.grammar_compile_memory_bytes = static_cast<int64_t>(c.engine.grammar_compile_memory_bytes);
   o.grammar_max_schema_depth = c.engine.grammar_max_schema_depth;
   o.grammar_max_schema_nodes = c.engine.grammar_max_schema_nodes;
+  o.kv_events_buffer_steps = c.kv_events.enabled ? c.kv_events.buffer_steps : 0;
   const SpeculativeSection& sp = c.speculative;
   o.speculative.method = sp.method == SpeculativeMethod::kNgram   ? SpecMethod::kNgram
                          : sp.method == SpeculativeMethod::kDraft ? SpecMethod::kDraft

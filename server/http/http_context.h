@@ -42,5 +42,7 @@ std::string request_id_of(const httplib::Response& res);
 
 void register_generation_routes(httplib::Server& server, HttpContext& ctx);
 void register_info_routes(httplib::Server& server, HttpContext& ctx);
+void register_render_routes(httplib::Server& server, HttpContext& ctx);
+void register_cache_routes(httplib::Server& server, HttpContext& ctx);
 
 }  // namespace llmserve

@@ -46,8 +46,10 @@ bool is_control_request(const RequestHead& head) {
 // Routes that read a JSON body: without a length they get 411.
 bool requires_body(const RequestHead& head) {
   const std::string path = head.path();
-  return head.method == "POST" && (path == "/v1/completions" || path == "/v1/chat/completions" ||
-                                   path == "/tokenize" || path == "/detokenize");
+  return head.method == "POST" &&
+         (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
+          path == "/detokenize" || path == "/v1/completions/render" ||
+          path == "/v1/chat/completions/render");
 }
 
 ssl_ctx_st* make_ssl_context(const std::string& cert, const std::string& key, std::string* why) {
@@ -136,11 +138,19 @@ bool origin_allowed(const std::vector<std::string>& allow, const std::string& or
 }  // namespace
 
 const std::vector<std::string>& http_routes() {
-  static const std::vector<std::string> routes = {"/v1/completions", "/v1/chat/completions",
-                                                  "/v1/models",      "/tokenize",
-                                                  "/detokenize",     "/version",
-                                                  "/health",         "/ready",
-                                                  "/metrics"};
+  static const std::vector<std::string> routes = {"/v1/completions",
+                                                  "/v1/chat/completions",
+                                                  "/v1/models",
+                                                  "/tokenize",
+                                                  "/detokenize",
+                                                  "/version",
+                                                  "/health",
+                                                  "/ready",
+                                                  "/metrics",
+                                                  "/v1/completions/render",
+                                                  "/v1/chat/completions/render",
+                                                  "/tokenizer_info",
+                                                  "/reset_prefix_cache"};
   return routes;
 }
 
@@ -255,6 +265,8 @@ void HttpServer::configure() {
 
   register_generation_routes(s, ctx);
   register_info_routes(s, ctx);
+  register_render_routes(s, ctx);
+  register_cache_routes(s, ctx);
 }
 
 Status HttpServer::start() {

@@ -98,6 +98,16 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
   f.counter("llmserve_kv_cache_window_released_blocks_total",
             "KV blocks given back while their request ran: wholly outside its sliding window.",
             d(s.kv_blocks_released_by_window));
+  f.gauge("llmserve_prefix_cache_blocks",
+          "KV-cache blocks registered in the prefix cache (held or evictable).",
+          d(s.kv_cache_cached_blocks));
+  f.counter("llmserve_kv_events_batches_total",
+            "KV-event batches published (one per engine step that changed the prefix cache).",
+            d(s.kv_event_batches));
+  f.counter("llmserve_kv_events_dropped_batches_total",
+            "KV-event batches a subscriber (ZMQ publisher, gRPC stream) lost because it fell "
+            "more than kv_events.buffer_steps batches behind.",
+            d(s.kv_event_batches_dropped));
   f.counter("llmserve_engine_steps_total", "Engine steps run.", d(s.steps));
   f.counter("llmserve_spec_decode_num_drafts_total",
             "Speculative checks: a request verifying drafts in a step.", d(s.spec_num_drafts));

@@ -84,9 +84,20 @@ uint64_t process_resident_memory_bytes() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+void ServerMetrics::enable_vllm_names(VllmMetricsInfo info) {
+  vllm_ = std::move(info);
+}
+
 std::string ServerMetrics::render(const EngineStats& stats, const EngineMetrics* metrics) const {
   f_->resident_memory.Set(static_cast<double>(process_resident_memory_bytes()));
   std::vector<prometheus::MetricFamily> families = collect_engine_metrics(stats, metrics);
+  if (vllm_) {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    for (prometheus::MetricFamily& family : collect_vllm_metrics(stats, metrics, *vllm_, now)) {
+      families.push_back(std::move(family));
+    }
+  }
   for (prometheus::MetricFamily& family : f_->registry.Collect()) {
     families.push_back(std::move(family));
   }

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine_stats.h"
+#include "server/metrics/vllm_metrics.h"
 
 namespace llmserve {
 
@@ -30,6 +32,10 @@ class ServerMetrics {
   void count_grpc(const std::string& method, const std::string& code);
   void count_rejection(const std::string& reason);
 
+  // Also render vLLM's names (vllm_metrics.h) for the engine described by `info`. Call before
+  // the first render (not synchronized with it).
+  void enable_vllm_names(VllmMetricsInfo info);
+
   // The Prometheus text page. `metrics` may be null (no engine yet).
   std::string render(const EngineStats& stats, const EngineMetrics* metrics) const;
   double start_time_seconds() const { return start_time_seconds_; }
@@ -38,6 +44,7 @@ class ServerMetrics {
   struct Families;  // the registry and its families (prometheus-cpp stays out of this header)
   std::unique_ptr<Families> f_;
   double start_time_seconds_;
+  std::optional<VllmMetricsInfo> vllm_;
 };
 
 // Resident set size in bytes from /proc/self/statm; 0 when unreadable.

@@ -17,6 +17,7 @@
 #include "server/grpc/grpc_server.h"
 #include "server/http/chat_renderer.h"
 #include "server/http/http_server.h"
+#include "server/kv_events/zmq_kv_publisher.h"
 #include "server/metrics/server_metrics.h"
 
 namespace llmserve::cli {
@@ -48,6 +49,39 @@ sigset_t block_shutdown_signals() {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+VllmMetricsInfo vllm_metrics_info(const Config& c, const std::string& model_name) {
+  VllmMetricsInfo info;
+  info.model_name = model_name;
+  info.block_size = c.engine.block_size;
+  info.cache_dtype = c.engine.kv_cache_dtype == KvCacheDtype::kF16
+                         ? "auto"
+                         : std::string(to_string(c.engine.kv_cache_dtype));
+  info.enable_prefix_caching = c.engine.enable_prefix_caching;
+  info.gpu_memory_utilization = c.engine.gpu_memory_utilization;
+  return info;
+}
+
+// The ZeroMQ publisher of the engine's KV events (null when kv_events.enabled is false).
+Result<std::unique_ptr<ZmqKvPublisher>> start_kv_events(const Config& c, Engine& engine,
+                                                        const std::string& model_name,
+                                                        int http_port) {
+  if (!c.kv_events.enabled || engine.kv_event_bus() == nullptr) {
+    return std::unique_ptr<ZmqKvPublisher>();
+  }
+  ZmqKvPublisherOptions o;
+  o.endpoint = c.kv_events.endpoint;
+  o.replay_endpoint = c.kv_events.replay_endpoint;
+  o.topic = c.kv_events.topic.empty()
+                ? "kv@" + c.server.host + ":" + std::to_string(http_port) + "@" + model_name
+                : c.kv_events.topic;
+  o.hwm = c.kv_events.hwm;
+  o.layout = c.kv_events.layout == "array" ? KvEventLayout::kArray : KvEventLayout::kMap;
+  LLMSERVE_ASSIGN_OR_RETURN(auto publisher, ZmqKvPublisher::start(*engine.kv_event_bus(), o));
+  spdlog::info("KV events on {} (topic '{}', replay {})", o.endpoint, o.topic,
+               o.replay_endpoint.empty() ? "off" : o.replay_endpoint);
+  return publisher;
 }
 
 int serve(const ConfigFlags& flags) {
@@ -87,6 +121,8 @@ int serve(const ConfigFlags& flags) {
 
   ServerMetrics metrics;
   ServerState state(eng.get(), server_options);
+  if (config->metrics.vllm_names)
+    metrics.enable_vllm_names(vllm_metrics_info(*config, state.model_name()));
   HttpServer http(state, metrics, make_chat_renderer(*eng));
   GrpcServer grpc(state, metrics);
   if (Status st = http.start(); !st.is_ok()) {
@@ -103,6 +139,14 @@ int serve(const ConfigFlags& flags) {
   const char* scheme = server_options.tls_enabled() ? "https" : "http";
   spdlog::info("HTTP listening on {}://{}:{}", scheme, server_options.host, http.port());
   spdlog::info("gRPC listening on {}:{}", server_options.host, grpc.port());
+  auto kv_publisher = start_kv_events(*config, *eng, state.model_name(), http.port());
+  if (!kv_publisher.is_ok()) {
+    spdlog::error("{}", kv_publisher.status().message());
+    grpc.stop(1.0);
+    http.stop();
+    eng->shutdown();
+    return 1;
+  }
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -121,6 +165,7 @@ int serve(const ConfigFlags& flags) {
     spdlog::warn("grace period over with {} requests in flight; aborting them", state.in_flight());
   }
   eng->shutdown();  // aborts what is left; their streams end
+  kv_publisher->reset();
   grpc.stop(1.0);
   http.stop();
   spdlog::info("llmserve stopped");
