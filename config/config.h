@@ -119,7 +119,7 @@ struct KvEventsSection {
   bool enabled = false;                   // publish KV-cache events on ZeroMQ
   std::string endpoint = "tcp://*:5557";  // PUB socket: bound with a wildcard, else connected
   std::string replay_endpoint;            // ROUTER socket for replays; "" = none
-  std::string topic;                      // "" = kv@<host>:<http_port>@<served model name>
+  std::string topic;                      // first frame of each message; "" as vLLM
   int buffer_steps = 10000;               // batches kept for replay and lagging readers
   int hwm = 100000;                       // PUB high-water mark, messages
   std::string layout = "map";             // events as tagged maps (vLLM now) or arrays (before)

@@ -469,8 +469,8 @@ std::vector<ConfigKey> build_table() {
                          "buffered batches; \"\" = none."));
   t.push_back(
       string_key("kv_events", "topic", &C::kv_events, &KS::topic, false,
-                 "Topic frame of every message; \"\" = kv@<server.host>:<http_port>@<served "
-                 "model name>."));
+                 "Topic frame of every message; \"\" = none, as vLLM sends by default (and "
+                 "vllm-router expects). llm-d's subscribers read kv@<pod ip:port>@<model>."));
   t.push_back(int_key("kv_events", "buffer_steps", &C::kv_events, &KS::buffer_steps, 1, 10000000,
                       "Event batches (one per engine step that changed the cache) kept for "
                       "replay and for readers that fall behind; older ones are dropped and "

@@ -64,18 +64,14 @@ VllmMetricsInfo vllm_metrics_info(const Config& c, const std::string& model_name
 }
 
 // The ZeroMQ publisher of the engine's KV events (null when kv_events.enabled is false).
-Result<std::unique_ptr<ZmqKvPublisher>> start_kv_events(const Config& c, Engine& engine,
-                                                        const std::string& model_name,
-                                                        int http_port) {
+Result<std::unique_ptr<ZmqKvPublisher>> start_kv_events(const Config& c, Engine& engine) {
   if (!c.kv_events.enabled || engine.kv_event_bus() == nullptr) {
     return std::unique_ptr<ZmqKvPublisher>();
   }
   ZmqKvPublisherOptions o;
   o.endpoint = c.kv_events.endpoint;
   o.replay_endpoint = c.kv_events.replay_endpoint;
-  o.topic = c.kv_events.topic.empty()
-                ? "kv@" + c.server.host + ":" + std::to_string(http_port) + "@" + model_name
-                : c.kv_events.topic;
+  o.topic = c.kv_events.topic;
   o.hwm = c.kv_events.hwm;
   o.layout = c.kv_events.layout == "array" ? KvEventLayout::kArray : KvEventLayout::kMap;
   LLMSERVE_ASSIGN_OR_RETURN(auto publisher, ZmqKvPublisher::start(*engine.kv_event_bus(), o));
@@ -139,7 +135,7 @@ int serve(const ConfigFlags& flags) {
   const char* scheme = server_options.tls_enabled() ? "https" : "http";
   spdlog::info("HTTP listening on {}://{}:{}", scheme, server_options.host, http.port());
   spdlog::info("gRPC listening on {}:{}", server_options.host, grpc.port());
-  auto kv_publisher = start_kv_events(*config, *eng, state.model_name(), http.port());
+  auto kv_publisher = start_kv_events(*config, *eng);
   if (!kv_publisher.is_ok()) {
     spdlog::error("{}", kv_publisher.status().message());
     grpc.stop(1.0);

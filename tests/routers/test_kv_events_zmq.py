@@ -14,8 +14,9 @@ from kv_event_decoder import DECODER, PrefixIndex
 
 @pytest.fixture(scope="module")
 def worker():
-    # A small cache (16 MiB: 45 blocks of 16 tokens of SmolLM2-135M) so that eviction happens.
-    (w,) = start_workers(1, kv_cache_bytes="16MiB")
+    # A small cache (16 MiB: 45 blocks of 16 tokens of SmolLM2-135M) so that eviction happens;
+    # the topic llm-d's subscribers parse (kv@<pod>@<model>).
+    (w,) = start_workers(1, ("--kv-events.topic=kv@test-pod@test-model",), kv_cache_bytes="16MiB")
     yield w
     w.stop()
 
@@ -70,8 +71,7 @@ def test_index_rebuilt_from_events_agrees_with_metrics_and_prompts(worker, subsc
     for p in prompts:
         complete(worker, p)
     topics |= drain(subscriber, index, seqs)
-    model = requests.get(worker.url("/v1/models"), timeout=10).json()["data"][0]["id"]
-    assert topics == {f"kv@127.0.0.1:{worker.http_port}@{model}"}
+    assert topics == {"kv@test-pod@test-model"}
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs  # no gaps
     assert len(index.blocks) == cached_blocks(worker) > 0
     # Every prompt's full blocks are in the index, chained from its first block, with its tokens.
