@@ -5,6 +5,8 @@
 //     generation routes, so the tokens are exactly those a generation would compute.
 //   GET /tokenizer_info: the tokenizer's configuration (special tokens and their ids, the chat
 //     template, the model's context length), which lm-eval's remote tokenizer reads.
+#include <charconv>
+#include <cstdlib>
 #include <string>
 
 #include "engine/tokenizer/tokenizer.h"
@@ -19,6 +21,15 @@ namespace {
 
 using nlohmann::json;
 
+// The float as the shortest decimal that reads back to it (0.3f is 0.3, not 0.30000001192...).
+double shortest(float v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf) - 1, v);
+  if (ec != std::errc()) return v;
+  *end = '\0';
+  return std::strtod(buf, nullptr);
+}
+
 json sampling_params_json(const GenerationRequest& r) {
   const SamplingParams& p = r.params;
   json stop_ids = json::array();
@@ -26,16 +37,16 @@ json sampling_params_json(const GenerationRequest& r) {
   json bias = nullptr;
   if (!p.logit_bias.empty()) {
     bias = json::object();
-    for (const auto& [id, b] : p.logit_bias) bias[std::to_string(id)] = b;
+    for (const auto& [id, b] : p.logit_bias) bias[std::to_string(id)] = shortest(b);
   }
   return {{"n", p.n},
-          {"presence_penalty", p.presence_penalty},
-          {"frequency_penalty", p.frequency_penalty},
-          {"repetition_penalty", p.repetition_penalty},
-          {"temperature", p.temperature},
-          {"top_p", p.top_p},
+          {"presence_penalty", shortest(p.presence_penalty)},
+          {"frequency_penalty", shortest(p.frequency_penalty)},
+          {"repetition_penalty", shortest(p.repetition_penalty)},
+          {"temperature", shortest(p.temperature)},
+          {"top_p", shortest(p.top_p)},
           {"top_k", p.top_k == 0 ? -1 : p.top_k},
-          {"min_p", p.min_p},
+          {"min_p", shortest(p.min_p)},
           {"seed", p.seed ? json(*p.seed) : json(nullptr)},
           {"stop", p.stop},
           {"stop_token_ids", stop_ids},
