@@ -389,6 +389,51 @@ def test_completion_through_smg_equals_llmserve_http(smg, workers, model):
     assert via["usage"]["completion_tokens"] == direct["usage"]["completion_tokens"]
 
 
+def test_n_and_logprobs_through_smg_equal_llmserve_http(smg, workers, model):
+    """n samples and top logprobs travel as token ids and numbers (OutputLogProbs); smg's
+    choices carry the same tokens, logprobs and alternatives as llmserve's HTTP answer."""
+    body = {"model": model, "messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 6,
+            "temperature": 0, "n": 2, "logprobs": True, "top_logprobs": 2}
+
+    def shape(resp):
+        return [(c["message"]["content"], [
+            (t["token"], round(t["logprob"], 4),
+             [(x["token"], round(x["logprob"], 4)) for x in t["top_logprobs"]])
+            for t in c["logprobs"]["content"]]) for c in resp["choices"]]
+
+    via, direct = both(smg, workers, "/v1/chat/completions", body)
+    assert len(via["choices"]) == 2
+    assert shape(via) == shape(direct)
+
+
+def test_bad_request_through_smg_is_400_with_the_workers_message(smg, model):
+    """A request the worker refuses (prompt + max_tokens over the context: OUT_OF_RANGE) comes
+    back from smg as 400 with llmserve's message."""
+    r = requests.post(smg.url + "/v1/completions", timeout=60, json={
+        "model": model, "prompt": "hi", "max_tokens": 100000})
+    assert r.status_code == 400, r.text
+    assert "maximum context length" in r.json()["error"]["message"]
+
+
+def test_flush_cache_through_smg_empties_the_workers_prefix_caches(smg, workers, model):
+    """smg's POST /flush_cache calls every worker's FlushCache: a prompt cached before is
+    computed again after it."""
+    body = {"model": model, "prompt": f"Flush me {time.time_ns()} " + "alpha beta gamma " * 12,
+            "max_tokens": 1, "temperature": 0}
+
+    def cached(d):
+        usage = post(d.url("/v1/completions"), body)["usage"]
+        return (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)
+
+    for d in workers:
+        cached(d)
+        assert cached(d) >= 32  # the repeat hits the prefix cache
+    r = requests.post(smg.url + "/flush_cache", timeout=60)
+    assert r.status_code == 200, r.text
+    for d in workers:
+        assert cached(d) == 0
+
+
 def test_responses_through_smg_equal_llmserve_chat(smg, workers, model):
     """smg runs /v1/responses on its chat pipeline: the output text is llmserve's chat answer."""
     r = post(smg.url + "/v1/responses", {"model": model, "input": CHAT["messages"][0]["content"],
