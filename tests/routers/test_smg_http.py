@@ -82,3 +82,24 @@ def test_smg_reads_running_requests_and_kv_usage_from_vllm_metrics(start_router,
     assert 0 < seen["token_usage"] <= usage + 0.05
     idle = engine_load(router, workers[0])
     assert idle is not None and idle["num_running_reqs"] == 0
+
+
+def test_the_k8s_manifest_runs_smg_with_flags_and_probes_it_has(start_router, workers):
+    """docker/k8s/smg/smg.yaml: every flag is one `smg launch` knows, and the probe paths answer
+    200 once smg has its workers."""
+    import subprocess
+
+    import yaml
+    from conftest import ROOT
+    docs = [d for d in yaml.safe_load_all((ROOT / "docker/k8s/smg/smg.yaml").read_text()) if d]
+    (dep,) = [d for d in docs if d["kind"] == "Deployment"]
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    assert c["command"][1:] == ["launch"]
+    help_text = subprocess.run([venv_bin("smg"), "launch", "--help"], capture_output=True,
+                               text=True, timeout=60).stdout
+    for flag in [a for a in c["args"] if a.startswith("--")]:
+        assert f"{flag} " in help_text or f"{flag}\n" in help_text, flag
+    router = smg_http(start_router, workers)
+    for probe in ("readinessProbe", "livenessProbe"):
+        path = c[probe]["httpGet"]["path"]
+        assert requests.get(router.url(path), timeout=5).status_code == 200, path
