@@ -1,14 +1,18 @@
 // vllm.grpc.engine.VllmEngine in process on a free port, driven by its generated C++ stub,
 // against FakeEngine: streamed and whole Generate, Abort by id, the client's cancel, errors,
-// the info calls and the KV-event stream.
+// the info calls, GetTokenizer of a model folder and the KV-event stream.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "engine/kv_events/kv_event_bus.h"
 #include "server/grpc/grpc_server.h"
+#include "server/grpc/tokenizer_bundle.h"
 #include "server/grpc/vllm_info.h"
 #include "tests/unit/server/fake_engine.h"
 #include "vllm/grpc/engine/vllm_engine.grpc.pb.h"
@@ -21,12 +25,32 @@ namespace cpb = ::smg::grpc::common;
 using testing::FakeEngine;
 using testing::FakeScript;
 
-// FakeEngine with a KV-event bus.
+// FakeEngine with a KV-event bus and a settable model path.
 class BusEngine : public FakeEngine {
  public:
   KvEventBus* kv_event_bus() override { return &bus; }
+  const EngineOptions& options() const override { return opts; }
   KvEventBus bus{16};
+  EngineOptions opts;
 };
+
+// The stored entries of a zip, read from its local file headers: name -> bytes.
+std::map<std::string, std::string> stored_entries(const std::string& zip) {
+  std::map<std::string, std::string> out;
+  auto u16 = [&](size_t at) {
+    return static_cast<size_t>(static_cast<unsigned char>(zip[at])) |
+           static_cast<size_t>(static_cast<unsigned char>(zip[at + 1])) << 8;
+  };
+  auto u32 = [&](size_t at) { return u16(at) | u16(at + 2) << 16; };
+  size_t at = 0;
+  while (at + 30 <= zip.size() && u32(at) == 0x04034b50) {
+    const size_t size = u32(at + 18), name_len = u16(at + 26), extra = u16(at + 28);
+    const std::string name = zip.substr(at + 30, name_len);
+    out[name] = zip.substr(at + 30 + name_len + extra, size);
+    at += 30 + name_len + extra + size;
+  }
+  return out;
+}
 
 class VllmEngineServiceTest : public ::testing::Test {
  protected:
@@ -248,6 +272,44 @@ TEST_F(VllmEngineServiceTest, InfoCallsDescribeTheEngine) {
     EXPECT_DOUBLE_EQ(m.loads(0).token_usage(), 0.5);
     EXPECT_EQ(m.loads(0).num_used_tokens(), 50 * engine_.options().block_size);
   }
+}
+
+TEST_F(VllmEngineServiceTest, GetTokenizerSendsTheModelFoldersTokenizerFiles) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("vllm-tok-" + std::to_string(::getpid()) + "-" +
+                    std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::filesystem::create_directories(dir);
+  auto write = [&](const char* name, const std::string& bytes) {
+    std::ofstream(dir / name, std::ios::binary) << bytes;
+  };
+  write("tokenizer.json", R"({"model": {"type": "BPE"}})");
+  write("tokenizer_config.json", R"({"eos_token": "</s>"})");
+  write("model.safetensors", std::string(1000, 'w'));  // weights stay out
+  engine_.opts.model_path = dir.string();
+  start();
+  grpc::ClientContext ctx;
+  auto reader = stub_->GetTokenizer(&ctx, cpb::GetTokenizerRequest());
+  std::string zip;
+  std::vector<std::string> shas;
+  cpb::GetTokenizerChunk chunk;
+  while (reader->Read(&chunk)) {
+    zip += chunk.data();
+    shas.push_back(chunk.sha256());
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_FALSE(shas.empty());
+  EXPECT_EQ(shas.back().size(), 64u);
+  EXPECT_EQ(shas.back(), sha256_hex(zip));
+  const auto entries = stored_entries(zip);
+  EXPECT_EQ(entries, (std::map<std::string, std::string>{
+                         {"tokenizer.json", R"({"model": {"type": "BPE"}})"},
+                         {"tokenizer_config.json", R"({"eos_token": "</s>"})"}}));
+  // A folder without tokenizer.json: FAILED_PRECONDITION naming it.
+  std::filesystem::remove(dir / "tokenizer.json");
+  auto none = make_tokenizer_bundle(engine_);
+  EXPECT_EQ(none.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("tokenizer.json"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(VllmEngineServiceTest, KvEventsStreamFromTheBus) {
