@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -40,8 +41,14 @@ vpb::GetModelInfoResponse vllm_model_info(const ServerState& state) {
   const Engine& engine = *state.engine();
   const ModelConfig& cfg = engine.model_config();
   const Tokenizer& tok = engine.tokenizer();
-  m.set_model_path(engine.options().model_path);
-  m.set_tokenizer_path(engine.options().model_path);
+  // Absolute, so that a router on this host can read a model folder's tokenizer from any cwd.
+  std::string path = engine.options().model_path;
+  std::error_code ec;
+  if (!path.empty()) {
+    if (auto abs = std::filesystem::absolute(path, ec); !ec) path = abs.lexically_normal().string();
+  }
+  m.set_model_path(path);
+  m.set_tokenizer_path(path);
   m.set_is_generation(true);
   m.set_max_context_length(static_cast<uint32_t>(engine.max_model_len()));
   m.set_vocab_size(static_cast<uint32_t>(tok.vocab_size()));

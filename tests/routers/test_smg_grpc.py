@@ -24,7 +24,7 @@ from pathlib import Path
 import grpc
 import pytest
 import requests
-from conftest import ROOT, Daemon, free_port, serve_available, venv_bin
+from conftest import MODEL, ROOT, Daemon, free_port, serve_available, venv_bin
 from smg_grpc_proto import vllm_engine_pb2, vllm_engine_pb2_grpc
 from smg_grpc_proto.generated import common_pb2
 
@@ -221,6 +221,7 @@ def test_info_calls_through_smgs_client(workers, model):
     try:
         info = stub.GetModelInfo(vllm_engine_pb2.GetModelInfoRequest(), timeout=10)
         assert info.served_model_name == model
+        assert os.path.isabs(info.tokenizer_path) and os.path.samefile(info.tokenizer_path, MODEL)
         assert info.max_context_length > 0 and info.vocab_size == 49152
         tok_cfg_eos = list(info.eos_token_ids)
         assert tok_cfg_eos and info.is_generation
