@@ -18,8 +18,8 @@
 # Stages: probe (the bundled unit_cuda sees the device, cuBLAS computes); unit-tests (unit_cuda
 # with LLMSERVE_REQUIRE_GPU=1: no GPU test may skip); oracle-make (tests/reference/gpu_oracle.py:
 # random-weight HF models and transformers' logits); oracle-test (llmserve on those models on
-# CUDA against them); daemon (`llmserve serve --device cuda` serving HTTP, SSE, gRPC and
-# /metrics); spec-identity (scripts/gpu_check/spec_identity.py: token ids with n-gram speculation
+# CUDA against them); oracle-cpu (the CPU backend against the same references); daemon
+# (`llmserve serve --device cuda` serving HTTP, SSE, gRPC and /metrics); spec-identity (scripts/gpu_check/spec_identity.py: token ids with n-gram speculation
 # on and off, and batched against alone, must be equal); kv-quant (perplexity with f16, int8 and
 # fp8 KV pages on the device); bench
 # (bench_cuda: kernels, attention, the 8B-shaped model's decode); sdpa (torch
@@ -106,7 +106,8 @@ make_bundle() {
   rm -rf "$bundle" "$tmp"
   mv "$out" "$bundle"
   trap - EXIT
-  git check-ignore -q "$bundle/" 2>/dev/null || echo "/$bundle/" >>.git/info/exclude
+  git check-ignore -q "$bundle/" 2>/dev/null ||
+    echo "/$bundle/" >>"$(git rev-parse --git-path info/exclude)"
   local parts
   parts=$(awk '$2 ~ /^bin\// {b += $1} $2 ~ /^lib\// {n++; l += $1}
     END {printf "%d KiB binaries, %d libraries in %d KiB", b / 1024, n, l / 1024}' "$bundle/MANIFEST")
@@ -277,7 +278,7 @@ run_check() {
   if [[ $rc == 0 || -n ${LLMSERVE_GPU_CHECK_ALL_STAGES:-} ]]; then
     gpu_stages
   else  # nothing of ours can run: no GPU time spent on the rest
-    for f in unit-tests oracle-make oracle-test daemon bench sdpa; do
+    for f in unit-tests oracle-make oracle-test oracle-cpu daemon bench sdpa; do
       record "$f" 201 0 "not run: the probe failed"
     done
   fi
@@ -329,6 +330,10 @@ gpu_stages() {
 
   export LLMSERVE_GPU_ORACLE_DIR=$oracle_dir
   gtest_stage oracle-test 120 --gtest_filter='HfOracle.*'
+  # The same references against the CPU backend (checked against llama.cpp on its own): where
+  # CUDA fails and this passes, the fault is on the CUDA side, not in the reference.
+  LLMSERVE_GPU_ORACLE_BACKEND=cpu gtest_stage oracle-cpu 120 \
+    --gtest_filter='HfOracle.Smollm2ShapeCudaGraphs:HfOracle.HeadDim128Gqa4Eager'
   unset LLMSERVE_GPU_ORACLE_DIR
 
   run_timed daemon 150 env PYTHONUNBUFFERED=1 python3 "$bundle/py/daemon_check.py" \

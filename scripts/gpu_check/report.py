@@ -293,7 +293,8 @@ def build(work):
             md += ["", "```", *bad[:40], "```"]
         md += [l for l in unit.splitlines() if l.startswith("[ model") or l.startswith("[ gpu ]")]
     md += ["", "### llmserve against HF transformers (random-weight models)", ""]
-    md += oracle_section(read(work, "oracle-test.txt"))
+    oracle_logs = [t for t in (read(work, "oracle-test.txt"), read(work, "oracle-cpu.txt")) if t]
+    md += oracle_section("\n".join(oracle_logs) if oracle_logs else None)
     md += ["", "### The daemon on CUDA (`llmserve serve --device cuda`)", ""]
     md += daemon_section(daemon)
     md += ["", "## Speed", "", "### Attention, side by side with torch SDPA (flash backend)", ""]

@@ -70,6 +70,11 @@ Status CudaOps::init() {
       "cudaDeviceGetAttribute"));
   LLMSERVE_RETURN_IF_ERROR(
       cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+  // What is in use before this instance allocates anything (other processes, and this context):
+  // the KV plan counts only what comes after.
+  size_t free_b = 0, total_b = 0;
+  LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
+  baseline_used_ = total_b - free_b;
   LLMSERVE_RETURN_IF_ERROR(cuda_status(
       cudaEventCreateWithFlags(&upload_done_, cudaEventDisableTiming), "cudaEventCreate"));
   if (cublas_->create(&handle_) != CUBLAS_STATUS_SUCCESS)
@@ -345,11 +350,12 @@ Result<KvMemoryPlan> CudaOps::plan_kv_cache(double gpu_memory_utilization) const
   LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream_), "profile step"));
   LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo"));
   const uint64_t used = total_b - free_b;
+  const uint64_t ours = used > baseline_used_ ? used - baseline_used_ : 0;
   const uint64_t profile_kv = kv_cache_bytes();
   const uint64_t block_bytes =
       kv_spec_.num_blocks > 0 ? profile_kv / static_cast<uint64_t>(kv_spec_.num_blocks) : 0;
-  return plan_kv_blocks(total_b, used > profile_kv ? used - profile_kv : 0, gpu_memory_utilization,
-                        block_bytes);
+  return plan_kv_blocks(total_b, ours > profile_kv ? ours - profile_kv : 0, gpu_memory_utilization,
+                        block_bytes, free_b + profile_kv);
 }
 
 void CudaOps::set_rope(RopeSpec spec) {

@@ -129,6 +129,7 @@ class CudaOps final : public Ops {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t upload_done_ = nullptr;
   int num_sms_ = 0;
+  uint64_t baseline_used_ = 0;  // device bytes in use when this instance started
   std::vector<void*> allocations_;
   std::vector<void*> kv_allocations_;
   std::vector<void*> k_cache_, v_cache_;        // per layer, elements of kv_spec_.dtype

@@ -178,7 +178,9 @@ void CudaOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* co
       const auto* prev = static_cast<const uint8_t*>(group[i - 1]->data);
       const size_t bytes =
           static_cast<size_t>(group[i - 1]->rows * group[i - 1]->cols) * elem_bytes;
-      if (group[i]->data != prev + bytes || group[i]->cols != group[0]->cols) return false;
+      // bf16 matrices share K; f32 bias vectors differ in length.
+      if (group[i]->data != prev + bytes) return false;
+      if (elem_bytes == 2 && group[i]->cols != group[0]->cols) return false;
     }
     return true;
   };

@@ -30,6 +30,12 @@ TEST(CudaOpsNoDevice, KvMemoryPlanArithmetic) {
   EXPECT_FALSE(plan_kv_blocks(80 * GiB, 79 * GiB, 0.9, 1024).is_ok());
   EXPECT_FALSE(plan_kv_blocks(80 * GiB, 0, 1.5, 1024).is_ok());
   EXPECT_FALSE(plan_kv_blocks(80 * GiB, 0, 0.5, 0).is_ok());
+  // Another daemon holds most of the device: the plan takes what is free, and says so.
+  auto shared = plan_kv_blocks(80 * GiB, 2 * GiB, 0.3, 2u << 20, 10 * GiB);
+  ASSERT_TRUE(shared.is_ok()) << shared.status().message();
+  EXPECT_EQ(shared->num_blocks, 10 * 1024 / 2);
+  EXPECT_NE(shared->arithmetic.find("capped"), std::string::npos) << shared->arithmetic;
+  EXPECT_FALSE(plan_kv_blocks(80 * GiB, 2 * GiB, 0.3, 2u << 20, 1u << 20).is_ok());
 }
 
 TEST(CudaOpsNoDevice, CreateFailsCleanlyWithoutDevice) {
@@ -157,7 +163,8 @@ struct Backend {
 constexpr int kBlocksPerSeq = 8;  // 128 tokens per request
 
 Backend make_backend(const LoadedModel& model, bool cuda, int num_seqs,
-                     kernels::KvDtype dtype = kernels::KvDtype::kF16) {
+                     kernels::KvDtype dtype = kernels::KvDtype::kF16,
+                     int blocks_per_seq = kBlocksPerSeq) {
   Backend b;
   if (cuda) {
     CudaOpsOptions o;
@@ -165,7 +172,7 @@ Backend make_backend(const LoadedModel& model, bool cuda, int num_seqs,
     o.max_tokens = 256;
     o.max_samples = 16;
     o.max_num_seqs = 16;
-    o.max_model_len = kBlocksPerSeq * 16;
+    o.max_model_len = blocks_per_seq * 16;
     auto ops = CudaOps::create(o);
     EXPECT_TRUE(ops.is_ok()) << ops.status().message();
     if (!ops.is_ok()) return b;
@@ -175,7 +182,7 @@ Backend make_backend(const LoadedModel& model, bool cuda, int num_seqs,
   }
   const ModelConfig& c = model.config();
   KvCacheSpec spec{c.num_layers,
-                   static_cast<int64_t>(num_seqs) * kBlocksPerSeq,
+                   static_cast<int64_t>(num_seqs) * blocks_per_seq,
                    static_cast<int>(c.num_kv_heads),
                    16,
                    static_cast<int>(c.head_dim),
@@ -271,6 +278,61 @@ std::vector<float> copy_of(const Result<std::span<const float>>& l) {
   return l.is_ok() ? std::vector<float>(l->begin(), l->end()) : std::vector<float>();
 }
 
+// |a - b| / |b| with both centered (minus their means): the oracle's logit-row metric.
+double centered_rel_l2(std::span<const float> a, std::span<const float> b) {
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += a[i], mb += b[i];
+  ma /= static_cast<double>(a.size());
+  mb /= static_cast<double>(b.size());
+  double d2 = 0, b2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i] - ma, y = b[i] - mb;
+    d2 += (x - y) * (x - y);
+    b2 += y * y;
+  }
+  return std::sqrt(d2 / std::max(b2, 1e-30));
+}
+
+// A 700-token prompt in chunks (256 and 100 tokens: several query and key tiles, pages far from
+// the first), then decodes: each chunk's last logit row and each decode against the CPU backend.
+TEST(CudaOpsModel, LongPromptInChunksMatchesCpu) {
+  LLMSERVE_REQUIRE_CUDA();
+  std::string which;
+  auto model = test_model(&which);
+  ASSERT_NE(model, nullptr);
+  constexpr int kBlocks = 48, kLen = 700;
+  const std::vector<int32_t> prompt = prompt_of(5, kLen);
+  for (int chunk : {256, 100}) {
+    Backend cpu = make_backend(*model, false, 1, kernels::KvDtype::kF16, kBlocks);
+    Backend gpu = make_backend(*model, true, 1, kernels::KvDtype::kF16, kBlocks);
+    ASSERT_TRUE(cpu.graph && gpu.graph);
+    double worst = 0;
+    int worst_at = -1;
+    int cached = 0;
+    std::vector<int32_t> next;
+    while (cached < kLen + 8) {
+      next = cached < kLen ? std::vector<int32_t>(prompt.begin() + cached,
+                                                  prompt.begin() + std::min(kLen, cached + chunk))
+                           : next;
+      StepBatch sb;
+      sb.blocks_per_seq = kBlocks;
+      sb.add(0, next, cached);
+      const auto lc = copy_of(cpu.graph->forward(sb.view()));
+      const auto lg = copy_of(gpu.graph->forward(sb.view()));
+      ASSERT_FALSE(lc.empty() || lg.empty()) << which << ": chunk " << chunk << " at " << cached;
+      const double d = centered_rel_l2(lg, lc);
+      if (!(d <= worst)) worst = d, worst_at = cached + static_cast<int>(next.size()) - 1;
+      cached += static_cast<int>(next.size());
+      next = {argmax(lc)};
+    }
+    EXPECT_LT(worst, 2.5e-2) << which << ": chunks of " << chunk << ", worst logit row at position "
+                             << worst_at;
+    std::printf("[ model %s ] %d-token prompt in chunks of %d: worst centered rel L2 %.3g at %d\n",
+                which.c_str(), kLen, chunk, worst, worst_at);
+    EXPECT_TRUE(static_cast<CudaOps&>(*gpu.ops).status().is_ok());
+  }
+}
+
 TEST(CudaOpsModel, MixedPrefillAndDecodeStepMatchesCpu) {
   LLMSERVE_REQUIRE_CUDA();
   std::string which;
@@ -310,14 +372,19 @@ TEST(CudaOpsModel, EveryGraphBucketEqualsEager) {
   Backend gpu = make_backend(*model, true, kSeqs);
   ASSERT_TRUE(gpu.graph);
   auto& ops = static_cast<CudaOps&>(*gpu.ops);
-  StepBatch pre;
-  pre.blocks_per_seq = kBlocksPerSeq;
+  // The prompts (3 .. 108 tokens, 888 in all) in prefill steps of at most 256 tokens.
   std::vector<int> lens;
-  for (int r = 0; r < kSeqs; ++r) {
-    lens.push_back(3 + 7 * r);  // 3 .. 108 tokens
-    pre.add(r, prompt_of(r, lens.back()), 0);
+  for (int r = 0; r < kSeqs; ++r) lens.push_back(3 + 7 * r);
+  for (int r = 0; r < kSeqs;) {
+    StepBatch pre;
+    pre.blocks_per_seq = kBlocksPerSeq;
+    for (int used = 0; r < kSeqs && used + lens[static_cast<size_t>(r)] <= 256; ++r) {
+      used += lens[static_cast<size_t>(r)];
+      pre.add(r, prompt_of(r, lens[static_cast<size_t>(r)]), 0);
+    }
+    const auto st = gpu.graph->forward(pre.view());
+    ASSERT_TRUE(st.is_ok()) << st.status().message();
   }
-  ASSERT_TRUE(gpu.graph->forward(pre.view()).is_ok());
   auto decode = [&](int n) {
     StepBatch d;
     d.blocks_per_seq = kBlocksPerSeq;

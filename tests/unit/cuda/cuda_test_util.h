@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -138,6 +139,42 @@ inline ::testing::AssertionResult near_all(const std::string& what, const std::v
          << "KERNEL MISMATCH " << what << ": " << bad << " of " << got.size()
          << " elements out of tolerance; worst at [" << worst << "] got " << got[worst] << " want "
          << want[worst];
+}
+
+// Per-vector accuracy: got and want as rows of `row_len` floats (one attention head's output);
+// passes when every row with a nonzero reference has ||got - want|| <= rel_tol ||want||. Unlike
+// an elementwise atol, this scales with the row: an average over thousands of keys is small, and
+// a 10 % error in it still fails.
+inline ::testing::AssertionResult near_rows(const std::string& what, const std::vector<float>& got,
+                                            const std::vector<float>& want, int64_t row_len,
+                                            double rel_tol) {
+  if (got.size() != want.size() || row_len <= 0 || want.size() % row_len != 0) {
+    return ::testing::AssertionFailure() << what << ": sizes " << got.size() << " / " << want.size()
+                                         << " for rows of " << row_len;
+  }
+  const int64_t rows = static_cast<int64_t>(want.size()) / row_len;
+  int64_t bad = 0, worst = -1;
+  double worst_rel = 0;
+  std::vector<double> rels;
+  for (int64_t r = 0; r < rows; ++r) {
+    double d2 = 0, w2 = 0;
+    for (int64_t i = r * row_len; i < (r + 1) * row_len; ++i) {
+      const double d = static_cast<double>(got[i]) - want[i];
+      d2 += d * d;
+      w2 += static_cast<double>(want[i]) * want[i];
+    }
+    if (w2 == 0) continue;
+    const double rel = std::isnan(d2) ? 1e30 : std::sqrt(d2 / w2);
+    rels.push_back(rel);
+    if (!(rel <= rel_tol)) ++bad;
+    if (!(rel <= worst_rel)) worst_rel = rel, worst = r;
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  std::sort(rels.begin(), rels.end());
+  return ::testing::AssertionFailure()
+         << "KERNEL MISMATCH " << what << ": " << bad << " of " << rows << " rows over relative L2 "
+         << rel_tol << "; median " << rels[rels.size() / 2] << ", worst " << worst_rel << " at row "
+         << worst;
 }
 
 }  // namespace llmserve::cuda_test
