@@ -11,7 +11,7 @@ ROOT=$(pwd)
 LIST=${1:?usage: scripts/sanitize.sh address,undefined|thread}
 case "$LIST" in
   *thread*) BUILD=${SANITIZE_BUILD_DIR:-$ROOT/build-tsan}
-            REGEX=${LLMSERVE_TSAN_TESTS:-'^unit_(engine|engine_api|scheduler|kv_cache|server)$'} ;;
+            REGEX=${LLMSERVE_TSAN_TESTS:-'^unit_(engine|engine_api|scheduler|kv_cache|kv_events|server)$'} ;;
   *)        BUILD=${SANITIZE_BUILD_DIR:-$ROOT/build-asan}
             REGEX=${LLMSERVE_ASAN_TESTS:-'^unit_'} ;;
 esac
