@@ -252,8 +252,10 @@ struct OracleResult {
   double worst_rel_l2 = 0, worst_max_abs = 0, median_rel_l2 = 0;
   std::string worst_where;
   int greedy_equal = 0, near_ties = 0, mismatches = 0;
-  std::vector<int> free_run;          // per prompt: leading greedy tokens equal
-  std::vector<std::string> failures;  // the first few, readable
+  std::vector<int> free_run;                      // per prompt: leading greedy tokens equal
+  std::vector<std::string> failures;              // the first few, readable
+  std::vector<double> prompt_median, prompt_max;  // per prompt, its prefill and decode rows
+  std::vector<double> long_prefill_profile;       // the longest prompt: median per 64 positions
 };
 
 // Runs the schedule on `runner` (its model must be ref.model_dir's) and compares.
@@ -273,6 +275,16 @@ inline Result<OracleResult> run_oracle(const OracleRef& ref, ModelRunner& runner
     if (res.failures.size() < 12) res.failures.push_back(std::move(m));
   };
   const auto steps = make_schedule(ref);
+  std::vector<std::vector<double>> per_prompt(ref.prompts.size());
+  size_t longest_prompt = 0;
+  for (size_t p = 0; p < ref.prompts.size(); ++p) {
+    if (ref.prompts[p].ids.size() > ref.prompts[longest_prompt].ids.size()) longest_prompt = p;
+  }
+  std::vector<std::vector<double>> by_window((longest + 63) / 64);
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
   for (size_t s = 0; s < steps.size(); ++s) {
     StepBuilder sb{bs, bps};
     for (const Work& w : steps[s]) {
@@ -309,6 +321,10 @@ inline Result<OracleResult> run_oracle(const OracleRef& ref, ModelRunner& runner
                     static_cast<long long>(smp.prefill_index >= 0 ? smp.prefill_index : smp.k), s);
       ++res.rows;
       rels.push_back(d.rel_l2);
+      per_prompt[smp.prompt].push_back(d.rel_l2);
+      if (smp.prefill_index >= 0 && smp.prompt == longest_prompt) {
+        by_window[static_cast<size_t>(smp.prefill_index / 64)].push_back(d.rel_l2);
+      }
       if (!(d.rel_l2 <= res.worst_rel_l2)) res.worst_rel_l2 = d.rel_l2, res.worst_where = where;
       res.worst_max_abs = std::max(res.worst_max_abs, d.max_abs_over_std);
       if (!(d.rel_l2 <= kRelL2Tol && d.max_abs_over_std <= kMaxAbsOverStdTol)) {
@@ -336,8 +352,12 @@ inline Result<OracleResult> run_oracle(const OracleRef& ref, ModelRunner& runner
       }
     }
   }
-  std::sort(rels.begin(), rels.end());
-  res.median_rel_l2 = rels.empty() ? 0 : rels[rels.size() / 2];
+  res.median_rel_l2 = median(rels);
+  for (const auto& v : per_prompt) {
+    res.prompt_median.push_back(median(v));
+    res.prompt_max.push_back(v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
+  }
+  for (const auto& v : by_window) res.long_prefill_profile.push_back(median(v));
   return res;
 }
 

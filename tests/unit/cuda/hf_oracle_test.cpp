@@ -247,6 +247,9 @@ void check_model(const std::string& name, bool graphs) {
                                {"near_ties", res->near_ties},
                                {"mismatches", res->mismatches},
                                {"free_run", res->free_run},
+                               {"prompt_median_rel_l2", res->prompt_median},
+                               {"prompt_max_rel_l2", res->prompt_max},
+                               {"long_prompt_median_per_64", res->long_prefill_profile},
                                {"tolerance_rel_l2", kRelL2Tol},
                                {"seconds", seconds}};
   std::printf("ORACLE %s\n", line.dump().c_str());
