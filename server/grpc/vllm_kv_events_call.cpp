@@ -22,7 +22,16 @@ class KvEventsReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       : metrics_(metrics),
         sub_(bus.subscribe(start == 0 ? bus.next_sequence_number() : start)),
         block_size_(block_size) {
+    // Answer at once: the gateway gives up on a subscription whose headers take seconds, and
+    // the first batch may be far off on an idle engine.
+    StartSendInitialMetadata();
     thread_ = std::thread([this] { pump(); });
+  }
+  void OnSendInitialMetadataDone(bool ok) override {
+    if (ok) return;
+    std::lock_guard lock(mu_);
+    broken_ = true;
+    cv_.notify_all();
   }
   void OnWriteDone(bool ok) override {
     std::lock_guard lock(mu_);

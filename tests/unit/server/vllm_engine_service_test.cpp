@@ -315,8 +315,13 @@ TEST_F(VllmEngineServiceTest, GetTokenizerSendsTheModelFoldersTokenizerFiles) {
 TEST_F(VllmEngineServiceTest, KvEventsStreamFromTheBus) {
   start();
   grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
   cpb::SubscribeKvEventsRequest req;
   auto reader = stub_->SubscribeKvEvents(&ctx, req);
+  // The headers come at once, before any batch (smg gives up on a subscription after 2 s).
+  const auto asked = std::chrono::steady_clock::now();
+  reader->WaitForInitialMetadata();
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, std::chrono::seconds(1));
   // The subscription starts at the next batch: wait until the server has subscribed.
   for (int i = 0; i < 200 && engine_.bus.num_subscribers() == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
