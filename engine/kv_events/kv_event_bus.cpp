@@ -39,10 +39,11 @@ uint64_t KvEventBus::publish(std::vector<KvEvent> events, double timestamp) {
   batch->timestamp = timestamp;
   batch->events = std::move(events);
   std::shared_ptr<const KvEventBatch> evicted;  // destroyed after the lock is released
+  uint64_t seq = 0;
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->closed || batch->events.empty()) return state_->next_seq;
-    batch->sequence_number = state_->next_seq++;
+    seq = batch->sequence_number = state_->next_seq++;
     state_->ring.push_back(std::move(batch));
     if (state_->ring.size() > state_->capacity) {
       evicted = std::move(state_->ring.front());
@@ -50,7 +51,7 @@ uint64_t KvEventBus::publish(std::vector<KvEvent> events, double timestamp) {
     }
   }
   state_->cv.notify_all();
-  return state_->next_seq - 1;
+  return seq;
 }
 
 std::unique_ptr<KvEventSubscription> KvEventBus::subscribe(uint64_t start_sequence_number) {
