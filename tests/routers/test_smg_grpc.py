@@ -334,6 +334,26 @@ def test_streamed_chat_through_smg_equals_llmserve_http(smg, workers, model):
     assert usage and usage["completion_tokens"] == direct["usage"]["completion_tokens"]
 
 
+def test_streamed_samples_with_a_stop_string_through_smg(smg, workers, model):
+    """Streamed n=2 with a stop string: chunks tagged by choice index, each choice cut at the
+    stop string exactly as llmserve's HTTP front cuts it."""
+    body = {"model": model, "messages": [{"role": "user", "content": "Count from 1 to 10"}],
+            "max_tokens": 30, "temperature": 0, "n": 2, "stop": ["5"]}
+    texts, finishes = {}, {}
+    with requests.post(smg.url + "/v1/chat/completions", json={**body, "stream": True},
+                       stream=True, timeout=180) as r:
+        assert r.status_code == 200, r.text
+        for line in r.iter_lines():
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            for c in json.loads(line[6:]).get("choices", []):
+                texts[c["index"]] = texts.get(c["index"], "") + (c["delta"].get("content") or "")
+                finishes[c["index"]] = c.get("finish_reason") or finishes.get(c["index"])
+    direct = post(workers[0].url("/v1/chat/completions"), body)
+    assert texts == {c["index"]: c["message"]["content"] for c in direct["choices"]}
+    assert finishes == {c["index"]: c["finish_reason"] for c in direct["choices"]}
+
+
 def test_completion_through_smg_equals_llmserve_http(smg, workers, model):
     body = {"model": model, "prompt": "The capital of France is", "max_tokens": 16,
             "temperature": 0}
