@@ -1,5 +1,6 @@
 #include "server/metrics/vllm_metrics.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -17,9 +18,11 @@ class VllmFamilies {
  public:
   explicit VllmFamilies(const std::string& model) : base_{{"engine", "0"}, {"model_name", model}} {}
 
+  // The base labels and `extra`, in name order (as every family on the page writes them).
   Labels labels(Labels extra = {}) const {
     Labels all = base_;
     all.insert(all.end(), extra.begin(), extra.end());
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     return all;
   }
   MetricFamily& family(const char* name, const char* help, MetricType type) {

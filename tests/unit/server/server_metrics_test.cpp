@@ -1,5 +1,8 @@
 #include "server/metrics/server_metrics.h"
 
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
@@ -128,6 +131,51 @@ TEST(ServerMetrics, EscapesLabelValues) {
   EXPECT_TRUE(
       has_line(text, "llmserve_http_requests_total{code=\"404\",route=\"a\\\"b\\\\c\\nd\"} 1"))
       << text;
+}
+
+}  // namespace
+}  // namespace llmserve
+
+namespace llmserve {
+namespace {
+
+TEST(ServerMetrics, VllmNamesCarryTheEngineFiguresOnlyWhenEnabled) {
+  ServerMetrics m;
+  EngineStats s;
+  s.requests_running = 3;
+  s.requests_waiting = 7;
+  s.kv_cache_usage_ratio = 0.25;
+  s.kv_blocks_total = 1234;
+  s.prefix_cache_queries = 100;
+  s.prefix_cache_hits = 40;
+  s.prompt_tokens = 55;
+  s.finished_by_reason[static_cast<size_t>(FinishReason::kLength)] = 2;
+  EXPECT_EQ(m.render(s, nullptr).find("vllm:"), std::string::npos);
+  VllmMetricsInfo info;
+  info.model_name = "m";
+  info.block_size = 32;
+  m.enable_vllm_names(info);
+  const std::string text = m.render(s, nullptr);
+  const std::string l = "{engine=\"0\",model_name=\"m\"";
+  const std::vector<std::string> lines = {
+      "vllm:num_requests_running" + l + "} 3",
+      "vllm:num_requests_waiting" + l + "} 7",
+      "vllm:kv_cache_usage_perc" + l + "} 0.25",
+      "vllm:prefix_cache_queries_total" + l + "} 100",
+      "vllm:prefix_cache_hits_total" + l + "} 40",
+      "vllm:gpu_prefix_cache_hit_rate" + l + "} 0.4",
+      "vllm:prompt_tokens_total" + l + "} 55",
+      "vllm:request_success_total{engine=\"0\",finished_reason=\"length\",model_name=\"m\"} 2",
+      std::string("# TYPE vllm:prompt_tokens_total counter"),
+      std::string("vllm:cache_config_info{block_size=\"32\",cache_dtype=\"auto\","
+                  "enable_prefix_caching=\"True\",engine=\"0\",gpu_memory_utilization=\"0.9\","
+                  "model_name=\"m\",num_cpu_blocks=\"0\",num_gpu_blocks=\"1234\"} 1")};
+  for (const std::string& line : lines) {
+    EXPECT_TRUE(has_line(text, line)) << line << "\n" << text;
+  }
+  EXPECT_NE(text.find("vllm:lora_requests_info{engine=\"0\",max_lora=\"0\",model_name=\"m\","
+                      "running_lora_adapters=\"\",waiting_lora_adapters=\"\"} "),
+            std::string::npos);
 }
 
 }  // namespace
