@@ -42,6 +42,37 @@ class KVEventBatch(EventBatch):
 DECODER = msgspec.msgpack.Decoder(type=KVEventBatch)
 
 
+# vLLM's earlier layout (kv_events.layout: array): the events are array_like too.
+class LegacyEvent(msgspec.Struct, array_like=True, omit_defaults=True, gc=False, tag=True):
+    """Base class of the array-layout events."""
+
+
+class LegacyBlockStored(LegacyEvent, tag="BlockStored"):
+    block_hashes: list[int]
+    parent_block_hash: int | None
+    token_ids: list[int]
+    block_size: int
+    lora_id: int | None
+    medium: str | None
+    lora_name: str | None = None
+
+
+class LegacyBlockRemoved(LegacyEvent, tag="BlockRemoved"):
+    block_hashes: list[int]
+    medium: str | None
+
+
+class LegacyAllBlocksCleared(LegacyEvent, tag="AllBlocksCleared"):
+    pass
+
+
+class LegacyKVEventBatch(EventBatch):
+    events: list[LegacyBlockStored | LegacyBlockRemoved | LegacyAllBlocksCleared]
+
+
+LEGACY_DECODER = msgspec.msgpack.Decoder(type=LegacyKVEventBatch)
+
+
 class PrefixIndex:
     """hash -> (parent hash, the block's tokens), from events alone."""
 
@@ -51,7 +82,7 @@ class PrefixIndex:
 
     def apply(self, batch: KVEventBatch):
         for e in batch.events:
-            if isinstance(e, BlockStored):
+            if isinstance(e, (BlockStored, LegacyBlockStored)):
                 self.stored += 1
                 parent = e.parent_block_hash
                 assert parent is None or parent in self.blocks, f"unknown parent {parent}"
@@ -61,7 +92,7 @@ class PrefixIndex:
                     assert h not in self.blocks, f"block {h} stored twice"
                     self.blocks[h] = (parent, tuple(e.token_ids[i * n:(i + 1) * n]))
                     parent = h
-            elif isinstance(e, BlockRemoved):
+            elif isinstance(e, (BlockRemoved, LegacyBlockRemoved)):
                 self.removed += 1
                 for h in e.block_hashes:
                     assert self.blocks.pop(h, None) is not None, f"removed unknown block {h}"

@@ -125,3 +125,26 @@ def test_replay_resends_buffered_batches_from_a_sequence_number(worker, subscrib
         DECODER.decode(payload)
     dealer.close(linger=0)
     assert got == [seqs[-1]]
+
+
+def test_array_layout_decodes_with_vllms_earlier_array_like_structs():
+    from kv_event_decoder import LEGACY_DECODER
+    (w,) = start_workers(1, ("--kv-events.layout=array",))
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"")
+    sub.connect(w.kv_endpoint)
+    try:
+        time.sleep(0.5)
+        complete(w, "Arrays, as vLLM once sent them: " + "one two three four " * 10)
+        index = PrefixIndex()
+        while sub.poll(1000):
+            _, _, payload = sub.recv_multipart()
+            index.apply(LEGACY_DECODER.decode(payload))
+            with pytest.raises(Exception):
+                DECODER.decode(payload)  # not the map layout
+        assert index.stored and len(index.blocks) == cached_blocks(w) > 0
+    finally:
+        sub.close(linger=0)
+        ctx.term()
+        w.stop()
