@@ -1,5 +1,10 @@
 #include "server/common/hf_tokenizer_export.h"
 
+#include <algorithm>
+#include <string_view>
+#include <tuple>
+#include <unordered_set>
+
 #include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/pre_tokenizer.h"
@@ -18,14 +23,16 @@ ordered_json added_tokens(const TokenizerSpec& spec) {
   ordered_json out = ordered_json::array();
   for (size_t id = 0; id < spec.tokens.size(); ++id) {
     const TokenType t = type_of(spec, id);
-    if (t != TokenType::kControl && t != TokenType::kUserDefined) continue;
+    if (t != TokenType::kControl && t != TokenType::kUserDefined && t != TokenType::kUnknown) {
+      continue;
+    }
     out.push_back({{"id", id},
                    {"content", spec.tokens[id]},
                    {"single_word", false},
                    {"lstrip", false},
                    {"rstrip", false},
                    {"normalized", false},
-                   {"special", t == TokenType::kControl}});
+                   {"special", t != TokenType::kUserDefined}});
   }
   return out;
 }
@@ -95,20 +102,72 @@ ordered_json bpe_model(const TokenizerSpec& spec) {
           {"merges", merges}};
 }
 
+// The code-point boundaries of a UTF-8 string (0 and size() excluded).
+std::vector<size_t> char_boundaries(const std::string& s) {
+  std::vector<size_t> out;
+  for (size_t i = 1; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) out.push_back(i);
+  }
+  return out;
+}
+
+// SentencePiece BPE as HF's conversion writes it: merges of two normal pieces into a normal
+// piece, ranked by the merged piece's score (highest first; ties by its id, then the halves),
+// byte fallback to <0xNN>, "▁" for spaces (and before the text when the spec says so).
+ordered_json sentencepiece_model(const TokenizerSpec& spec) {
+  ordered_json vocab = ordered_json::object();
+  for (size_t id = 0; id < spec.tokens.size(); ++id) vocab[spec.tokens[id]] = id;
+  std::unordered_set<std::string_view> normal;
+  for (size_t id = 0; id < spec.tokens.size(); ++id) {
+    if (type_of(spec, id) == TokenType::kNormal) normal.insert(spec.tokens[id]);
+  }
+  struct Merge {
+    float score;
+    size_t id;
+    std::string a, b;
+  };
+  std::vector<Merge> merges;
+  for (size_t id = 0; id < spec.tokens.size(); ++id) {
+    const std::string& piece = spec.tokens[id];
+    if (type_of(spec, id) != TokenType::kNormal) continue;
+    const float score = id < spec.scores.size() ? spec.scores[id] : 0.0f;
+    for (size_t cut : char_boundaries(piece)) {
+      std::string a = piece.substr(0, cut), b = piece.substr(cut);
+      if (normal.count(a) && normal.count(b))
+        merges.push_back({score, id, std::move(a), std::move(b)});
+    }
+  }
+  std::sort(merges.begin(), merges.end(), [](const Merge& x, const Merge& y) {
+    if (x.score != y.score) return x.score > y.score;
+    if (x.id != y.id) return x.id < y.id;
+    return std::tie(x.a, x.b) < std::tie(y.a, y.b);
+  });
+  ordered_json merge_list = ordered_json::array();
+  for (const Merge& m : merges) merge_list.push_back({m.a, m.b});
+  const bool bytes = std::any_of(spec.token_types.begin(), spec.token_types.end(),
+                                 [](TokenType t) { return t == TokenType::kByte; });
+  ordered_json unk = nullptr;
+  if (spec.unk_id >= 0 && static_cast<size_t>(spec.unk_id) < spec.tokens.size()) {
+    unk = spec.tokens[static_cast<size_t>(spec.unk_id)];
+  }
+  return {{"type", "BPE"},
+          {"dropout", nullptr},
+          {"unk_token", unk},
+          {"continuing_subword_prefix", nullptr},
+          {"end_of_word_suffix", nullptr},
+          {"fuse_unk", true},
+          {"byte_fallback", bytes},
+          {"ignore_merges", false},
+          {"vocab", vocab},
+          {"merges", merge_list}};
+}
+
 ordered_json token_name(const TokenizerSpec& spec, int32_t id) {
   if (id < 0 || static_cast<size_t>(id) >= spec.tokens.size()) return nullptr;
   return spec.tokens[static_cast<size_t>(id)];
 }
 
-}  // namespace
-
-Result<std::vector<ExportedFile>> export_hf_tokenizer(const TokenizerSpec& spec,
-                                                      const HfExportOptions& options) {
-  if (spec.kind != TokenizerKind::kByteLevelBpe) {
-    return failed_precondition(
-        "the model's tokenizer is SentencePiece-style; only byte-level BPE tokenizers can be "
-        "exported from a GGUF file (give the router a tokenizer folder instead)");
-  }
+Result<ordered_json> byte_level_json(const TokenizerSpec& spec) {
   std::vector<std::string> patterns = spec.pre_patterns;
   if (patterns.empty()) {
     auto known = PreTokenizer::patterns_for(spec.pre);
@@ -122,19 +181,59 @@ Result<std::vector<ExportedFile>> export_hf_tokenizer(const TokenizerSpec& spec,
       return failed_precondition("a BPE merge holds a space: '" + a + "' + '" + b + "'");
     }
   }
-  ordered_json tokenizer = {{"version", "1.0"},
-                            {"truncation", nullptr},
-                            {"padding", nullptr},
-                            {"added_tokens", added_tokens(spec)},
-                            {"normalizer", nullptr},
-                            {"pre_tokenizer", pre_tokenizer(patterns)},
-                            {"post_processor", post_processor(spec)},
-                            {"decoder",
-                             {{"type", "ByteLevel"},
-                              {"add_prefix_space", true},
-                              {"trim_offsets", true},
-                              {"use_regex", true}}},
-                            {"model", bpe_model(spec)}};
+  return ordered_json{{"version", "1.0"},
+                      {"truncation", nullptr},
+                      {"padding", nullptr},
+                      {"added_tokens", added_tokens(spec)},
+                      {"normalizer", nullptr},
+                      {"pre_tokenizer", pre_tokenizer(patterns)},
+                      {"post_processor", post_processor(spec)},
+                      {"decoder",
+                       {{"type", "ByteLevel"},
+                        {"add_prefix_space", true},
+                        {"trim_offsets", true},
+                        {"use_regex", true}}},
+                      {"model", bpe_model(spec)}};
+}
+
+Result<ordered_json> sentencepiece_json(const TokenizerSpec& spec) {
+  const ordered_json to_space = {
+      {"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "▁"}};
+  ordered_json normalizer = nullptr, pre = nullptr;
+  if (spec.add_space_prefix && spec.space_prefix_first_only) {
+    // Metaspace(prepend_scheme "first"): "▁" before the text only, not after special tokens.
+    pre = {
+        {"type", "Metaspace"}, {"replacement", "▁"}, {"prepend_scheme", "first"}, {"split", false}};
+  } else if (spec.add_space_prefix) {
+    normalizer = {{"type", "Sequence"},
+                  {"normalizers", {{{"type", "Prepend"}, {"prepend", "▁"}}, to_space}}};
+  } else {
+    normalizer = to_space;
+  }
+  ordered_json decoders = {{{"type", "Replace"}, {"pattern", {{"String", "▁"}}}, {"content", " "}},
+                           {{"type", "ByteFallback"}},
+                           {{"type", "Fuse"}}};
+  if (spec.add_space_prefix) {
+    decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  }
+  return ordered_json{{"version", "1.0"},
+                      {"truncation", nullptr},
+                      {"padding", nullptr},
+                      {"added_tokens", added_tokens(spec)},
+                      {"normalizer", normalizer},
+                      {"pre_tokenizer", pre},
+                      {"post_processor", post_processor(spec)},
+                      {"decoder", {{"type", "Sequence"}, {"decoders", decoders}}},
+                      {"model", sentencepiece_model(spec)}};
+}
+
+}  // namespace
+
+Result<std::vector<ExportedFile>> export_hf_tokenizer(const TokenizerSpec& spec,
+                                                      const HfExportOptions& options) {
+  LLMSERVE_ASSIGN_OR_RETURN(ordered_json tokenizer, spec.kind == TokenizerKind::kByteLevelBpe
+                                                        ? byte_level_json(spec)
+                                                        : sentencepiece_json(spec));
 
   ordered_json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                          {"add_bos_token", spec.add_bos},

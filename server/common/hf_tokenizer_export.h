@@ -1,9 +1,12 @@
-// A byte-level BPE TokenizerSpec (as a GGUF file holds it) written as Hugging Face tokenizer
-// files, so that a client with the `tokenizers` library (a router such as smg, lm-eval)
-// encodes exactly as llmserve does: tokenizer.json (BPE model with the vocabulary and merges,
-// the pre-tokenizer's regex sequence as Split steps then ByteLevel, the special tokens, BOS /
-// EOS added as the spec says), tokenizer_config.json (special token names, add_bos / add_eos,
+// A TokenizerSpec (as a GGUF file holds it) written as Hugging Face tokenizer files, so that a
+// client with the `tokenizers` library (a router such as smg, lm-eval) encodes exactly as
+// llmserve does: tokenizer.json, tokenizer_config.json (special token names, add_bos / add_eos,
 // the chat template) and generation_config.json (BOS and the end-of-sequence ids).
+// Byte-level BPE: the vocabulary and merges, the pre-tokenizer's regex sequence as Split steps
+// then ByteLevel. SentencePiece BPE (Llama-2 / Mistral GGUF files hold scores, not merges): the
+// merges HF's conversion derives (two normal pieces whose concatenation is a normal piece,
+// ranked by its score), byte fallback, "▁" for spaces. Both: the special tokens, BOS / EOS added
+// as the spec says.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +29,7 @@ struct HfExportOptions {
   std::vector<int32_t> eos_token_ids;  // generation_config.json; empty = the spec's eos_id
 };
 
-// FAILED_PRECONDITION for a SentencePiece spec (its GGUF form has scores, not merges) or an
-// unknown pre-tokenizer name.
+// FAILED_PRECONDITION for an unknown byte-level pre-tokenizer name.
 Result<std::vector<ExportedFile>> export_hf_tokenizer(const TokenizerSpec& spec,
                                                       const HfExportOptions& options);
 
