@@ -137,6 +137,20 @@ def check_saved(model_dir, spec):
 
 # ----------------------------------------------------------------------------------------------
 # transformers backend (the oracle on the GPU machine)
+def check_rope_inv_freq(model, spec, torch):
+    """Fails unless the loaded model's RoPE frequencies are the f32 ones of its config."""
+    hd = spec["head_dim"]
+    want = 1.0 / (spec["rope_theta"] ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    got = [b for n, b in model.named_buffers() if n.endswith("rotary_emb.inv_freq")]
+    if not got:
+        raise SystemExit("gpu_oracle: the model has no rotary_emb.inv_freq buffer to check")
+    for b in got:
+        err = ((b.detach().double().cpu() - want).abs() / want).max().item()
+        if b.dtype != torch.float32 or err > 1e-6:
+            raise SystemExit(f"gpu_oracle: RoPE inv_freq is {b.dtype}, relative error {err:.1e} "
+                             "from the f32 frequencies of rope_theta")
+
+
 def torch_reference(spec, model_dir, prompts, device):
     import torch
     import transformers
@@ -177,7 +191,19 @@ def torch_reference(spec, model_dir, prompts, device):
         model.save_pretrained(model_dir, safe_serialization=True)
     except TypeError:  # a transformers without the argument (safetensors is its only format)
         model.save_pretrained(model_dir)
-    model = model.float()  # exact: every weight is a bf16 value
+    # The reference is the saved directory loaded in f32, as a user would load it (every weight
+    # is a bf16 value, so the upcast is exact). Not model.float(): model.to(bfloat16) also
+    # rounded the rotary inv_freq buffer to bf16, which float() keeps, and that RoPE's angles
+    # drift from the checkpoint's by up to 2^-9 x position (0.1 rel L2 in logits by position 600).
+    del model
+    try:
+        model = LlamaForCausalLM.from_pretrained(model_dir, dtype=torch.float32,
+                                                 attn_implementation="eager")
+    except TypeError:  # transformers 4 names it torch_dtype
+        model = LlamaForCausalLM.from_pretrained(model_dir, torch_dtype=torch.float32,
+                                                 attn_implementation="eager")
+    model = model.to(dev).eval()
+    check_rope_inv_freq(model, spec, torch)
     if model.config.tie_word_embeddings and \
             model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr():
         raise SystemExit("gpu_oracle: the LM head is not tied to the embedding")
@@ -391,7 +417,7 @@ def main():
     args = ap.parse_args()
     if args.estimate_bf16_error:
         for n in args.models.split(","):
-            estimate_bf16_error(n, [24, 64])
+            estimate_bf16_error(n, [64, 600])
         return 0
     if args.backend == "numpy" and not args.tiny:
         ap.error("--backend numpy needs --tiny (it is for checks without torch)")
