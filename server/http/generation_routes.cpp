@@ -1,4 +1,5 @@
-// POST /v1/completions and POST /v1/chat/completions: admission, parsing, submission, and the
+// POST /v1/completions, POST /v1/chat/completions and POST /v1/responses (the chat path with
+// the Responses API's request and output shapes): admission, parsing, submission, and the
 // response as one JSON body or as an SSE stream that cancels the job when the client goes away.
 #include <chrono>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "server/http/http_connection.h"
 #include "server/http/http_context.h"
 #include "server/http/openai_response.h"
+#include "server/http/responses_output.h"
+#include "server/http/responses_request.h"
 #include "server/http/sse.h"
 
 namespace llmserve {
@@ -37,6 +40,8 @@ struct StreamState {
   std::unique_ptr<GenerationJob> job;
   std::unique_ptr<ActiveRequests::Registration> registration;
   std::unique_ptr<ResponseBuilder> builder;
+  std::unique_ptr<ResponsesEvents> responses;  // /v1/responses: chat chunks -> typed events
+  bool started = false;
   Clock::time_point last_write = Clock::now();
   bool done = false;
 
@@ -68,19 +73,31 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
     }
     // Every stream ended.
     std::string tail;
-    if (!st.builder->error().is_ok()) {
+    if (st.responses) {
+      for (const auto& e : st.responses->finish(st.builder->total_usage(), st.builder->error())) {
+        tail += responses_sse(e);
+      }
+    } else if (!st.builder->error().is_ok()) {
       tail += sse::event(json::parse(error_body(http_error_from_status(st.builder->error()))));
     }
     if (auto u = st.builder->usage_chunk()) tail += sse::event(*u);
-    tail += sse::done();
+    if (!st.responses) tail += sse::done();
     st.done = true;
     const bool ok = write_all(sink, tail);
     sink.done();
     return ok;
   }
   std::string data;
+  if (st.responses && !st.started) {
+    for (const auto& e : st.responses->start()) data += responses_sse(e);
+    st.started = true;
+  }
   for (const auto& chunk : st.builder->chunks_for(ev->prompt_index, ev->output)) {
-    data += sse::event(chunk);
+    if (!st.responses) {
+      data += sse::event(chunk);
+      continue;
+    }
+    for (const auto& e : st.responses->on_chunk(chunk)) data += responses_sse(e);
   }
   if (data.empty()) return true;
   if (!write_all(sink, data)) {
@@ -92,7 +109,7 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
 }
 
 void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& req,
-                       httplib::Response& res) {
+                       httplib::Response& res, bool responses = false) {
   const int retry = ctx.state.options().retry_after_seconds;
   RejectReason reason = RejectReason::kNone;
   Status admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
@@ -104,9 +121,12 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   Engine& engine = *ctx.state.engine();
   const RequestLimits limits = ctx.limits();
 
-  auto parsed = kind == ApiKind::kCompletion
-                    ? parse_completion_request(req.body, engine.tokenizer(), limits)
-                    : parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
+  ResponsesTranslation translation;
+  auto parsed =
+      kind == ApiKind::kCompletion ? parse_completion_request(req.body, engine.tokenizer(), limits)
+      : responses ? parse_responses_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits,
+                                            &translation)
+                  : parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
   if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
   GenerationRequest& request = *parsed;
   Status valid = request.params.validate(limits.vocab_size, limits.max_logprobs);
@@ -168,6 +188,16 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   st->registration = std::move(registration).value();
   st->registration->attach(st->job.get());
   st->builder = std::make_unique<ResponseBuilder>(rc);
+  ResponsesContext rsc;
+  if (responses) {
+    rsc = {responses_id(id),
+           rc.model,
+           rc.created,
+           std::move(translation.echo),
+           request.params.temperature,
+           request.params.top_p};
+    if (stream) st->responses = std::make_unique<ResponsesEvents>(rsc);
+  }
 
   if (!stream) {
     const auto give_up =
@@ -194,6 +224,13 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
       }
     }
     if (!st->builder->error().is_ok()) return send_status_error(res, st->builder->error(), retry);
+    if (responses) {
+      const auto body =
+          response_from_chat(rsc, st->builder->final_response(), st->builder->total_usage());
+      res.set_content(body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace),
+                      "application/json");
+      return;
+    }
     send_body_pieces(res, std::move(st->builder));
     return;
   }
@@ -222,6 +259,9 @@ void register_generation_routes(httplib::Server& server, HttpContext& ctx) {
   });
   server.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_generation(ctx, ApiKind::kChat, req, res);
+  });
+  server.Post("/v1/responses", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_generation(ctx, ApiKind::kChat, req, res, /*responses=*/true);
   });
 }
 

@@ -49,7 +49,7 @@ bool requires_body(const RequestHead& head) {
   return head.method == "POST" &&
          (path == "/v1/completions" || path == "/v1/chat/completions" || path == "/tokenize" ||
           path == "/detokenize" || path == "/v1/completions/render" ||
-          path == "/v1/chat/completions/render");
+          path == "/v1/chat/completions/render" || path == "/v1/responses");
 }
 
 ssl_ctx_st* make_ssl_context(const std::string& cert, const std::string& key, std::string* why) {
@@ -150,7 +150,8 @@ const std::vector<std::string>& http_routes() {
                                                   "/v1/completions/render",
                                                   "/v1/chat/completions/render",
                                                   "/tokenizer_info",
-                                                  "/reset_prefix_cache"};
+                                                  "/reset_prefix_cache",
+                                                  "/v1/responses"};
   return routes;
 }
 
