@@ -1,12 +1,11 @@
 #include "server/grpc/generation_reactors.h"
 
 #include <algorithm>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_convert.h"
+#include "server/grpc/pumped_writer.h"
 #include "server/grpc/wire_codec.h"
 
 namespace llmserve {
@@ -22,41 +21,23 @@ void join_or_detach(std::thread& t) {
 }
 
 // Server-streaming Generate: a pump thread pulls engine outputs and writes them one at a time.
-class GenerateReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+class GenerateReactor : public PumpedWriter {
  public:
   GenerateReactor(GenerationService& svc, grpc::CallbackServerContext* ctx,
                   GenerationService::Started started)
       : svc_(svc), ctx_(ctx), started_(std::move(started)) {
     tokenizer_ = &svc_.state().engine()->tokenizer();
-    thread_ = std::thread([this] { pump(); });
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard lock(mu_);
-    writing_ = false;
-    if (!ok) broken_ = true;
-    cv_.notify_all();
-  }
-  void OnCancel() override {
-    started_.job->cancel();
-    std::lock_guard lock(mu_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-  void OnDone() override {
-    join_or_detach(thread_);
-    delete this;
+    start_pump();
   }
 
  private:
-  void pump() {
+  void on_cancel() override { started_.job->cancel(); }
+
+  void pump() override {
     Status failure;
     while (true) {
       auto ev = started_.job->next(std::chrono::milliseconds(50));
-      {
-        std::lock_guard lock(mu_);
-        if (broken_) break;
-      }
+      if (broken()) break;
       if (!ev) {
         if (started_.job->timed_out()) continue;
         break;
@@ -86,23 +67,10 @@ class GenerateReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
         failure = internal_error(serialized.error_message());
         break;
       }
-      std::unique_lock lock(mu_);
-      writing_ = true;
-      StartWrite(&bytes_);
-      cv_.wait(lock, [this] { return !writing_ || broken_; });
-      if (broken_) {
-        // Wait for the outstanding write to complete before touching msg_ again.
-        cv_.wait(lock, [this] { return !writing_; });
-        break;
-      }
+      if (!send(&bytes_)) break;
     }
     grpc::Status status = grpc::Status::OK;
-    bool broken;
-    {
-      std::lock_guard lock(mu_);
-      broken = broken_;
-    }
-    if (broken || started_.job->cancelled()) {
+    if (broken() || started_.job->cancelled()) {
       started_.job->cancel();
       status = ctx_->IsCancelled()
                    ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client")
@@ -125,11 +93,6 @@ class GenerateReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const Tokenizer* tokenizer_ = nullptr;
   v1::GenerateResponse msg_;
   grpc::ByteBuffer bytes_;  // msg_ serialized; written by StartWrite
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false;
-  bool broken_ = false;
-  std::thread thread_;
 };
 
 // Unary Complete: the same job, collected into one response on a worker thread.

@@ -1,11 +1,9 @@
 #include "server/grpc/vllm_generate_call.h"
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "server/grpc/grpc_status.h"
+#include "server/grpc/pumped_writer.h"
 #include "server/grpc/wire_codec.h"
 
 namespace llmserve {
@@ -16,37 +14,17 @@ namespace vpb = ::vllm::grpc::engine;
 
 constexpr const char* kMethod = "VllmEngine/Generate";
 
-class VllmGenerateReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+class VllmGenerateReactor : public PumpedWriter {
  public:
   VllmGenerateReactor(VllmEngineService& svc, grpc::CallbackServerContext* ctx, GrpcJob job,
                       VllmResponseBuilder builder)
       : svc_(svc), ctx_(ctx), job_(std::move(job)), builder_(std::move(builder)) {
-    thread_ = std::thread([this] { pump(); });
-  }
-
-  void OnWriteDone(bool ok) override {
-    std::lock_guard lock(mu_);
-    writing_ = false;
-    if (!ok) broken_ = true;
-    cv_.notify_all();
-  }
-  void OnCancel() override {
-    job_.job->cancel();
-    std::lock_guard lock(mu_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-  void OnDone() override {
-    // OnDone may run on the pump thread itself (inside Finish); never join from there.
-    if (thread_.get_id() == std::this_thread::get_id()) {
-      thread_.detach();
-    } else if (thread_.joinable()) {
-      thread_.join();
-    }
-    delete this;
+    start_pump();
   }
 
  private:
+  void on_cancel() override { job_.job->cancel(); }
+
   // Writes one message and waits for it; false when the call broke.
   bool write(const vpb::GenerateResponse& msg, Status* failure) {
     const grpc::Status serialized = serialize_response(msg, &bytes_);
@@ -54,25 +32,16 @@ class VllmGenerateReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       *failure = internal_error(serialized.error_message());
       return false;
     }
-    std::unique_lock lock(mu_);
-    if (broken_) return false;
-    writing_ = true;
-    StartWrite(&bytes_);
-    cv_.wait(lock, [this] { return !writing_; });
-    return !broken_;
+    return send(&bytes_);
   }
 
-  void pump() {
+  void pump() override {
     Status failure;
-    bool broken = false;
+    bool stop = false;
     std::vector<vpb::GenerateResponse> msgs;
-    while (!broken) {
+    while (!stop) {
       auto ev = job_.job->next(std::chrono::milliseconds(50));
-      {
-        std::lock_guard lock(mu_);
-        broken = broken_;
-      }
-      if (broken) break;
+      if (broken()) break;
       if (!ev) {
         if (job_.job->timed_out()) continue;
         break;
@@ -85,18 +54,15 @@ class VllmGenerateReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       builder_.add(o, &msgs);
       for (const auto& m : msgs) {
         if (!write(m, &failure)) {
-          broken = true;
+          stop = true;
           break;
         }
       }
       if (!failure.is_ok()) break;
     }
     grpc::Status status = grpc::Status::OK;
-    {
-      std::lock_guard lock(mu_);
-      broken = broken || broken_;
-    }
-    if (broken && failure.is_ok()) {
+    stop = stop || broken();
+    if (stop && failure.is_ok()) {
       job_.job->cancel();
       status = ctx_->IsCancelled()
                    ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client")
@@ -116,11 +82,6 @@ class VllmGenerateReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   GrpcJob job_;
   VllmResponseBuilder builder_;
   grpc::ByteBuffer bytes_;  // the message being written
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false;
-  bool broken_ = false;
-  std::thread thread_;
 };
 
 }  // namespace

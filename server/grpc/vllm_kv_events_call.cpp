@@ -1,13 +1,11 @@
 #include "server/grpc/vllm_kv_events_call.h"
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <type_traits>
 #include <variant>
 
 #include "server/grpc/grpc_status.h"
+#include "server/grpc/pumped_writer.h"
 #include "server/grpc/wire_codec.h"
 
 namespace llmserve {
@@ -16,7 +14,7 @@ namespace {
 
 namespace cpb = ::smg::grpc::common;
 
-class KvEventsReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+class KvEventsReactor : public PumpedWriter {
  public:
   KvEventsReactor(ServerMetrics& metrics, KvEventBus& bus, uint64_t start, int32_t block_size)
       : metrics_(metrics),
@@ -25,60 +23,33 @@ class KvEventsReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     // Answer at once: the gateway gives up on a subscription whose headers take seconds, and
     // the first batch may be far off on an idle engine.
     StartSendInitialMetadata();
-    thread_ = std::thread([this] { pump(); });
+    start_pump();
   }
   void OnSendInitialMetadataDone(bool ok) override {
-    if (ok) return;
-    std::lock_guard lock(mu_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-  void OnWriteDone(bool ok) override {
-    std::lock_guard lock(mu_);
-    writing_ = false;
-    if (!ok) broken_ = true;
-    cv_.notify_all();
-  }
-  void OnCancel() override {
-    sub_->cancel();
-    std::lock_guard lock(mu_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-  void OnDone() override {
-    if (thread_.get_id() == std::this_thread::get_id()) {
-      thread_.detach();
-    } else if (thread_.joinable()) {
-      thread_.join();
-    }
-    delete this;
+    if (!ok) mark_broken();
   }
 
  private:
-  void pump() {
+  void on_cancel() override { sub_->cancel(); }
+
+  void pump() override {
     uint64_t next_event_id = 1;
-    bool broken = false;
-    while (!broken) {
+    bool stop = false;
+    while (!stop) {
       KvEventRead r = sub_->next(64, std::chrono::milliseconds(500));
       if (r.closed) break;
       for (const auto& batch : r.batches) {
         msg_.Clear();
         fill_kv_event_batch(*batch, block_size_, &next_event_id, &msg_);
         if (!serialize_response(msg_, &bytes_).ok()) continue;
-        std::unique_lock lock(mu_);
-        if (broken_) break;
-        writing_ = true;
-        StartWrite(&bytes_);
-        cv_.wait(lock, [this] { return !writing_; });
-        if (broken_) break;
+        if (!send(&bytes_)) break;
       }
-      std::lock_guard lock(mu_);
-      broken = broken_;
+      stop = broken();
     }
     // The bus closed (the engine is shutting down) or the client went away.
     const grpc::Status status =
-        broken ? grpc::Status(grpc::StatusCode::CANCELLED, "the client went away")
-               : grpc::Status(grpc::StatusCode::UNAVAILABLE, "the engine is shutting down");
+        stop ? grpc::Status(grpc::StatusCode::CANCELLED, "the client went away")
+             : grpc::Status(grpc::StatusCode::UNAVAILABLE, "the engine is shutting down");
     metrics_.count_grpc("VllmEngine/SubscribeKvEvents", grpc_code_name(status.error_code()));
     Finish(status);
   }
@@ -88,11 +59,6 @@ class KvEventsReactor : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const int32_t block_size_;
   cpb::KvEventBatch msg_;
   grpc::ByteBuffer bytes_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool writing_ = false;
-  bool broken_ = false;
-  std::thread thread_;
 };
 
 }  // namespace
