@@ -10,6 +10,7 @@
 #include "server/http/completion_request.h"
 #include "server/http/http_error.h"
 #include "tests/unit/server/fake_tokenizer.h"
+#include "tests/unit/server/request_description.h"
 
 namespace llmserve {
 namespace {
@@ -28,23 +29,9 @@ std::string describe(const GenerationRequest& r) {
   const SamplingParams& p = r.params;
   o << "model=" << r.model << " prompts=";
   for (const auto& t : r.prompt_texts) o << "'" << t << "' ";
-  for (const auto& ids : r.prompt_token_ids) {
-    o << "[";
-    for (int32_t id : ids) o << id << ",";
-    o << "] ";
-  }
-  o << "\ntemperature=" << p.temperature << " top_k=" << p.top_k << " top_p=" << p.top_p
-    << " min_p=" << p.min_p << " rep=" << p.repetition_penalty << " pres=" << p.presence_penalty
-    << " freq=" << p.frequency_penalty << " bias=";
-  for (const auto& [id, b] : p.logit_bias) o << id << ":" << b << ",";
-  o << " seed=" << (p.seed ? std::to_string(*p.seed) : "-") << " max_tokens=" << p.max_tokens
-    << " min_tokens=" << p.min_tokens << " stop=";
-  for (const auto& s : p.stop) o << "'" << s << "',";
-  o << " stop_ids=";
-  for (int32_t id : p.stop_token_ids) o << id << ",";
-  o << " ignore_eos=" << p.ignore_eos << " incl_stop=" << p.include_stop_str_in_output
-    << " skip_special=" << p.skip_special_tokens << " p.logprobs=" << p.logprobs
-    << " p.prompt_logprobs=" << p.prompt_logprobs << " n=" << p.n;
+  test::describe_prompt_ids(o, r);
+  o << "\n";
+  test::describe_sampling(o, p);
   o << "\nmax_tokens_given=" << r.max_tokens_given << " stream=" << r.stream
     << " include_usage=" << r.include_usage << " priority=" << r.priority
     << " timeout=" << (r.timeout_seconds ? std::to_string(*r.timeout_seconds) : "-")

@@ -10,6 +10,7 @@
 
 #include "server/http/completion_request.h"
 #include "tests/unit/server/fake_tokenizer.h"
+#include "tests/unit/server/request_description.h"
 
 namespace llmserve {
 namespace {
@@ -34,24 +35,9 @@ const FakeTokenizer& tok() {
 std::string describe(const GenerationRequest& r) {
   std::ostringstream o;
   const SamplingParams& p = r.params;
-  for (const auto& ids : r.prompt_token_ids) {
-    o << "[";
-    for (int32_t id : ids) o << id << ",";
-    o << "] ";
-  }
-  o << "temperature=" << p.temperature << " top_k=" << p.top_k << " top_p=" << p.top_p
-    << " min_p=" << p.min_p << " rep=" << p.repetition_penalty << " pres=" << p.presence_penalty
-    << " freq=" << p.frequency_penalty << " bias=";
-  for (const auto& [id, b] : p.logit_bias) o << id << ":" << b << ",";
-  o << " seed=" << (p.seed ? std::to_string(*p.seed) : "-") << " max_tokens=" << p.max_tokens
-    << " min_tokens=" << p.min_tokens << " stop=";
-  for (const auto& s : p.stop) o << "'" << s << "',";
-  o << " stop_ids=";
-  for (int32_t id : p.stop_token_ids) o << id << ",";
-  o << " ignore_eos=" << p.ignore_eos << " incl_stop=" << p.include_stop_str_in_output
-    << " skip_special=" << p.skip_special_tokens << " p.logprobs=" << p.logprobs
-    << " p.prompt_logprobs=" << p.prompt_logprobs << " n=" << p.n << " stream=" << r.stream
-    << " grammar=";
+  test::describe_prompt_ids(o, r);
+  test::describe_sampling(o, p);
+  o << " stream=" << r.stream << " grammar=";
   if (r.grammar) {
     o << grammar_kind_name(r.grammar->kind) << " text=" << r.grammar->text << " choices=";
     for (const auto& c : r.grammar->choices) o << "'" << c << "',";
