@@ -5,7 +5,7 @@
 #include <ostream>
 #include <string>
 
-#include "engine/generate_request.h"
+#include "server/common/generation_request.h"
 
 namespace llmserve::test {
 
