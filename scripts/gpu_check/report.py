@@ -270,7 +270,8 @@ def build(work):
     md = [f"# GPU check (issue 17): {meta.get('date', '')}", "",
           "## Machine and conditions"]
     for key, label in (("gpu", "GPU (nvidia-smi)"), ("gpu_probe", "Seen by the bundle"),
-                       ("cublas", "cuBLAS"), ("bundle", "Bundle"), ("commit", "Checkout"),
+                       ("cublas", "cuBLAS"), ("bundle", "Bundle"),
+                       ("commit", "git HEAD where it ran (the Bundle line names the binaries' commit)"),
                        ("python", "Python"), ("libpath", "Library path")):
         if meta.get(key):
             md.append(f"- {label}: {meta[key]}")
