@@ -243,7 +243,6 @@ void LlmEngine::run() {
       break;
     }
     loop_->check_streams_and_deadlines(Clock::now());
-    publish_kv_events();
     serve_engine_thread_calls();
     if (wedge_after_steps_ != 0 && loop_->has_work() && loop_->steps() >= wedge_after_steps_) {
       spdlog::warn("fault injection: engine loop wedged after {} steps", loop_->steps());
