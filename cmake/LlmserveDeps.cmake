@@ -14,6 +14,8 @@ find_package(OpenSSL REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# zlib (cpp-httplib already needs it): the CRC-32 of the tokenizer archive GetTokenizer serves.
+find_package(ZLIB REQUIRED)
 # KV events (server/kv_events): ZeroMQ PUB/ROUTER sockets and msgpack payloads, as vLLM sends them.
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 find_package(msgpack-cxx CONFIG REQUIRED NAMES msgpack-cxx msgpack)

@@ -1,20 +1,12 @@
 #include "server/common/zip_archive.h"
 
-#include <array>
+#include <zlib.h>
+
+#include <algorithm>
 
 namespace llmserve {
 
 namespace {
-
-std::array<uint32_t, 256> make_crc_table() {
-  std::array<uint32_t, 256> t{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    t[i] = c;
-  }
-  return t;
-}
 
 void put16(std::string& out, uint32_t v) {
   out.push_back(static_cast<char>(v & 0xff));
@@ -33,10 +25,14 @@ constexpr uint32_t kDosDate = (0 << 9) | (1 << 5) | 1;
 }  // namespace
 
 uint32_t crc32_ieee(std::string_view bytes) {
-  static const std::array<uint32_t, 256> table = make_crc_table();
-  uint32_t c = 0xFFFFFFFFu;
-  for (unsigned char b : bytes) c = table[(c ^ b) & 0xff] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  uLong c = crc32(0L, Z_NULL, 0);
+  // zlib takes lengths as uInt: feed the bytes in pieces that fit.
+  while (!bytes.empty()) {
+    const auto n = static_cast<uInt>(std::min<size_t>(bytes.size(), 1u << 30));
+    c = crc32(c, reinterpret_cast<const Bytef*>(bytes.data()), n);
+    bytes.remove_prefix(n);
+  }
+  return static_cast<uint32_t>(c);
 }
 
 std::string make_stored_zip(const std::vector<ZipEntry>& entries) {
