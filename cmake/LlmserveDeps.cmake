@@ -18,6 +18,9 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_package(ZLIB REQUIRED)
 # KV events (server/kv_events): ZeroMQ PUB/ROUTER sockets and msgpack payloads, as vLLM sends them.
 pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
+# Disaggregated prefill/decode (engine/kv_transfer): KV pages move between daemons over UCX's UCP
+# (TCP and shared memory transports; Debian's libucx-dev).
+pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 find_package(msgpack-cxx CONFIG REQUIRED NAMES msgpack-cxx msgpack)
 if(NOT TARGET msgpack-cxx)
   add_library(msgpack-cxx ALIAS msgpackc-cxx)

@@ -21,7 +21,7 @@ std::string_view to_string(LoadFormat v) {
 }
 
 std::string_view to_string(CpuMatmulPrecision v) {
-  return v == CpuMatmulPrecision::kQ8 ? "q8" : "q8x2";
+  return v == CpuMatmulPrecision::kQ8 ? "q8" : v == CpuMatmulPrecision::kQ8x2 ? "q8x2" : "auto";
 }
 
 std::string_view to_string(CpuIsa v) {

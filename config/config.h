@@ -14,8 +14,9 @@ namespace llmserve {
 
 enum class LoadFormat { kAuto, kGguf, kSafetensors, kDummy };
 enum class DeviceKind { kAuto, kCpu, kCuda };
-// CPU matmul activations: q8x2 = two 8-bit passes (~16 bits, matches f32), q8 = one pass.
-enum class CpuMatmulPrecision { kQ8x2, kQ8 };
+// CPU matmul activations: q8x2 = two 8-bit passes (~16 bits, matches f32), q8 = one pass, auto =
+// q8 for prompt tokens, q8x2 for generated ones.
+enum class CpuMatmulPrecision { kAuto, kQ8x2, kQ8 };
 // CPU kernels' instruction set: auto = the widest the CPU has; avx2 / avx512 force one.
 enum class CpuIsa { kAuto, kAvx2, kAvx512 };
 // Element type of the KV cache: f16 halves its memory and the bytes attention reads per token.
@@ -57,6 +58,7 @@ struct ServerSection {
   int max_header_count = 100;                   // header fields per request; beyond: 431
   int max_pending_connections = 1024;           // connections still sending their request
   std::string served_model_name;                // "" = derived from model.path
+  std::string reasoning_parser = "auto";        // auto | none | deepseek_r1 | qwen3
   // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
   int64_t max_prompt_logprob_entries = 1 << 20;
 };
@@ -125,6 +127,15 @@ struct KvEventsSection {
   std::string layout = "map";             // events as tagged maps (vLLM now) or arrays (before)
 };
 
+struct KvTransferSection {
+  std::string role = "none";         // none | producer | consumer | both
+  std::string host = "127.0.0.1";    // the UCX transport listens here (producer)
+  std::string advertise_host;        // remote_host in handoffs; "" = host
+  int port = 5600;                   // 0 = any free port
+  double lease_seconds = 30;         // pinned prefill kept this long without a release
+  double pull_timeout_seconds = 10;  // a consumer's pull gives up (local prefill) after this
+};
+
 struct LoggingSection {
   LogLevel level = LogLevel::kInfo;
   LogFormat format = LogFormat::kText;
@@ -138,6 +149,7 @@ struct Config {
   MetricsSection metrics;
   KvEventsSection kv_events;
   LoggingSection logging;
+  KvTransferSection kv_transfer;
 
   // "section.key" -> where its value came from: "default", "FILE:LINE", "env NAME" or
   // "flag --name". Filled by the loader; not a configuration key.

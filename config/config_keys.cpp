@@ -15,6 +15,7 @@ std::vector<ConfigKey> build_table() {
   using LS = LoggingSection;
   using MeS = MetricsSection;
   using KS = KvEventsSection;
+  using TS = KvTransferSection;
   constexpr uint64_t KiB = 1024, MiB = KiB << 10, GiB = MiB << 10, TiB = GiB << 10;
   std::vector<ConfigKey> t;
   // server
@@ -86,6 +87,14 @@ std::vector<ConfigKey> build_table() {
   t.push_back(string_key("server", "served_model_name", &C::server, &SS::served_model_name, false,
                          "Model id in the API (/v1/models, \"model\" fields); \"\" = the model "
                          "file or directory name."));
+  t.push_back(choice_key("server", "reasoning_parser", &C::server, &SS::reasoning_parser,
+                         {"auto", "none", "deepseek_r1", "qwen3"},
+                         "How chat replies' <think>...</think> reasoning is returned (as "
+                         "message.reasoning_content and .reasoning): qwen3 = when the reply or "
+                         "the prompt's end opens the block, deepseek_r1 = the reply is reasoning "
+                         "up to </think>, none = all content, auto = qwen3 for a template that "
+                         "writes think tags, else none (docs/REASONING.md).",
+                         {"reasoning-parser"}));
   // model
   t.push_back(string_key("model", "path", &C::model, &MS::path, false,
                          "GGUF file or Hugging Face model directory (config.json + "
@@ -126,12 +135,14 @@ std::vector<ConfigKey> build_table() {
                        "Backend: auto = CUDA when a GPU is present, else CPU.", {"device"}));
   t.push_back(int_key("engine", "threads", &C::engine, &ES::threads, 0, 4096,
                       "CPU compute threads; 0 = all cores.", {"threads"}));
-  t.push_back(enum_key("engine", "cpu_matmul_precision", &C::engine, &ES::cpu_matmul_precision,
-                       {CpuMatmulPrecision::kQ8x2, CpuMatmulPrecision::kQ8},
-                       "Activations of CPU integer matmuls: q8x2 = two 8-bit passes (~16 bits, "
-                       "matches an f32 reference), q8 = one pass (llama.cpp's precision, faster "
-                       "prefill, flips near-tie tokens).",
-                       {"cpu-matmul-precision"}));
+  t.push_back(
+      enum_key("engine", "cpu_matmul_precision", &C::engine, &ES::cpu_matmul_precision,
+               {CpuMatmulPrecision::kAuto, CpuMatmulPrecision::kQ8x2, CpuMatmulPrecision::kQ8},
+               "Activations of CPU integer matmuls: q8x2 = two 8-bit passes (~16 bits, "
+               "matches an f32 reference), q8 = one pass (llama.cpp's precision, faster "
+               "prefill, flips near-tie tokens), auto = q8 for prompt tokens and q8x2 for "
+               "generated tokens (prefill at q8's speed, decode exact).",
+               {"cpu-matmul-precision"}));
   t.push_back(enum_key("engine", "cpu_isa", &C::engine, &ES::cpu_isa,
                        {CpuIsa::kAuto, CpuIsa::kAvx2, CpuIsa::kAvx512},
                        "Instruction set of the CPU kernels: auto = the widest the CPU has, avx2 "
@@ -281,6 +292,30 @@ std::vector<ConfigKey> build_table() {
   t.push_back(
       enum_key("logging", "format", &C::logging, &LS::format, {LogFormat::kText, LogFormat::kJson},
                "text = human-readable lines; json = one JSON object per line.", {"log-format"}));
+  // kv_transfer
+  t.push_back(choice_key("kv_transfer", "role", &C::kv_transfer, &TS::role,
+                         {"none", "producer", "consumer", "both"},
+                         "Disaggregated prefill/decode (docs/DISAGGREGATION.md): producer = keeps "
+                         "its prefills' KV pinned for a consumer and answers kv_transfer_params; "
+                         "consumer = pulls the KV of a request flagged do_remote_prefill over UCX;"
+                         " both = either, keeping only prefills flagged do_remote_decode; none = "
+                         "off."));
+  t.push_back(string_key("kv_transfer", "host", &C::kv_transfer, &TS::host, true,
+                         "Address the UCX transport listens on (producer)."));
+  t.push_back(string_key("kv_transfer", "advertise_host", &C::kv_transfer, &TS::advertise_host,
+                         false,
+                         "Address consumers reach this producer at (remote_host in "
+                         "kv_transfer_params); \"\" = host."));
+  t.push_back(int_key("kv_transfer", "port", &C::kv_transfer, &TS::port, 0, 65535,
+                      "Port of the UCX transport; 0 = any free port."));
+  t.push_back(double_key("kv_transfer", "lease_seconds", &C::kv_transfer, &TS::lease_seconds, 0,
+                         86400, true,
+                         "A producer keeps a prefill's KV blocks pinned until the consumer "
+                         "releases them, or this long."));
+  t.push_back(double_key("kv_transfer", "pull_timeout_seconds", &C::kv_transfer,
+                         &TS::pull_timeout_seconds, 0, 3600, true,
+                         "A consumer's pull that takes longer is abandoned: the request is "
+                         "prefilled locally."));
   return t;
 }
 
@@ -337,7 +372,7 @@ const std::vector<ConfigKey>& config_keys() {
 
 const std::vector<std::string_view>& config_sections() {
   static const std::vector<std::string_view> kSections = {
-      "server", "model", "engine", "speculative", "metrics", "kv_events", "logging"};
+      "server", "model", "engine", "speculative", "metrics", "kv_events", "kv_transfer", "logging"};
   return kSections;
 }
 

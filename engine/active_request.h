@@ -61,6 +61,9 @@ struct ActiveRequest {
   // with sample 0's first message.
   std::vector<TokenLogprob> prompt_logprobs;
   bool prompt_logprobs_sent = false;
+  // Disaggregated prefill: a producer request's prompt blocks become a lease when it ends.
+  bool kv_produce = false;
+  uint64_t prompt_hash = 0;
 
   int32_t completion_tokens() const {
     int32_t n = 0;

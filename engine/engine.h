@@ -10,6 +10,7 @@
 #include "engine/engine_stats.h"
 #include "engine/generate_request.h"
 #include "engine/grammar/grammar_compiler.h"
+#include "engine/kv_transfer/kv_transfer_options.h"
 #include "engine/request_stream.h"
 #include "engine/spec/spec_config.h"
 
@@ -24,7 +25,7 @@ struct EngineOptions {
   std::string model_path;                     // .gguf file or HF directory
   std::string device = "auto";                // auto | cpu | cuda
   int32_t threads = 0;                        // CPU threads, 0 = all cores
-  std::string cpu_matmul_precision = "q8x2";  // q8x2 | q8 (kernels/act_precision.h)
+  std::string cpu_matmul_precision = "q8x2";  // auto | q8x2 | q8 (runner/matmul_precision.h)
   std::string cpu_isa = "auto";               // auto | avx2 | avx512 (process-wide)
   std::string quantize;                       // model.quantize: "" | q8_0 | q4_0 | q4_k (CPU)
   std::string kv_cache_dtype = "f16";         // f16 | f32 (CPU) | int8 | fp8 (CUDA)
@@ -57,6 +58,7 @@ struct EngineOptions {
   // KV-cache events (engine/kv_events): 0 = off; else the batches (one per step that changed
   // the prefix cache) kept for late or lagging readers of kv_event_bus().
   int32_t kv_events_buffer_steps = 0;
+  KvTransferOptions kv_transfer;  // disaggregated prefill/decode (role none: off)
 };
 
 // Points the CPU kernels (process-wide) at EngineOptions::cpu_isa; Engine::create calls it.
@@ -93,6 +95,10 @@ class Engine {
   // that changed it. Null when EngineOptions::kv_events_buffer_steps is 0. Lives as long as the
   // engine; shutdown() closes it (readers then see closed).
   virtual KvEventBus* kv_event_bus() { return nullptr; }
+  // Disaggregated prefill/decode: this daemon's id in handoffs, and the port its transport listens
+  // on; "" and 0 when kv_transfer.role is none.
+  virtual std::string kv_engine_id() const { return ""; }
+  virtual int32_t kv_transfer_port() const { return 0; }
   // Drops every cached prefix block no request holds, on the engine thread; blocks the caller
   // until done. Returns true when the prefix cache is empty afterwards (KV events:
   // AllBlocksCleared), false when running requests still hold cached blocks (BlockRemoved for

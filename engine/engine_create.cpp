@@ -11,13 +11,13 @@
 #include "engine/core/process_memory.h"
 #include "engine/kv_cache/kv_cache_manager.h"
 #include "engine/llm_engine.h"
+#include "engine/model/moe_tensors.h"
 #include "engine/runner/model_runner.h"
 #include "engine/runner/stop_checker.h"
 #include "engine/scheduler/scheduler.h"
 #include "engine/spec/make_proposer.h"
 #include "engine/spec/verify_cost.h"
 #include "engine/tokenizer/load_tokenizer.h"
-#include "llmserve/kernels/act_precision.h"
 #include "llmserve/kernels/cpu_isa.h"
 
 namespace llmserve {
@@ -44,6 +44,15 @@ Status check_options(const EngineOptions& o) {
   if (o.max_model_len < 0) return invalid_argument("engine: max_model_len must be >= 0");
   if (o.max_scored_tokens_per_step < 1) {
     return invalid_argument("engine: max_scored_tokens_per_step must be >= 1");
+  }
+  const KvTransferOptions& kt = o.kv_transfer;
+  if (kt.role != "none" && !kt.produces() && !kt.consumes()) {
+    return invalid_argument("kv_transfer.role must be none, producer, consumer or both, got '" +
+                            kt.role + "'");
+  }
+  if (kt.port < 0 || kt.port > 65535) return invalid_argument("kv_transfer.port must be 0-65535");
+  if (!(kt.lease_seconds > 0) || !(kt.pull_timeout_seconds > 0)) {
+    return invalid_argument("kv_transfer.lease_seconds and pull_timeout_seconds must be > 0");
   }
   return o.speculative.validate();
 }
@@ -78,9 +87,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   const auto t_map = Clock::now();
   LLMSERVE_ASSIGN_OR_RETURN(auto model, load_model(options.model_path));
   spdlog::info(
-      "start-up: model mapped in {:.3f} s ({} tensors, {:.2f} GiB of weights; tokenizer {:.3f} s)",
+      "start-up: model mapped in {:.3f} s ({} tensors, {:.2f} GiB of weights, {} parameters, {} "
+      "active per token; KV {} bytes per token at f16; tokenizer {:.3f} s)",
       seconds_since(t_map), model->tensors().size(),
-      static_cast<double>(model->weight_bytes()) / (1u << 30), tokenizer_s);
+      static_cast<double>(model->weight_bytes()) / (1u << 30), model->parameter_count(),
+      active_parameter_count(*model), model->config().kv_bytes_per_token(kernels::KvDtype::kF16),
+      tokenizer_s);
   const ModelConfig cfg = model->config();
 
   int32_t max_model_len = options.max_model_len;
@@ -96,9 +108,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.num_threads = options.threads > 0
                        ? options.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto precision = kernels::parse_act_precision(options.cpu_matmul_precision);
+  const auto precision = parse_matmul_precision(options.cpu_matmul_precision);
   if (!precision) {
-    return invalid_argument("engine: cpu_matmul_precision must be q8x2 or q8, got '" +
+    return invalid_argument("engine: cpu_matmul_precision must be auto, q8x2 or q8, got '" +
                             options.cpu_matmul_precision + "'");
   }
   ro.matmul_precision = *precision;
@@ -175,6 +187,25 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
                                            options.enable_prefix_caching, cfg.sliding_window)));
 
+  std::unique_ptr<KvTransferAgent> kv_agent;
+  auto kv_wake = std::make_shared<std::function<void()>>();
+  if (options.kv_transfer.role != "none") {
+    KvLayout layout;
+    layout.model = model_name_of(options.model_path);
+    layout.block_size = options.block_size;
+    layout.kv_dtype = kernels::kv_dtype_name(runner->kv_dtype());
+    layout.num_layers = static_cast<int32_t>(cfg.num_layers);
+    layout.num_kv_heads = static_cast<int32_t>(cfg.num_kv_heads);
+    layout.head_dim = static_cast<int32_t>(cfg.head_dim);
+    LLMSERVE_ASSIGN_OR_RETURN(
+        kv_agent,
+        KvTransferAgent::create(options.kv_transfer, layout, runner->kv_host_memory(), [kv_wake] {
+          if (*kv_wake) (*kv_wake)();
+        }));
+    spdlog::info("kv transfer: role {}, engine id {}, UCX transport on {}:{}",
+                 options.kv_transfer.role, kv_agent->engine_id(), options.kv_transfer.host,
+                 kv_agent->port());
+  }
   std::unique_ptr<ChatTemplate> chat_template;
   const std::string& source = options.chat_template_override.empty()
                                   ? tokenizer->spec().chat_template
@@ -202,9 +233,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   spdlog::info("start-up: engine ready in {:.3f} s; RSS {} (file-mapped {}), peak {}",
                seconds_since(t_start), mib_string(mem.rss_bytes), mib_string(mem.file_bytes),
                mib_string(mem.peak_bytes));
-  return std::unique_ptr<Engine>(
-      new LlmEngine(options, std::move(tokenizer), std::move(chat_template), std::move(runner),
-                    std::move(scheduler), max_model_len, std::move(speculation)));
+  return std::unique_ptr<Engine>(new LlmEngine(
+      options, std::move(tokenizer), std::move(chat_template), std::move(runner),
+      std::move(scheduler), max_model_len, std::move(speculation), std::move(kv_agent), kv_wake));
 }
 
 }  // namespace llmserve

@@ -8,6 +8,7 @@
 
 #include "engine/core/histogram.h"
 #include "engine/generate_request.h"
+#include "engine/kv_transfer/kv_transfer_stats.h"
 
 namespace llmserve {
 
@@ -45,6 +46,7 @@ struct EngineStats {
   double grammar_compile_seconds = 0;
   std::vector<uint64_t> spec_accepted_per_position;  // [speculative.num_tokens]; empty when off
   int64_t spec_draft_blocks_held = 0;                // the draft model's own KV cache
+  KvTransferStats kv_transfer;                       // disaggregated prefill/decode
   bool has_pending_work = false;
   int64_t last_step_age_ms = 0;  // since the last step finished (or since start)
 };
@@ -58,6 +60,7 @@ struct EngineMetrics {
   Histogram request_prefill_time{Histogram::latency_buckets()};
   Histogram request_decode_time{Histogram::latency_buckets()};
   Histogram iteration_tokens{Histogram::token_count_buckets()};  // tokens per step
+  Histogram kv_transfer_seconds{Histogram::latency_buckets()};   // one consumer pull, end to end
 };
 
 }  // namespace llmserve

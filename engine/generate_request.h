@@ -11,6 +11,7 @@
 
 #include "engine/core/status.h"
 #include "engine/grammar/compiled_grammar.h"
+#include "engine/kv_transfer/kv_handoff.h"
 #include "engine/sampling_params.h"
 
 namespace llmserve {
@@ -24,6 +25,8 @@ struct GenerateRequest {
   // Structured outputs: every sample's tokens follow this grammar (GrammarCompiler makes it for
   // this engine's tokenizer); it ends the sample with kStop when it reaches its end.
   std::shared_ptr<const CompiledGrammar> grammar;
+  // Disaggregated prefill/decode: keep the prompt's KV for a consumer, or pull it from a producer.
+  KvTransferRequest kv_transfer;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kTimeout, kError };
@@ -66,6 +69,8 @@ struct StepOutput {
   std::string stop_reason;  // the matched stop string, or the stop token id as text
   Status error;             // set with FinishReason::kError
   Usage usage;              // filled on every message: the request's totals so far
+  // A KvTransferRequest::produce request's last message: where its prompt's KV waits.
+  std::optional<KvHandoff> kv_handoff;
 };
 
 }  // namespace llmserve

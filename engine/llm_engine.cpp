@@ -36,10 +36,19 @@ int64_t now_ns() {
 
 }  // namespace
 
+std::string model_name_of(const std::string& model_path) {
+  std::string name = model_path;
+  if (auto slash = name.find_last_of('/'); slash != std::string::npos)
+    name = name.substr(slash + 1);
+  if (name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
+}
+
 LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> tokenizer,
                      std::unique_ptr<ChatTemplate> chat_template,
                      std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
-                     int32_t max_model_len, Speculation speculation)
+                     int32_t max_model_len, Speculation speculation,
+                     std::unique_ptr<KvTransferAgent> kv_agent, KvWakeHook kv_wake)
     : options_(options),
       tokenizer_(std::move(tokenizer)),
       chat_template_(std::move(chat_template)),
@@ -50,11 +59,7 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
       max_model_len_(max_model_len),
       intake_(options.max_num_seqs, options.max_waiting_requests, options.max_waiting_tokens),
       wedge_after_steps_(fault_wedge_engine_after_steps()) {
-  model_name_ = options.model_path;
-  if (auto slash = model_name_.find_last_of('/'); slash != std::string::npos) {
-    model_name_ = model_name_.substr(slash + 1);
-  }
-  if (model_name_.ends_with(".gguf")) model_name_.resize(model_name_.size() - 5);
+  model_name_ = model_name_of(options.model_path);
   kv_usable_tokens_ =
       int64_t{scheduler->kv_cache().num_usable_blocks()} * scheduler->kv_cache().block_size();
   if (options.kv_events_buffer_steps > 0) {
@@ -65,6 +70,12 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
       std::move(runner), std::move(scheduler), *tokenizer_, metrics_, options.seed,
       [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); },
       std::move(speculation));
+  if (kv_agent != nullptr) {
+    kv_engine_id_ = kv_agent->engine_id();
+    kv_transfer_port_ = kv_agent->port();
+    if (kv_wake) *kv_wake = [this] { intake_.wake(); };
+    loop_->set_kv_agent(std::move(kv_agent));
+  }
   publish_stats();
   last_step_ns_ = now_ns();
   thread_ = std::thread([this] { run(); });
@@ -243,6 +254,7 @@ void LlmEngine::run() {
       break;
     }
     loop_->check_streams_and_deadlines(Clock::now());
+    loop_->poll_kv_transfer(Clock::now());
     serve_engine_thread_calls();
     if (wedge_after_steps_ != 0 && loop_->has_work() && loop_->steps() >= wedge_after_steps_) {
       spdlog::warn("fault injection: engine loop wedged after {} steps", loop_->steps());
@@ -259,7 +271,7 @@ void LlmEngine::run() {
     if (loop_->has_work()) {
       intake_.wait(Clock::now() + std::chrono::milliseconds(5));  // nothing fit this step
     } else {
-      intake_.wait();
+      intake_.wait(loop_->kv_next_expiry());  // a lease may expire meanwhile
     }
   }
   std::lock_guard<std::mutex> lock(invariant_mu_);

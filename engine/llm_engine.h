@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,14 +23,23 @@
 
 namespace llmserve {
 
+// The model name an engine serves: the model path's last component without ".gguf".
+std::string model_name_of(const std::string& model_path);
+
+// Where the KV transfer's thread wakes the engine thread: set once by LlmEngine before its
+// thread starts, called only after the first pull or lease the engine thread made.
+using KvWakeHook = std::shared_ptr<std::function<void()>>;
+
 class LlmEngine final : public Engine {
  public:
   // Takes the loaded parts; starts the engine thread. `runner` and `scheduler` must agree on
-  // block_size and num_blocks. chat_template may be null.
+  // block_size and num_blocks. chat_template and kv_agent may be null; kv_wake is the hook
+  // kv_agent was created with.
   LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> tokenizer,
             std::unique_ptr<ChatTemplate> chat_template, std::unique_ptr<ModelRunner> runner,
             std::unique_ptr<Scheduler> scheduler, int32_t max_model_len,
-            Speculation speculation = {});
+            Speculation speculation = {}, std::unique_ptr<KvTransferAgent> kv_agent = nullptr,
+            KvWakeHook kv_wake = nullptr);
   ~LlmEngine() override;
 
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;
@@ -51,6 +61,8 @@ class LlmEngine final : public Engine {
   void shutdown() override;
 
   KvEventBus* kv_event_bus() override { return kv_events_.get(); }
+  std::string kv_engine_id() const override { return kv_engine_id_; }
+  int32_t kv_transfer_port() const override { return kv_transfer_port_; }
   Result<bool> reset_prefix_cache() override;
 
   // Phase timings of the steps run so far (benchmarks).
@@ -85,6 +97,8 @@ class LlmEngine final : public Engine {
   uint64_t wedge_after_steps_ = 0;  // fault injection: 0 = never
 
   int64_t kv_usable_tokens_ = 0;
+  std::string kv_engine_id_;
+  int32_t kv_transfer_port_ = 0;
   std::unique_ptr<KvEventBus> kv_events_;  // null when KV events are off
 
   std::mutex invariant_mu_;

@@ -18,6 +18,7 @@ enum class RequestStatus : uint8_t {
   kWaiting,    // queued, holds no KV blocks
   kRunning,    // admitted, holds KV blocks
   kPreempted,  // was running, blocks freed, queued again to be recomputed
+  kRemoteKv,   // holds its prompt's blocks while a transfer fills them; runs no step
   kFinished,   // done; see finish_reason
 };
 
@@ -64,6 +65,11 @@ struct Request {
   // before it; such a request skips the prefix cache (the rows must be computed) and is
   // prefilled in chunks of at most SchedulerConfig::max_scored_tokens_per_step.
   bool score_prompt = false;
+  // Disaggregated prefill (engine/kv_transfer). remote_kv: at admission the request takes blocks
+  // for its whole prompt and waits in kRemoteKv until Scheduler::finish_remote_kv. hold_kv: when
+  // it ends normally, its prompt's blocks stay pinned for a consumer (take_held_blocks).
+  bool remote_kv = false;
+  bool hold_kv = false;
   // Opaque handle to state kept by others (the sampler's slot); the scheduler never reads it.
   uint64_t user_handle = 0;
 

@@ -118,6 +118,7 @@ void StepLoop::admit(PendingSubmit p) {
     sr.max_tokens = r.params.max_tokens;
     sr.group_id = n > 1 ? r.id : 0;
     sr.score_prompt = slot->index == 0 && r.params.prompt_logprobs >= 0;
+    plan_kv_transfer(r, p.request.kv_transfer, prompt, sr);
     Status st = scheduler_->add_request(std::move(sr));
     if (!st.is_ok()) {
       end_request(r.id, FinishReason::kError, std::move(st));
@@ -138,6 +139,7 @@ void StepLoop::end_request(uint64_t id, FinishReason reason, Status error) {
   for (const auto& slot : req.samples) {
     if (slot->finished()) continue;
     (void)scheduler_->finish(slot->seq_id, reason);  // kNotFound when never added: fine
+    cancel_remote_pull(slot->seq_id);
     deliver(req, *slot, final_output(req, *slot, reason, error));
   }
 }
@@ -165,6 +167,7 @@ void StepLoop::abort_all() {
 
 void StepLoop::deliver(ActiveRequest& req, SampleSlot& slot, StepOutput out) {
   const bool last = out.finish != FinishReason::kNone;
+  if (last && req.kv_produce) attach_handoff(req, slot, out);
   if (slot.index == 0 && req.params.prompt_logprobs >= 0 && !req.prompt_logprobs_sent) {
     out.prompt_logprobs = std::move(req.prompt_logprobs);
     req.prompt_logprobs_sent = true;
@@ -228,6 +231,7 @@ bool StepLoop::step() {
   propose_drafts();
   const auto t0 = Clock::now();
   const SchedulerOutput& out = scheduler_->schedule();
+  start_remote_pulls(out);
   if (out.empty()) return false;
   ++steps_;
   if (spec_.proposer != nullptr) {
@@ -253,6 +257,7 @@ bool StepLoop::step() {
                  s.sample};
     e.drafts = s.draft_tokens;
     e.num_scored = s.num_scored;
+    e.num_prompt = ref.req->num_prompt_tokens;
     entries_.push_back(e);
   }
   Result<ForwardBatch> batch = builder_.build(entries_);
@@ -458,6 +463,7 @@ void StepLoop::fill_stats(EngineStats& s) const {
   s.spec_num_accepted_tokens = spec_num_accepted_tokens_;
   s.spec_accepted_per_position = spec_accepted_per_position_;
   s.spec_draft_blocks_held = spec_.proposer != nullptr ? spec_.proposer->num_blocks_held() : 0;
+  if (kv_agent_ != nullptr) s.kv_transfer = kv_agent_->stats();
 }
 
 StepTimings StepLoop::step_timings() const {

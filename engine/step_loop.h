@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "engine/active_request.h"
 #include "engine/engine_intake.h"
 #include "engine/engine_stats.h"
+#include "engine/kv_transfer/kv_transfer_agent.h"
 #include "engine/runner/batch_builder.h"
 #include "engine/runner/model_runner.h"
 #include "engine/runner/sampler.h"
@@ -72,6 +74,16 @@ class StepLoop {
   bool step();
   void abort_all();
 
+  // Disaggregated prefill/decode (step_loop_kv_transfer.cpp): the agent, set once before the
+  // first admit; null when kv_transfer.role is none.
+  void set_kv_agent(std::unique_ptr<KvTransferAgent> agent) { kv_agent_ = std::move(agent); }
+  const KvTransferAgent* kv_agent() const { return kv_agent_.get(); }
+  // Each loop pass: applies finished pulls (the requests run from the next step) and unpins
+  // leases released or expired.
+  void poll_kv_transfer(Clock::time_point now);
+  // When the next lease expires (the idle loop wakes for it); nullopt when none.
+  std::optional<Clock::time_point> kv_next_expiry() const;
+
   bool has_work() const { return scheduler_->has_unfinished_requests(); }
   uint64_t steps() const { return steps_; }
   // Gauges and counters (the caller adds intake-side fields).
@@ -102,9 +114,24 @@ class StepLoop {
   void keep_prompt_logprobs(const ScheduledRequest& s, size_t row);
   void deliver_tokens(const ScheduledRequest& s, size_t first_row, int32_t count,
                       FinishReason sched_end, Clock::time_point now);
+  // KV transfer: marks the scheduler request of a producer or consumer request; starts the
+  // pulls of requests just admitted to wait for remote KV; gives a producer's last message its
+  // handoff; cancels a consumer's pull when its request ends.
+  void plan_kv_transfer(ActiveRequest& req, const KvTransferRequest& kt,
+                        const std::vector<int32_t>& prompt, Request& sr);
+  void start_remote_pulls(const SchedulerOutput& out);
+  void attach_handoff(ActiveRequest& req, SampleSlot& slot, StepOutput& out);
+  void cancel_remote_pull(uint64_t seq_id);
 
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<Scheduler> scheduler_;
+  // After runner_ and scheduler_: destroyed first, so no transfer outlives the cache memory.
+  std::unique_ptr<KvTransferAgent> kv_agent_;
+  struct RemotePull {
+    KvHandoff handoff;
+    bool started = false;  // admitted to kRemoteKv, the transport has the job
+  };
+  std::unordered_map<uint64_t, RemotePull> remote_pulls_;  // consumer requests, by seq id
   const Tokenizer& tokenizer_;
   EngineMetrics& metrics_;
   const uint64_t server_seed_;

@@ -4,8 +4,13 @@
 # Usage: scripts/test.sh [--unit-only]
 #        scripts/test.sh [--sanitize=address,undefined|--sanitize=thread] [--fuzz SECONDS]
 #        scripts/test.sh --routers
+#        scripts/test.sh --clients
 #   --routers: the integration tests with the field's routers (smg, ...) from PyPI, in their own
 #     venv (.venv-routers, tests/requirements-routers.txt); only those, not the default tests.
+#   --clients: the third-party client tests (tests/clients: lm-eval, LangChain, the Agents SDK,
+#     pydantic-ai, instructor, LiteLLM, AIPerf, inference-perf) in .venv-clients
+#     (tests/requirements-clients.txt) and .venv-clients-perf (tests/requirements-clients-perf*.txt);
+#     only those, not the default tests.
 #   --sanitize: unit tests (thread: the concurrency tests) in build-asan/ or build-tsan/
 #   --fuzz: every libFuzzer target of tests/fuzz for SECONDS each (scripts/fuzz.sh all)
 #   Either option runs only those checks, not the default build and tests.
@@ -15,12 +20,14 @@ ROOT=$(pwd)
 
 UNIT_ONLY=0
 ROUTERS=0
+CLIENTS=0
 SANITIZE=""
 FUZZ_SECONDS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --unit-only) UNIT_ONLY=1 ;;
     --routers) ROUTERS=1 ;;
+    --clients) CLIENTS=1 ;;
     --sanitize=*) SANITIZE=${1#--sanitize=} ;;
     --fuzz=*) FUZZ_SECONDS=${1#--fuzz=} ;;
     --fuzz) FUZZ_SECONDS=${2:?--fuzz needs SECONDS}; shift ;;
@@ -43,14 +50,19 @@ scripts/fetch-model.sh
 
 export LLMSERVE_TEST_MODEL="$ROOT/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
-# Makes (or refreshes) venv $1 from requirements file $2.
+# Makes (or refreshes) venv $1 from requirements file $2; a third file $3, when given, is
+# installed after it with --no-deps --ignore-requires-python (its dependencies listed in $2).
 make_venv() {
-  local venv=$1 req=$2
+  local venv=$1 req=$2 nodeps=${3:-}
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   local stamp="$venv/.requirements.sha256" want
-  want=$(sha256sum "$req" | cut -d' ' -f1)
+  want=$(cat "$req" ${nodeps:+"$nodeps"} | sha256sum | cut -d' ' -f1)
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$req"
+    if [ -n "$nodeps" ]; then
+      "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+        --ignore-requires-python -r "$nodeps"
+    fi
     echo "$want" > "$stamp"
   fi
 }
@@ -60,6 +72,16 @@ if [ "$ROUTERS" = 1 ]; then
   make_venv "$RVENV" tests/requirements-routers.txt
   mkdir -p build/test-logs
   "$RVENV/bin/python" -m pytest -q -rs tests/routers 2>&1 | tee build/test-logs/routers.log
+  exit "${PIPESTATUS[0]}"
+fi
+if [ "$CLIENTS" = 1 ]; then
+  CVENV=${LLMSERVE_CLIENTS_VENV:-$ROOT/.venv-clients}
+  export LLMSERVE_CLIENTS_PERF_VENV=${LLMSERVE_CLIENTS_PERF_VENV:-$ROOT/.venv-clients-perf}
+  make_venv "$CVENV" tests/requirements-clients.txt
+  make_venv "$LLMSERVE_CLIENTS_PERF_VENV" tests/requirements-clients-perf.txt \
+    tests/requirements-clients-perf-py312.txt
+  mkdir -p build/test-logs
+  "$CVENV/bin/python" -m pytest -q -rs tests/clients 2>&1 | tee build/test-logs/clients.log
   exit "${PIPESTATUS[0]}"
 fi
 # Every GoogleTest case is its own ctest test: a skipped one shows as "Skipped" (the CUDA device

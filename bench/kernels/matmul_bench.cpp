@@ -109,6 +109,27 @@ void packed_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MatmulPacked)->Apply(packed_args);
 
+// Every packed format at SmolLM2-1.7B's shapes (hidden 2048, MLP 8192): q/o projection, gate/up
+// and down, decode (M = 1) and prefill (M = 512), on the host's auto ISA, both precisions.
+void packed_format_args(benchmark::internal::Benchmark* b) {
+  const DType types[] = {DType::Q4_0, DType::Q8_0, DType::Q4_K, DType::Q5_K, DType::Q6_K,
+                         DType::Q3_K, DType::Q2_K, DType::F16,  DType::BF16};
+  const int64_t shapes[][2] = {{2048, 2048}, {2048, 8192}, {8192, 2048}};
+  for (DType t : types) {
+    for (auto [k, n] : shapes) {
+      for (int64_t m : {1, 512}) {
+        for (int64_t prec : {0, 1}) {
+          const bool is_float = t == DType::F16 || t == DType::BF16;
+          if (is_float && prec == 0) continue;  // float panels ignore the precision
+          b->Args({static_cast<int64_t>(t), k, n, m, 0, prec});
+        }
+      }
+    }
+  }
+  b->ArgNames({"type", "K", "N", "M", "isa", "prec"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_MatmulPacked)->Name("BM_MatmulPackedFormats")->Apply(packed_format_args);
+
 // One decode step of matmuls with the model's layout: 30 layers of Q4_1 projections and a
 // Q8_0 LM head, each in its own buffer (as in the real model).
 // packed = 1: the same weights repacked (isa and prec as in BM_MatmulPacked).

@@ -76,7 +76,7 @@ def main():
     ap.add_argument("--llmserve", required=True)
     ap.add_argument("--model", required=True)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--precision", default="q8x2", choices=["q8x2", "q8"],
+    ap.add_argument("--precision", default="q8x2", choices=["auto", "q8x2", "q8"],
                     help="llmserve's CPU matmul activations (engine.cpu_matmul_precision)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--prompt-tokens", type=int, default=512)

@@ -22,8 +22,8 @@
 
 #include "engine/model/model_weights.h"
 #include "engine/runner/batch_builder.h"
+#include "engine/runner/matmul_precision.h"
 #include "engine/runner/model_runner.h"
-#include "llmserve/kernels/act_precision.h"
 
 namespace {
 
@@ -49,6 +49,7 @@ struct Seq {
   std::vector<int32_t> tokens;
   std::vector<int32_t> table;
   int32_t computed = 0;
+  int32_t num_prompt = 0;  // tokens[0, num_prompt) are the prompt
 };
 
 // One step over all sequences (each runs its uncomputed tokens); appends the greedy tokens.
@@ -56,7 +57,9 @@ Status step(ModelRunner& runner, BatchBuilder& builder, std::vector<Seq>& seqs) 
   std::vector<BatchEntry> entries;
   for (auto& s : seqs) {
     const int32_t n = static_cast<int32_t>(s.tokens.size()) - s.computed;
-    entries.push_back({s.tokens, s.computed, n, s.table, true});
+    BatchEntry e{s.tokens, s.computed, n, s.table, true};
+    e.num_prompt = s.num_prompt;
+    entries.push_back(e);
   }
   LLMSERVE_ASSIGN_OR_RETURN(ForwardBatch batch, builder.build(entries));
   LLMSERVE_ASSIGN_OR_RETURN(std::span<const float> logits, runner.execute(batch));
@@ -69,7 +72,7 @@ Status step(ModelRunner& runner, BatchBuilder& builder, std::vector<Seq>& seqs) 
   return Status::ok();
 }
 
-kernels::ActPrecision g_precision = kernels::ActPrecision::kQ8x2;
+MatmulPrecision g_precision;
 kernels::KvDtype g_kv_dtype = kernels::KvDtype::kF16;
 
 Status run(const std::string& model, int threads, std::vector<int32_t> prompt, int gen,
@@ -98,7 +101,7 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
   };
 
   if (!prompt.empty()) {
-    std::vector<Seq> one{{prompt, table(0), 0}};
+    std::vector<Seq> one{{prompt, table(0), 0, static_cast<int32_t>(prompt.size())}};
     const double c0 = cpu_ms();
     const auto t0 = Clock::now();
     LLMSERVE_RETURN_IF_ERROR(step(*runner, builder, one));
@@ -119,7 +122,7 @@ Status run(const std::string& model, int threads, std::vector<int32_t> prompt, i
       std::vector<int32_t> p(static_cast<size_t>(stream_prompt));
       for (int i = 0; i < stream_prompt; ++i)
         p[static_cast<size_t>(i)] = 1000 + (37 * s + 11 * i) % 30000;
-      seqs.push_back({std::move(p), table(s), 0});
+      seqs.push_back({std::move(p), table(s), 0, stream_prompt});
     }
     LLMSERVE_RETURN_IF_ERROR(step(*runner, builder, seqs));  // prefill, not timed
     const double c0 = cpu_ms();
@@ -147,13 +150,14 @@ int main(int argc, char** argv) {
   app.add_option("--streams", streams, "concurrent stream counts")->delimiter(',');
   app.add_option("--stream-prompt", stream_prompt, "prompt tokens of each stream");
   std::string precision = "q8x2";
-  app.add_option("--precision", precision, "CPU matmul activations: q8x2 or q8")
-      ->check(CLI::IsMember({"q8x2", "q8"}));
+  app.add_option("--precision", precision,
+                 "CPU matmul activations: auto, q8x2 or q8 (engine.cpu_matmul_precision)")
+      ->check(CLI::IsMember({"auto", "q8x2", "q8"}));
   std::string kv_dtype = "f16";
   app.add_option("--kv-cache-dtype", kv_dtype, "KV cache elements: f16, f32 or int8")
       ->check(CLI::IsMember({"f16", "f32", "int8"}));
   CLI11_PARSE(app, argc, argv);
-  g_precision = *kernels::parse_act_precision(precision);
+  g_precision = *parse_matmul_precision(precision);
   g_kv_dtype = kernels::parse_kv_dtype(kv_dtype).value_or(kernels::KvDtype::kF16);
   std::vector<int32_t> prompt;
   if (!prompt_ids.empty()) {

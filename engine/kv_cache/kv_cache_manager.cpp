@@ -12,7 +12,26 @@ KvCacheManager::KvCacheManager(int32_t num_blocks, int32_t block_size, bool enab
     : pool_(num_blocks, block_size),
       enable_prefix_caching_(enable_prefix_caching),
       sliding_window_(std::max<int64_t>(sliding_window, 0)),
-      token_scratch_(block_size) {}
+      token_scratch_(block_size),
+      pins_(static_cast<size_t>(std::max(num_blocks, 0)), 0) {}
+
+void KvCacheManager::pin(std::span<const int32_t> block_ids) {
+  for (int32_t id : block_ids) {
+    assert(id > kNullBlockId && id < pool_.num_blocks());
+    pool_.touch(id);
+    ++pins_[static_cast<size_t>(id)];
+    ++num_pinned_;
+  }
+}
+
+void KvCacheManager::unpin(std::span<const int32_t> block_ids) {
+  for (int32_t id : block_ids) {
+    assert(id > kNullBlockId && id < pool_.num_blocks() && pins_[static_cast<size_t>(id)] > 0);
+    --pins_[static_cast<size_t>(id)];
+    --num_pinned_;
+    pool_.release(id);
+  }
+}
 
 int32_t KvCacheManager::num_blocks_for_budget(int64_t bytes, int64_t bytes_per_block) {
   if (bytes <= 0 || bytes_per_block <= 0) return 0;
@@ -140,7 +159,7 @@ double KvCacheManager::usage() const {
 
 Status KvCacheManager::check_invariants(std::span<const Request* const> requests) const {
   LLMSERVE_RETURN_IF_ERROR(pool_.check_invariants());
-  std::vector<int32_t> holders(pool_.num_blocks(), 0);
+  std::vector<int32_t> holders(pins_.begin(), pins_.end());
   for (const Request* r : requests) {
     for (size_t i = 0; i < r->kv.block_ids.size(); ++i) {
       const int32_t id = r->kv.block_ids[i];

@@ -51,6 +51,12 @@ class KvCacheManager {
   // blocks are registered first (they stay cached until evicted). Returns the blocks released.
   int32_t free_outside_window(Request& request);
   int64_t window_released_blocks() const { return window_released_; }  // since start
+  // Pins blocks beyond their requests (a prefill kept for a remote consumer, a transfer still
+  // writing into blocks whose request ended): each pin is one more reference, so the blocks are
+  // neither freed nor evicted until unpin drops it. Ids must be real blocks (not kNullBlockId).
+  void pin(std::span<const int32_t> block_ids);
+  void unpin(std::span<const int32_t> block_ids);
+  int64_t num_pinned_blocks() const { return num_pinned_; }
   // Drops cached hashes of free blocks; true when none is left (used blocks keep theirs).
   bool reset_prefix_cache() { return pool_.reset_prefix_cache(); }
   // KV events of the prefix cache (engine/kv_events), off by default: enable, then take the
@@ -72,7 +78,8 @@ class KvCacheManager {
   const BlockPool& pool() const { return pool_; }
 
   // Pool invariants, plus: every block's ref count equals the number of the given requests that
-  // hold it (pass every request holding blocks; none when all have ended), and each request's
+  // hold it plus its pins (pass every request holding blocks; none when all have ended), and each
+  // request's
   // blocks cover its computed tokens.
   Status check_invariants(std::span<const Request* const> requests = {}) const;
 
@@ -88,6 +95,8 @@ class KvCacheManager {
   int64_t prefix_hits_ = 0;
   std::vector<int32_t> token_scratch_;
   std::vector<int32_t> prefix_scratch_;
+  std::vector<int32_t> pins_;  // per block
+  int64_t num_pinned_ = 0;
 };
 
 }  // namespace llmserve

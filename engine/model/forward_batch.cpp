@@ -23,6 +23,9 @@ Status ForwardBatch::validate(int64_t vocab_size, int64_t num_blocks, int block_
     return bad("query_start must have B + 1 entries from 0 to T");
   }
   if (static_cast<int64_t>(is_prefill.size()) != B) return bad("is_prefill must have B entries");
+  if (!prompt_rows.empty() && static_cast<int64_t>(prompt_rows.size()) != T) {
+    return bad("prompt_rows must be empty or have T entries");
+  }
   if (max_blocks_per_seq <= 0 ||
       static_cast<int64_t>(block_tables.size()) != B * max_blocks_per_seq) {
     return bad("block_tables must be B x max_blocks_per_seq");

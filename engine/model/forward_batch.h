@@ -23,6 +23,9 @@ struct ForwardBatch {
   std::span<const int32_t> sample_rows;   // [S] rows of T whose logits are returned, in order
   std::span<const uint8_t> is_prefill;    // [B] 1 = prefill (or chunk), 0 = decode
   int64_t num_decodes = 0;                // leading requests with exactly one new token
+  // [T] 1 = the row's token is part of its request's prompt, 0 = output (generated or a draft);
+  // may be empty (all output). Backends may compute prompt rows at a lower precision.
+  std::span<const uint8_t> prompt_rows = {};
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_requests() const { return static_cast<int64_t>(seq_lens.size()); }
@@ -30,7 +33,8 @@ struct ForwardBatch {
 
   // Checks sizes and index ranges: spans agree with T / B, query_start is non-decreasing and
   // ends at T, new tokens fit in seq_lens, block-table entries < num_blocks, slots <
-  // num_blocks * block_size, sample rows < T, token ids < vocab_size, decodes come first.
+  // num_blocks * block_size, sample rows < T, token ids < vocab_size, decodes come first,
+  // prompt_rows empty or of T entries.
   Status validate(int64_t vocab_size, int64_t num_blocks, int block_size) const;
 };
 

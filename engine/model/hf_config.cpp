@@ -1,7 +1,10 @@
 // config.json (HF transformers) -> ModelConfig.
 #include <nlohmann/json.hpp>
 
+#include "engine/model/gemma3.h"
 #include "engine/model/model_config.h"
+#include "engine/model/moe_config.h"
+#include "engine/model/phi3.h"
 
 namespace llmserve {
 namespace {
@@ -75,6 +78,9 @@ Status read_rope_scaling(const json& j, const char* key, RopeScaling* rs) {
   if (type.empty() || type == "default") return Status::ok();
   if (type == "linear") {
     rs->type = RopeScalingType::kLinear;
+  } else if (type == "longrope" || type == "su") {
+    rs->type = RopeScalingType::kLongrope;  // the factors: read_phi3_hf
+    return Status::ok();
   } else if (type == "llama3") {
     rs->type = RopeScalingType::kLlama3;
   } else {
@@ -92,7 +98,8 @@ Status read_rope_scaling(const json& j, const char* key, RopeScaling* rs) {
 // the layers out in layer_types. One window for all layers or none is supported.
 Status read_sliding_window(const json& j, const std::string& arch, int64_t* window) {
   LLMSERVE_RETURN_IF_ERROR(read_int(j, "sliding_window", window, false));
-  bool use = arch != "qwen2";  // transformers' Qwen2 default: use_sliding_window false
+  const bool qwen = arch == "qwen2" || arch == "qwen3" || arch == "qwen3_moe";
+  bool use = !qwen;  // transformers' Qwen2 / Qwen3 default: use_sliding_window false
   if (auto u = j.find("use_sliding_window"); u != j.end() && u->is_boolean()) use = u->get<bool>();
   auto lt = j.find("layer_types");
   if (lt != j.end() && lt->is_array() && !lt->empty()) {
@@ -103,9 +110,9 @@ Status read_sliding_window(const json& j, const std::string& arch, int64_t* wind
     if (sliding != 0 && sliding != lt->size()) {
       return unimplemented("config.json: layer_types mixes sliding and full attention");
     }
-  } else if (use && arch == "qwen2") {
-    return unimplemented(
-        "config.json: qwen2 use_sliding_window (max_window_layers) is not supported");
+  } else if (use && qwen) {
+    return unimplemented("config.json: " + arch +
+                         " use_sliding_window (max_window_layers) is not supported");
   }
   if (!use) *window = 0;
   return Status::ok();
@@ -119,10 +126,28 @@ Result<ModelConfig> parse_config(const json& j) {
     return invalid_argument("config.json: missing string key 'model_type'");
   }
   c.architecture = mt->get<std::string>();
-  if (c.architecture != "llama" && c.architecture != "mistral" && c.architecture != "qwen2") {
-    return unimplemented("config.json: model_type '" + c.architecture +
-                         "' not supported (llama, mistral, qwen2 are)");
+  if (c.architecture == "gemma3") {  // Gemma3ForConditionalGeneration: the text model's config
+    auto tc = j.find("text_config");
+    if (tc == j.end() || !tc->is_object()) {
+      return invalid_argument("config.json: gemma3 needs an object 'text_config'");
+    }
+    json t = *tc;
+    t["model_type"] = "gemma3_text";
+    for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "vocab_size"}) {
+      if (!t.contains(k) && j.contains(k)) t[k] = j[k];
+    }
+    if (!t.contains("vocab_size")) t["vocab_size"] = 262208;  // Gemma3TextConfig's default
+    return parse_config(t);
   }
+  if (c.architecture == "gemma3_text") c.architecture = "gemma3";
+  if (c.architecture != "gemma3" && c.architecture != "phi3" && c.architecture != "llama" &&
+      c.architecture != "mistral" && c.architecture != "qwen2" && c.architecture != "qwen3" &&
+      c.architecture != "mixtral" && c.architecture != "qwen3_moe") {
+    return unimplemented("config.json: model_type '" + c.architecture +
+                         "' not supported (llama, mistral, qwen2, qwen3, gemma3_text, phi3, "
+                         "mixtral, qwen3_moe are)");
+  }
+  c.qk_norm = c.architecture == "qwen3" || c.architecture == "qwen3_moe";
   c.rope_interleaved = false;
   LLMSERVE_RETURN_IF_ERROR(read_int(j, "hidden_size", &c.hidden_size, true));
   LLMSERVE_RETURN_IF_ERROR(read_int(j, "num_hidden_layers", &c.num_layers, true));
@@ -151,7 +176,13 @@ Result<ModelConfig> parse_config(const json& j) {
       return invalid_argument("config.json: 'tie_word_embeddings' must be bool");
     c.tie_word_embeddings = t->get<bool>();
   }
-  LLMSERVE_RETURN_IF_ERROR(read_sliding_window(j, c.architecture, &c.sliding_window));
+  if (c.architecture == "gemma3") {
+    LLMSERVE_RETURN_IF_ERROR(read_gemma3_hf(j, &c));
+  } else {
+    if (c.architecture == "phi3") LLMSERVE_RETURN_IF_ERROR(read_phi3_hf(j, &c));
+    LLMSERVE_RETURN_IF_ERROR(read_sliding_window(j, c.architecture, &c.sliding_window));
+  }
+  LLMSERVE_RETURN_IF_ERROR(read_moe_config_hf(j, &c));
   c.attention_bias = c.architecture == "qwen2";
   if (auto t = j.find("attention_bias"); t != j.end() && t->is_boolean()) {
     c.attention_bias = t->get<bool>();

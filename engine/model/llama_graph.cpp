@@ -4,6 +4,8 @@
 #include <initializer_list>
 #include <string>
 
+#include "engine/model/moe_layer.h"
+#include "engine/model/phi3.h"
 #include "llmserve/kernels/hadamard.h"
 #include "llmserve/kernels/rope.h"
 
@@ -22,6 +24,9 @@ kernels::RopeScaling to_kernel_scaling(const RopeScaling& s) {
     case RopeScalingType::kLlama3:
       k.kind = kernels::RopeScaling::Kind::kLlama3;
       break;
+    case RopeScalingType::kLongrope:  // longrope_inv_freq
+      k.kind = kernels::RopeScaling::Kind::kNone;
+      break;
   }
   k.factor = s.factor;
   k.low_freq_factor = s.low_freq_factor;
@@ -39,13 +44,15 @@ Result<Weight> weight(const LoadedModel& model, Ops& ops, const std::string& nam
 }  // namespace
 
 Result<std::unique_ptr<LlamaGraph>> LlamaGraph::create(const LoadedModel& model, Ops& ops,
-                                                       int64_t max_tokens, int64_t max_samples) {
+                                                       int64_t max_tokens, int64_t max_samples,
+                                                       int64_t context_len) {
   std::unique_ptr<LlamaGraph> g(new LlamaGraph(model.config(), ops));
-  LLMSERVE_RETURN_IF_ERROR(g->init(model, max_tokens, max_samples));
+  LLMSERVE_RETURN_IF_ERROR(g->init(model, max_tokens, max_samples, context_len));
   return g;
 }
 
-Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t max_samples) {
+Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t max_samples,
+                        int64_t context_len) {
   LLMSERVE_RETURN_IF_ERROR(cfg_.validate());
   if (max_tokens <= 0 || max_samples <= 0) {
     return invalid_argument("llama graph: max_tokens and max_samples must be positive");
@@ -84,10 +91,25 @@ Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t ma
     LLMSERVE_ASSIGN_OR_RETURN(L.attn_norm, w("attn_norm.weight"));
     LLMSERVE_RETURN_IF_ERROR(
         fused({"attn_q.weight", "attn_k.weight", "attn_v.weight"}, {&L.wq, &L.wk, &L.wv}));
+    if (cfg_.qk_norm) {
+      LLMSERVE_ASSIGN_OR_RETURN(L.q_norm, w("attn_q_norm.weight"));
+      LLMSERVE_ASSIGN_OR_RETURN(L.k_norm, w("attn_k_norm.weight"));
+    }
+    if (cfg_.sandwich_norms) {
+      LLMSERVE_ASSIGN_OR_RETURN(L.post_attn_norm, w("post_attention_norm.weight"));
+      LLMSERVE_ASSIGN_OR_RETURN(L.post_ffn_norm, w("post_ffw_norm.weight"));
+    }
+    L.local = static_cast<size_t>(l) < cfg_.local_layers.size() &&
+              cfg_.local_layers[static_cast<size_t>(l)] != 0;
     LLMSERVE_ASSIGN_OR_RETURN(L.wo, w("attn_output.weight"));
     LLMSERVE_ASSIGN_OR_RETURN(L.ffn_norm, w("ffn_norm.weight"));
-    LLMSERVE_RETURN_IF_ERROR(fused({"ffn_gate.weight", "ffn_up.weight"}, {&L.w_gate, &L.w_up}));
-    LLMSERVE_ASSIGN_OR_RETURN(L.w_down, w("ffn_down.weight"));
+    if (cfg_.is_moe_layer(l)) {
+      L.is_moe = true;
+      LLMSERVE_ASSIGN_OR_RETURN(L.moe, prepare_moe_layer(model, ops_, l));
+    } else {
+      LLMSERVE_RETURN_IF_ERROR(fused({"ffn_gate.weight", "ffn_up.weight"}, {&L.w_gate, &L.w_up}));
+      LLMSERVE_ASSIGN_OR_RETURN(L.w_down, w("ffn_down.weight"));
+    }
     if (model.tensor(block_tensor_name(l, "attn_q.bias")) != nullptr) {
       L.has_bias = true;
       LLMSERVE_RETURN_IF_ERROR(
@@ -114,10 +136,24 @@ Status LlamaGraph::init(const LoadedModel& model, int64_t max_tokens, int64_t ma
   LLMSERVE_RETURN_IF_ERROR(alloc(s_x_, max_samples * H));
   LLMSERVE_RETURN_IF_ERROR(alloc(logits_, max_samples * cfg_.vocab_size));
 
+  if (cfg_.num_experts > 0) LLMSERVE_RETURN_IF_ERROR(ops_.reserve_moe(moe_spec(cfg_), T));
+
   RopeSpec rope;
   rope.inv_freq = kernels::rope_inv_freq(static_cast<int>(cfg_.head_dim), cfg_.rope_theta,
                                          to_kernel_scaling(cfg_.rope_scaling));
   rope.interleaved = cfg_.rope_interleaved;
+  if (cfg_.rope_dim > 0 && cfg_.rope_dim != cfg_.head_dim) {
+    rope.inv_freq = kernels::rope_inv_freq(static_cast<int>(cfg_.rope_dim), cfg_.rope_theta,
+                                           to_kernel_scaling(cfg_.rope_scaling));
+  }
+  if (cfg_.rope_scaling.type == RopeScalingType::kLongrope) {
+    rope.inv_freq = longrope_inv_freq(cfg_, context_len > 0 ? context_len : cfg_.max_context);
+    rope.cos_sin_scale = cfg_.rope_scaling.attention_factor;
+  }
+  if (!cfg_.local_layers.empty()) {
+    rope.local_inv_freq =
+        kernels::rope_inv_freq(static_cast<int>(cfg_.head_dim), cfg_.rope_local_theta);
+  }
   ops_.set_rope(std::move(rope));
   rotate_kv_ = kernels::kv_dtype_scaled(ops_.kv_cache_spec().dtype) &&
                kernels::hadamard_supported(static_cast<int>(cfg_.head_dim));
@@ -147,12 +183,15 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
   const int nh = static_cast<int>(cfg_.num_heads), nkv = static_cast<int>(cfg_.num_kv_heads);
   const int hd = static_cast<int>(cfg_.head_dim);
   const float eps = cfg_.rms_norm_eps;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float scale =
+      cfg_.attention_scale > 0.0f ? cfg_.attention_scale : 1.0f / std::sqrt(static_cast<float>(hd));
+  const bool sandwich = cfg_.sandwich_norms;
 
   ops_.embedding(tok_embd_, resid_);
+  if (cfg_.embedding_scale != 1.0f) ops_.scale(resid_, T, cfg_.hidden_size, cfg_.embedding_scale);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    if (l == 0) {
+    if (l == 0 || sandwich) {  // sandwich: the previous layer added its output already
       ops_.rms_norm(resid_, L.attn_norm, T, eps, h_);
     } else {
       ops_.add_rms_norm(resid_, o_, L.attn_norm, T, eps, h_);
@@ -164,8 +203,12 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
         h_, T, qkv,
         L.has_bias ? std::span<const Weight* const>(qkv_bias) : std::span<const Weight* const>(),
         qkv_out);
-    ops_.rope(q_, nh, hd);
-    ops_.rope(k_, nkv, hd);
+    if (cfg_.qk_norm) {
+      ops_.head_rms_norm(q_, L.q_norm, nh, hd, eps);
+      ops_.head_rms_norm(k_, L.k_norm, nkv, hd, eps);
+    }
+    ops_.rope(q_, nh, hd, L.local);
+    ops_.rope(k_, nkv, hd, L.local);
     if (rotate_kv_) {
       ops_.rotate_heads(q_, nh, hd);
       ops_.rotate_heads(k_, nkv, hd);
@@ -176,22 +219,44 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
     if (D < B) ops_.prefill_attention(l, q_, nh, scale, D, B, attn_);
     if (rotate_kv_) ops_.rotate_attention_heads(attn_, nh, hd);
     ops_.matmul(attn_, T, L.wo, nullptr, o_);
-    ops_.add_rms_norm(resid_, o_, L.ffn_norm, T, eps, h_);
+    if (sandwich) {
+      ops_.add_normed(resid_, o_, L.post_attn_norm, T, eps);
+      ops_.rms_norm(resid_, L.ffn_norm, T, eps, h_);
+    } else {
+      ops_.add_rms_norm(resid_, o_, L.ffn_norm, T, eps, h_);
+    }
+    if (L.is_moe) {
+      ops_.moe_ffn(h_, T, L.moe, o_);
+      continue;
+    }
     const Weight* gate_up[] = {&L.w_gate, &L.w_up};
     float* gate_up_out[] = {gate_, up_};
     ops_.matmul_multi(h_, T, gate_up, {}, gate_up_out);
-    ops_.silu_mul(gate_, up_, T, cfg_.ffn_size, gate_);
+    if (cfg_.ffn_activation == FfnActivation::kGeluTanh) {
+      ops_.gelu_tanh_mul(gate_, up_, T, cfg_.ffn_size, gate_);
+    } else {
+      ops_.silu_mul(gate_, up_, T, cfg_.ffn_size, gate_);
+    }
     ops_.matmul(gate_, T, L.w_down, nullptr, o_);
+    if (sandwich) ops_.add_normed(resid_, o_, L.post_ffn_norm, T, eps);
   }
   if (S == 0) {
     ops_.finish_step();
     LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
     return static_cast<const float*>(nullptr);
   }
-  ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_resid_);
-  ops_.gather_sample_rows(o_, cfg_.hidden_size, s_x_);
-  ops_.add_rms_norm(s_resid_, s_x_, output_norm_, S, eps, s_x_);
+  if (sandwich) {  // resid_ holds every output already
+    ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_x_);
+    ops_.rms_norm(s_x_, output_norm_, S, eps, s_x_);
+  } else {
+    ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_resid_);
+    ops_.gather_sample_rows(o_, cfg_.hidden_size, s_x_);
+    ops_.add_rms_norm(s_resid_, s_x_, output_norm_, S, eps, s_x_);
+  }
   ops_.matmul(s_x_, S, lm_head_, nullptr, logits_);
+  if (cfg_.final_logit_softcap > 0.0f) {
+    ops_.softcap(logits_, S, cfg_.vocab_size, cfg_.final_logit_softcap);
+  }
   ops_.finish_step();
   LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
   return static_cast<const float*>(logits_);

@@ -22,8 +22,11 @@ class LlamaGraph {
   // Prepares the weights with `ops` and allocates activation scratch for up to max_tokens new
   // tokens and max_samples sampled rows per step. `model` and `ops` must outlive the graph;
   // ops must already hold its KV cache (alloc_kv_cache).
+  // context_len: the longest sequence the graph will see (longrope picks its factors by it; 0:
+  // the model's max_context).
   static Result<std::unique_ptr<LlamaGraph>> create(const LoadedModel& model, Ops& ops,
-                                                    int64_t max_tokens, int64_t max_samples);
+                                                    int64_t max_tokens, int64_t max_samples,
+                                                    int64_t context_len = 0);
 
   // Runs one step; returns logits [S, vocab_size] (row s for batch.sample_rows[s]) as a host
   // view valid until the next forward. Errors: a batch that fails validation or exceeds the
@@ -41,10 +44,16 @@ class LlamaGraph {
   struct Layer {
     Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
     Weight bq, bk, bv;
+    Weight q_norm, k_norm;                 // cfg.qk_norm
+    Weight post_attn_norm, post_ffn_norm;  // cfg.sandwich_norms
+    bool local = false;                    // a local layer (cfg.local_layers)
     bool has_bias = false;
+    bool is_moe = false;  // cfg.is_moe_layer: moe replaces w_gate / w_up / w_down
+    MoeLayerWeights moe;
   };
   LlamaGraph(const ModelConfig& cfg, Ops& ops) : cfg_(cfg), ops_(ops) {}
-  Status init(const LoadedModel& model, int64_t max_tokens, int64_t max_samples);
+  Status init(const LoadedModel& model, int64_t max_tokens, int64_t max_samples,
+              int64_t context_len);
 
   ModelConfig cfg_;
   Ops& ops_;

@@ -4,7 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "engine/model/gemma3.h"
 #include "engine/model/model_weights.h"
+#include "engine/model/moe_tensors.h"
+#include "engine/model/phi3.h"
 #include "engine/model/safetensors_file.h"
 
 namespace llmserve {
@@ -60,8 +63,8 @@ Result<std::unique_ptr<LoadedModel>> LoadedModelBuilder::from_gguf(const std::st
   LLMSERVE_ASSIGN_OR_RETURN(m->config_, model_config_from_gguf(*m->gguf_));
   m->tensors_.reserve(m->gguf_->tensors().size());
   for (const GgufTensorInfo& t : m->gguf_->tensors()) {
-    LLMSERVE_RETURN_IF_ERROR(
-        m->add_tensor(TensorView{t.name, t.type, t.shape(), t.data.data(), t.data.size()}));
+    TensorView v{t.name, t.type, t.shape(), t.data.data(), t.data.size()};
+    LLMSERVE_RETURN_IF_ERROR(m->add_split(std::move(v)));
   }
   LLMSERVE_RETURN_IF_ERROR(m->check_tensors());
   return m;
@@ -97,14 +100,22 @@ Result<std::unique_ptr<LoadedModel>> LoadedModelBuilder::from_hf_dir(const std::
         continue;  // the index places this tensor in another shard
       }
       seen.insert(t.name);
-      std::string name = canonical_tensor_name(t.name);
+      std::vector<TensorView> experts;
+      const TensorView raw{t.name, t.type, t.shape, t.data.data(), t.data.size()};
+      LLMSERVE_ASSIGN_OR_RETURN(const bool moe, hf_moe_tensor_views(t.name, raw, &experts));
+      if (moe) {
+        for (TensorView& v : experts) LLMSERVE_RETURN_IF_ERROR(m->add_tensor(std::move(v)));
+        continue;
+      }
+      std::string name = canonical_tensor_name(t.name, m->config_.architecture);
       if (name.empty()) continue;  // not used by the graph (e.g. rotary_emb.inv_freq)
       if (name == "output.weight" && m->config_.tie_word_embeddings) continue;
-      LLMSERVE_RETURN_IF_ERROR(m->add_tensor(
-          TensorView{std::move(name), t.type, t.shape, t.data.data(), t.data.size()}));
+      LLMSERVE_RETURN_IF_ERROR(
+          m->add_split(TensorView{std::move(name), t.type, t.shape, t.data.data(), t.data.size()}));
     }
     m->maps_.push_back(st->release_map());
   }
+  if (m->config_.architecture == "gemma3") LLMSERVE_RETURN_IF_ERROR(shift_gemma3_norms(*m));
   for (const auto& [name, shard] : weight_map) {
     if (!seen.contains(name)) {
       return data_loss(index.string() + ": tensor '" + name + "' not found in " + shard);
@@ -112,6 +123,15 @@ Result<std::unique_ptr<LoadedModel>> LoadedModelBuilder::from_hf_dir(const std::
   }
   LLMSERVE_RETURN_IF_ERROR(m->check_tensors());
   return m;
+}
+
+Status LoadedModel::add_split(TensorView view) {
+  if (config_.architecture == "phi3") {
+    LLMSERVE_ASSIGN_OR_RETURN(std::vector<TensorView> parts, split_phi3_tensor(view, config_));
+    for (TensorView& p : parts) LLMSERVE_RETURN_IF_ERROR(add_tensor(std::move(p)));
+    if (!parts.empty()) return Status::ok();
+  }
+  return add_tensor(std::move(view));
 }
 
 Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path) {

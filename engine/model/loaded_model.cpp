@@ -1,6 +1,7 @@
 #include <numeric>
 
 #include "engine/model/model_weights.h"
+#include "engine/model/moe_tensors.h"
 #include "llmserve/kernels/host_memory.h"
 
 namespace llmserve {
@@ -81,16 +82,26 @@ Status LoadedModel::check_tensors() const {
     LLMSERVE_RETURN_IF_ERROR(expect(b("attn_v.weight"), {kv, h}));
     LLMSERVE_RETURN_IF_ERROR(expect(b("attn_output.weight"), {h, q}));
     LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_norm.weight"), {h}));
-    LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_gate.weight"), {c.ffn_size, h}));
-    LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_up.weight"), {c.ffn_size, h}));
-    LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_down.weight"), {h, c.ffn_size}));
+    if (!c.is_moe_layer(i)) {
+      LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_gate.weight"), {c.ffn_size, h}));
+      LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_up.weight"), {c.ffn_size, h}));
+      LLMSERVE_RETURN_IF_ERROR(expect(b("ffn_down.weight"), {h, c.ffn_size}));
+    }
+    if (c.sandwich_norms) {
+      LLMSERVE_RETURN_IF_ERROR(expect(b("post_attention_norm.weight"), {h}));
+      LLMSERVE_RETURN_IF_ERROR(expect(b("post_ffw_norm.weight"), {h}));
+    }
+    if (c.qk_norm) {
+      LLMSERVE_RETURN_IF_ERROR(expect(b("attn_q_norm.weight"), {c.head_dim}));
+      LLMSERVE_RETURN_IF_ERROR(expect(b("attn_k_norm.weight"), {c.head_dim}));
+    }
     if (c.attention_bias) {
       LLMSERVE_RETURN_IF_ERROR(expect(b("attn_q.bias"), {q}));
       LLMSERVE_RETURN_IF_ERROR(expect(b("attn_k.bias"), {kv}));
       LLMSERVE_RETURN_IF_ERROR(expect(b("attn_v.bias"), {kv}));
     }
   }
-  return Status::ok();
+  return check_moe_tensors(*this);
 }
 
 }  // namespace llmserve

@@ -4,7 +4,10 @@
 #include <cmath>
 #include <cstddef>
 
+#include "engine/model/gemma3.h"
 #include "engine/model/gguf_file.h"
+#include "engine/model/moe_config.h"
+#include "engine/model/phi3.h"
 
 namespace llmserve {
 
@@ -16,6 +19,8 @@ std::string_view rope_scaling_name(RopeScalingType t) {
       return "linear";
     case RopeScalingType::kLlama3:
       return "llama3";
+    case RopeScalingType::kLongrope:
+      return "longrope";
   }
   return "unknown";
 }
@@ -80,6 +85,23 @@ Status ModelConfig::validate() const {
         "model config: llama3 rope scaling needs original_max_position > 0 and "
         "high_freq_factor > low_freq_factor");
   }
+  LLMSERVE_RETURN_IF_ERROR(validate_moe_config(*this));
+  if (rope_dim < 0 || rope_dim > head_dim || rope_dim % 2 != 0) {
+    return invalid_argument("model config: rope_dim " + std::to_string(rope_dim) +
+                            " must be even and at most head_dim");
+  }
+  if (rope_scaling.type == RopeScalingType::kLongrope &&
+      (rope_scaling.short_factor.size() != static_cast<size_t>(rope_dim / 2) ||
+       rope_scaling.long_factor.size() != rope_scaling.short_factor.size())) {
+    return invalid_argument("model config: longrope needs rope_dim / 2 short and long factors");
+  }
+  if (!local_layers.empty() &&
+      (local_layers.size() != static_cast<size_t>(num_layers) || local_window <= 0)) {
+    return invalid_argument("model config: local layers need one flag per layer and a window");
+  }
+  if (!(embedding_scale > 0.0f) || attention_scale < 0.0f || final_logit_softcap < 0.0f) {
+    return invalid_argument("model config: embedding / attention scales must be positive");
+  }
   for (int32_t id : {bos_id, eos_id, pad_id}) {
     if (id < -1 || id >= vocab_size) {
       return invalid_argument("model config: special token id " + std::to_string(id) +
@@ -96,11 +118,13 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   c.architecture = std::string(*arch);
   if (c.architecture == "llama" || c.architecture == "mistral") {
     c.rope_interleaved = true;  // llama.cpp's converter permuted the Q/K rows
-  } else if (c.architecture == "qwen2") {
+  } else if (c.architecture == "gemma3" || c.architecture == "phi3" || c.architecture == "qwen2" ||
+             c.architecture == "qwen3" || c.architecture == "qwen3moe") {
     c.rope_interleaved = false;
   } else {
-    return unimplemented("gguf: architecture '" + c.architecture +
-                         "' not supported (llama, mistral, qwen2 are)");
+    return unimplemented(
+        "gguf: architecture '" + c.architecture +
+        "' not supported (llama, mistral, qwen2, qwen3, gemma3, phi3, qwen3moe are)");
   }
   const std::string p = c.architecture + ".";
   auto need = [&](const std::string& key, int64_t* out) -> Status {
@@ -114,6 +138,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   LLMSERVE_RETURN_IF_ERROR(need(p + "attention.head_count", &c.num_heads));
   LLMSERVE_RETURN_IF_ERROR(need(p + "feed_forward_length", &c.ffn_size));
   LLMSERVE_RETURN_IF_ERROR(need(p + "context_length", &c.max_context));
+  LLMSERVE_RETURN_IF_ERROR(read_moe_config_gguf(gguf, p, &c));
   c.num_kv_heads = gguf.get_i64(p + "attention.head_count_kv").value_or(c.num_heads);
   if (c.num_heads <= 0) return data_loss("gguf: " + p + "attention.head_count must be positive");
   c.head_dim = gguf.get_i64(p + "attention.key_length").value_or(c.hidden_size / c.num_heads);
@@ -122,7 +147,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   c.sliding_window = gguf.get_i64(p + "attention.sliding_window").value_or(0);
   // Per-layer windows (llama.cpp's sliding_window_pattern, a bool per layer): all or none only.
   if (auto pattern = gguf.get_i32_array(p + "attention.sliding_window_pattern");
-      pattern && !pattern->empty()) {
+      c.architecture != "gemma3" && pattern && !pattern->empty()) {
     const auto sliding =
         std::count_if(pattern->begin(), pattern->end(), [](int32_t v) { return v != 0; });
     if (sliding == 0) c.sliding_window = 0;
@@ -160,6 +185,9 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   }
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
   c.attention_bias = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.qk_norm = gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (c.architecture == "gemma3") LLMSERVE_RETURN_IF_ERROR(read_gemma3_gguf(gguf, &c));
+  if (c.architecture == "phi3") LLMSERVE_RETURN_IF_ERROR(read_phi3_gguf(gguf, &c));
   c.bos_id = gguf.get_i32("tokenizer.ggml.bos_token_id").value_or(-1);
   c.eos_id = gguf.get_i32("tokenizer.ggml.eos_token_id").value_or(-1);
   c.pad_id = gguf.get_i32("tokenizer.ggml.padding_token_id").value_or(-1);

@@ -1,4 +1,4 @@
-// Hyper-parameters of a Llama-family decoder (llama, mistral, qwen2, smollm), read from GGUF
+// Hyper-parameters of a Llama-family decoder (llama, mistral, qwen2, qwen3, smollm), read from GGUF
 // metadata or an HF config.json.
 #pragma once
 
@@ -14,7 +14,9 @@ namespace llmserve {
 
 class GgufFile;
 
-enum class RopeScalingType { kNone, kLinear, kLlama3 };
+enum class RopeScalingType { kNone, kLinear, kLlama3, kLongrope };
+// The FFN's gate activation: SwiGLU (silu) or GeGLU with the tanh GELU (gemma3).
+enum class FfnActivation { kSilu, kGeluTanh };
 std::string_view rope_scaling_name(RopeScalingType t);
 
 struct RopeScaling {
@@ -22,7 +24,11 @@ struct RopeScaling {
   float factor = 1.0f;            // linear: positions divided by factor; llama3: low-freq divisor
   float low_freq_factor = 1.0f;   // llama3 only
   float high_freq_factor = 4.0f;  // llama3 only
-  int64_t original_max_position = 8192;  // llama3 only
+  int64_t original_max_position = 8192;  // llama3, longrope
+  // longrope (phi3, engine/model/phi3.h): per-frequency divisors (rope_dim / 2 each), the short
+  // ones up to original_max_position tokens of context; cos and sin times attention_factor.
+  std::vector<float> short_factor, long_factor;
+  float attention_factor = 1.0f;
   bool operator==(const RopeScaling&) const = default;
 };
 
@@ -39,17 +45,52 @@ struct ModelConfig {
   float rms_norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
+  int64_t rope_dim = 0;  // rotated dims per head (phi3 partial_rotary_factor); 0: head_dim
   // true: adjacent pairs (x[2i], x[2i+1]) rotate (llama-arch GGUF, whose Q/K rows llama.cpp's
   // converter permuted); false: halves (x[i], x[i + head_dim/2]) rotate (HF safetensors, qwen2).
   bool rope_interleaved = false;
-  bool tie_word_embeddings = false;               // LM head = token embedding (no output.weight)
-  bool attention_bias = false;                    // q/k/v projections have biases (qwen2)
+  bool tie_word_embeddings = false;  // LM head = token embedding (no output.weight)
+  bool attention_bias = false;       // q/k/v projections have biases (qwen2)
+  // Per-head RMSNorm of q and k over head_dim (blk.{i}.attn_{q,k}_norm.weight) before RoPE:
+  // qwen3, gemma3.
+  bool qk_norm = false;
+  // Gemma 3 (engine/model/gemma3.h). sandwich_norms: blk.{i}.post_attention_norm.weight and
+  // post_ffw_norm.weight normalise the attention and FFN outputs before the residual adds.
+  FfnActivation ffn_activation = FfnActivation::kSilu;
+  bool sandwich_norms = false;
+  float embedding_scale = 1.0f;      // token embeddings times this (gemma3: sqrt(hidden_size))
+  float attention_scale = 0.0f;      // > 0: softmax scale of q.k; 0: 1 / sqrt(head_dim)
+  float final_logit_softcap = 0.0f;  // > 0: logits = cap * tanh(logits / cap)
+  // Local layers among global ones (gemma3): local_layers[l] != 0 makes layer l see only its
+  // last local_window positions with RoPE base rope_local_theta and no scaling. Empty: none.
+  std::vector<uint8_t> local_layers;
+  int64_t local_window = 0;
+  float rope_local_theta = 10000.0f;
+  // Each layer's attention window for the KV cache ops (0: full context).
+  std::vector<int64_t> layer_windows() const {
+    std::vector<int64_t> w(static_cast<size_t>(num_layers), sliding_window);
+    for (size_t l = 0; l < local_layers.size() && l < w.size(); ++l) {
+      if (local_layers[l] != 0) w[l] = local_window;
+    }
+    return w;
+  }
   int32_t bos_id = -1, eos_id = -1, pad_id = -1;  // -1 = none
   std::vector<int32_t> eos_ids;  // every end-of-sequence id (eos_id first when set)
   int64_t max_context = 0;       // max_position_embeddings / context_length
   // > 0: every layer's attention sees only the last sliding_window positions (the query's
   // included): Mistral's sliding_window, GGUF {arch}.attention.sliding_window. 0: full context.
   int64_t sliding_window = 0;
+  // Mixture of experts (mixtral, qwen3moe; num_experts 0: dense). A MoE layer's FFN is
+  // num_experts SwiGLU experts of expert_ffn_size rows behind a router: softmax over the experts,
+  // the num_experts_used largest kept, their weights divided by their sum when norm_topk_prob.
+  // dense_layers (ascending) keep a plain SwiGLU MLP of ffn_size (Qwen3-MoE mlp_only_layers /
+  // decoder_sparse_step).
+  int64_t num_experts = 0;
+  int64_t num_experts_used = 0;
+  int64_t expert_ffn_size = 0;
+  bool norm_topk_prob = true;
+  std::vector<int64_t> dense_layers;
+  bool is_moe_layer(int64_t layer) const;
 
   // K and V of one token over all layers: 2 x layers x kv_heads x head_dim x bytes.
   uint64_t kv_bytes_per_token(int bytes_per_element) const {

@@ -43,6 +43,9 @@ std::string block_tensor_name(int64_t layer, std::string_view suffix);
 // HF / safetensors name -> canonical name ("model.layers.3.self_attn.q_proj.weight" ->
 // "blk.3.attn_q.weight"); empty when the name is not one a Llama-family model uses.
 std::string canonical_tensor_name(std::string_view hf_name);
+// The same for a model of `architecture` (gemma3: its four norms per layer, and the text model's
+// tensors of a Gemma3ForConditionalGeneration checkpoint).
+std::string canonical_tensor_name(std::string_view hf_name, std::string_view architecture);
 
 class LoadedModel {
  public:
@@ -72,6 +75,7 @@ class LoadedModel {
   friend Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path);
   friend struct LoadedModelBuilder;
   Status add_tensor(TensorView view);
+  Status add_split(TensorView view);  // a fused tensor as its parts (phi3.h), else as is
 
   ModelConfig config_;
   Source source_ = Source::kGguf;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,9 +34,31 @@ struct Weight {
   int64_t cols = 0;
 };
 
+// One mixture-of-experts FFN layer (moe_ffn): the router [num_experts, hidden] and each
+// expert's gate / up [expert_ffn, hidden] and down [hidden, expert_ffn]. The router's softmax
+// picks top_k experts per token; their weights are divided by their sum when norm_topk_prob.
+struct MoeLayerWeights {
+  Weight router;
+  std::vector<Weight> gate, up, down;
+  int top_k = 0;
+  bool norm_topk_prob = true;
+  int64_t num_experts() const { return static_cast<int64_t>(gate.size()); }
+};
+
+// The largest MoE layer moe_ffn will be given (reserve_moe).
+struct MoeSpec {
+  int64_t hidden = 0;
+  int64_t expert_ffn = 0;
+  int64_t num_experts = 0;
+  int top_k = 0;
+};
+
 struct RopeSpec {
   std::vector<float> inv_freq;  // rot_dim / 2 frequencies (scaling already applied)
   bool interleaved = false;     // true: (x[2i], x[2i+1]); false: (x[i], x[i + d/2])
+  // Non-empty: the local layers' frequencies (gemma3), used by rope(..., local = true).
+  std::vector<float> local_inv_freq;
+  float cos_sin_scale = 1.0f;  // cos and sin times this (longrope's attention factor)
 };
 
 struct KvCacheSpec {
@@ -48,6 +71,24 @@ struct KvCacheSpec {
   // > 0: both attention ops see only each query's last sliding_window positions (itself
   // included; ModelConfig::sliding_window). 0: the whole context.
   int64_t sliding_window = 0;
+  // Non-empty: each layer's window (0: full), replacing sliding_window (gemma3's local layers).
+  std::vector<int64_t> layer_windows = {};
+  int64_t window(int64_t layer) const {
+    return layer_windows.empty() ? sliding_window : layer_windows[static_cast<size_t>(layer)];
+  }
+};
+
+// The KV cache as one range of host memory (KV transfer reads and writes it in place): each
+// array (per layer K, V, and for int8 their scales) starts at `offset` from base, and block b of
+// it is the block_bytes at offset + b * block_bytes.
+struct KvHostArray {
+  uint64_t offset = 0;
+  uint64_t block_bytes = 0;
+};
+struct KvHostMemory {
+  void* base = nullptr;
+  uint64_t bytes = 0;
+  std::vector<KvHostArray> arrays;
 };
 
 class Ops {
@@ -83,6 +124,9 @@ class Ops {
   virtual Status alloc_kv_cache(const KvCacheSpec& spec) = 0;
   virtual const KvCacheSpec& kv_cache_spec() const = 0;
   virtual uint64_t kv_cache_bytes() const = 0;  // bytes held by K and V (and scales), all layers
+  // The cache in host memory; nullopt when it lives elsewhere (device memory) or before
+  // alloc_kv_cache.
+  virtual std::optional<KvHostMemory> kv_host_memory() const { return std::nullopt; }
   virtual void set_rope(RopeSpec spec) = 0;
 
   // --- one step ---
@@ -109,8 +153,23 @@ class Ops {
       matmul(x, M, *ws[i], i < biases.size() ? biases[i] : nullptr, ys[i]);
     }
   }
-  // Rotates x[T, heads, head_dim] in place at the batch positions (set_rope's spec).
-  virtual void rope(float* x, int heads, int head_dim) = 0;
+  // RMSNorm of every head row of x[T, heads, head_dim] over head_dim, in place, times
+  // w[head_dim] (qwen3 / gemma3 q and k norms). x: a matmul_multi output (its view resolved).
+  virtual void head_rms_norm(float* x, const Weight& w, int heads, int head_dim, float eps) = 0;
+  // Rotates x[T, heads, head_dim] in place at the batch positions (set_rope's spec; local: its
+  // local_inv_freq).
+  virtual void rope(float* x, int heads, int head_dim, bool local) = 0;
+  // x[rows, cols] *= s, x f32 (gemma3's embedding scale).
+  virtual void scale(float* x, int64_t rows, int64_t cols, float s) = 0;
+  // residual[rows, dim] += rms_norm(x) * w[dim], x an f32 matmul output (gemma3's post-attention
+  // and post-FFN norms).
+  virtual void add_normed(float* residual, const float* x, const Weight& w, int64_t rows,
+                          float eps) = 0;
+  // x[rows, cols] = cap * tanh(x / cap), x f32 (the final-logit soft-cap).
+  virtual void softcap(float* x, int64_t rows, int64_t cols, float cap) = 0;
+  // out = gelu_tanh(gate) * up, as silu_mul (GeGLU).
+  virtual void gelu_tanh_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                             float* out) = 0;
   // The orthonormal Walsh-Hadamard rotation of every head row of x[T, heads, head_dim], in place
   // (kernels/hadamard.h; its own inverse). Precondition: head_dim a power of two.
   virtual void rotate_heads(float* x, int heads, int head_dim) = 0;
@@ -128,6 +187,22 @@ class Ops {
   // out[rows, cols] = silu(gate) * up; out may alias gate or up.
   virtual void silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
                         float* out) = 0;
+  // One layer's experts (all of one shape), which moe_ffn reads together: a backend may store
+  // them as one array. Same shapes as prepare_weight each (the default).
+  virtual Result<std::vector<Weight>> prepare_experts(std::span<const TensorView> ts) {
+    std::vector<Weight> out;
+    for (const TensorView& t : ts) {
+      LLMSERVE_ASSIGN_OR_RETURN(Weight w, prepare_weight(t));
+      out.push_back(w);
+    }
+    return out;
+  }
+  // Sizes moe_ffn's scratch for up to max_tokens rows of layers no larger than spec (set-up).
+  virtual Status reserve_moe(const MoeSpec& spec, int64_t max_tokens) = 0;
+  // out[T, hidden] = sum over the router's top_k experts e of token t of weight_e *
+  // down_e(silu(gate_e x_t) * up_e x_t), for x[T, hidden] an rms_norm / add_rms_norm output
+  // (a GEMM input). out is f32, as matmul's y. Precondition: reserve_moe covered T and w.
+  virtual void moe_ffn(const float* x, int64_t T, const MoeLayerWeights& w, float* out) = 0;
   // out[S, dim] = x rows sample_rows.
   virtual void gather_sample_rows(const float* x, int64_t dim, float* out) = 0;
   // Ends the step's enqueued work (a device backend launches what it captured); idempotent.

@@ -24,7 +24,7 @@ std::string canonical_tensor_name(std::string_view hf) {
     return {};
   }
   const std::string_view rest = hf.substr(static_cast<size_t>(ptr - hf.data()) + 1);
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kMap{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 16> kMap{{
       {"input_layernorm.weight", "attn_norm.weight"},
       {"post_attention_layernorm.weight", "ffn_norm.weight"},
       {"self_attn.q_proj.weight", "attn_q.weight"},
@@ -35,6 +35,8 @@ std::string canonical_tensor_name(std::string_view hf) {
       {"self_attn.k_proj.bias", "attn_k.bias"},
       {"self_attn.v_proj.bias", "attn_v.bias"},
       {"self_attn.o_proj.bias", "attn_output.bias"},
+      {"self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"self_attn.k_norm.weight", "attn_k_norm.weight"},
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
@@ -44,6 +46,42 @@ std::string canonical_tensor_name(std::string_view hf) {
     if (rest == from) return block_tensor_name(layer, to);
   }
   return {};
+}
+
+std::string canonical_tensor_name(std::string_view hf, std::string_view architecture) {
+  if (architecture == "phi3") {  // fused: split by split_phi3_tensor (engine/model/phi3.h)
+    for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{
+                                       ".self_attn.qkv_proj.weight", ".attn_qkv.weight"},
+                                   {".mlp.gate_up_proj.weight", ".ffn_up.weight"}}) {
+      if (!hf.ends_with(from)) continue;
+      const std::string mapped = canonical_tensor_name(
+          std::string(hf.substr(0, hf.size() - from.size())) + ".input_layernorm.weight");
+      if (mapped.empty()) return {};
+      return mapped.substr(0, mapped.size() - std::string_view(".attn_norm.weight").size()) +
+             std::string(to);
+    }
+  }
+  if (architecture != "gemma3") return canonical_tensor_name(hf);
+  std::string name(hf);
+  for (std::string_view prefix : {"model.language_model.", "language_model.model."}) {
+    if (hf.starts_with(prefix)) name = "model." + std::string(hf.substr(prefix.size()));
+  }
+  if (hf == "language_model.lm_head.weight") name = "lm_head.weight";
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 3> kNorms{{
+      {".post_attention_layernorm.weight", ".post_attention_norm.weight"},
+      {".pre_feedforward_layernorm.weight", ".ffn_norm.weight"},
+      {".post_feedforward_layernorm.weight", ".post_ffw_norm.weight"},
+  }};
+  for (const auto& [from, to] : kNorms) {
+    if (name.ends_with(from)) {
+      const std::string mapped = canonical_tensor_name(name.substr(0, name.size() - from.size()) +
+                                                       ".input_layernorm.weight");
+      if (mapped.empty()) return {};
+      return mapped.substr(0, mapped.size() - std::string_view(".attn_norm.weight").size()) +
+             std::string(to);
+    }
+  }
+  return canonical_tensor_name(name);
 }
 
 }  // namespace llmserve

@@ -64,6 +64,7 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   query_start_.assign(1, 0);
   seq_lens_.clear();
   is_prefill_.clear();
+  prompt_rows_.clear();
   block_tables_.assign(num_rows * max_blocks, 0);
   sample_index_.assign(entries.size(), -1);
   score_index_.assign(entries.size(), -1);
@@ -85,6 +86,7 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
       for (int32_t pos = begin; pos < end; ++pos) {
         token_ids_.push_back(token_at(e, pos));
         positions_.push_back(pos);
+        prompt_rows_.push_back(pos < e.num_prompt ? 1 : 0);
         slot_mapping_.push_back(e.block_table[static_cast<size_t>(pos / block_size_)] *
                                     block_size_ +
                                 pos % block_size_);
@@ -120,6 +122,7 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   fb.slot_mapping = slot_mapping_;
   fb.sample_rows = sample_rows_;
   fb.is_prefill = is_prefill_;
+  fb.prompt_rows = prompt_rows_;
   fb.num_decodes = static_cast<int64_t>(num_decodes);
   return fb;
 }

@@ -29,6 +29,9 @@ struct BatchEntry {
   // Prompt scoring: the first num_scored new tokens' logits rows come back too, before the
   // sampled row (num_scored < num_new when the entry samples, <= num_new otherwise).
   int32_t num_scored = 0;
+  // tokens[0, num_prompt) are the request's prompt, the rest its output: ForwardBatch::prompt_rows.
+  // 0 = not told (every row counts as output).
+  int32_t num_prompt = 0;
 
   bool expands() const { return rows_as_decodes || !drafts.empty(); }
   int32_t num_sampled() const { return !sample ? 0 : drafts.empty() ? 1 : num_new; }
@@ -52,7 +55,7 @@ class BatchBuilder {
   int block_size_;
   std::vector<int32_t> token_ids_, positions_, query_start_, seq_lens_, block_tables_;
   std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_, score_index_, first_row_;
-  std::vector<uint8_t> is_prefill_;
+  std::vector<uint8_t> is_prefill_, prompt_rows_;
   std::vector<size_t> order_;
 };
 

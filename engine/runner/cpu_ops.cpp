@@ -25,7 +25,7 @@ void CpuOps::AlignedFree::operator()(float* p) const {
   kernels::host_free(p);
 }
 
-CpuOps::CpuOps(int num_threads, kernels::ActPrecision precision)
+CpuOps::CpuOps(int num_threads, MatmulPrecision precision)
     : pool_(std::max(1, num_threads)), precision_(precision) {
   const char* no_pack = std::getenv("LLMSERVE_CPU_NO_PACK");
   pack_ = no_pack == nullptr || std::string(no_pack) == "0";
@@ -132,25 +132,40 @@ Status CpuOps::alloc_kv_cache(const KvCacheSpec& spec) {
   if (spec.dtype == kernels::KvDtype::kFp8) {
     return unimplemented("cpu ops: an fp8 KV cache needs the CUDA backend");
   }
-  // alloc() counts floats: round each array's bytes up to whole floats.
+  // One allocation for every array (KV transfer registers it once), each array's start rounded
+  // up to 64 bytes; alloc() counts floats.
   const int64_t rows = spec.num_blocks * spec.num_kv_heads * spec.block_size;
-  const auto floats = [](int64_t bytes) { return (bytes + 3) / 4; };
-  const int64_t per_layer = floats(rows * spec.head_dim * kernels::kv_dtype_bytes(spec.dtype));
+  const auto aligned = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  const int64_t kv_bytes = rows * spec.head_dim * kernels::kv_dtype_bytes(spec.dtype);
+  const int64_t scale_bytes = rows * kernels::kKvScaleBytes;
   const bool scaled = kernels::kv_dtype_scaled(spec.dtype);
+  const int64_t per_layer = 2 * aligned(kv_bytes) + (scaled ? 2 * aligned(scale_bytes) : 0);
+  LLMSERVE_ASSIGN_OR_RETURN(float* slab, alloc((per_layer * spec.num_layers + 3) / 4));
+  auto* base = reinterpret_cast<uint8_t*>(slab);
+  kv_memory_ = {slab, static_cast<uint64_t>(per_layer * spec.num_layers), {}};
+  int64_t at = 0;
+  const auto take = [&](int64_t bytes) {
+    kv_memory_.arrays.push_back(
+        {static_cast<uint64_t>(at), static_cast<uint64_t>(bytes / spec.num_blocks)});
+    uint8_t* p = base + at;
+    at += aligned(bytes);
+    return p;
+  };
   for (int64_t l = 0; l < spec.num_layers; ++l) {
-    LLMSERVE_ASSIGN_OR_RETURN(float* k, alloc(per_layer));
-    LLMSERVE_ASSIGN_OR_RETURN(float* v, alloc(per_layer));
-    k_cache_.push_back(k);
-    v_cache_.push_back(v);
+    k_cache_.push_back(reinterpret_cast<float*>(take(kv_bytes)));
+    v_cache_.push_back(reinterpret_cast<float*>(take(kv_bytes)));
     if (scaled) {
-      LLMSERVE_ASSIGN_OR_RETURN(float* ks, alloc(floats(rows * kernels::kKvScaleBytes)));
-      LLMSERVE_ASSIGN_OR_RETURN(float* vs, alloc(floats(rows * kernels::kKvScaleBytes)));
-      k_scales_.push_back(reinterpret_cast<uint16_t*>(ks));
-      v_scales_.push_back(reinterpret_cast<uint16_t*>(vs));
+      k_scales_.push_back(reinterpret_cast<uint16_t*>(take(scale_bytes)));
+      v_scales_.push_back(reinterpret_cast<uint16_t*>(take(scale_bytes)));
     }
   }
   kv_spec_ = spec;
   return Status::ok();
+}
+
+std::optional<KvHostMemory> CpuOps::kv_host_memory() const {
+  if (kv_memory_.base == nullptr) return std::nullopt;
+  return kv_memory_;
 }
 
 uint64_t CpuOps::kv_cache_bytes() const {
@@ -164,7 +179,44 @@ Status CpuOps::begin_step(const ForwardBatch& batch) {
   if (k_cache_.empty()) return failed_precondition("cpu ops: no KV cache");
   batch_ = batch;
   kernels::rope_table(batch_.positions.data(), batch_.num_tokens(), rope_.inv_freq, rope_cos_sin_);
+  if (!rope_.local_inv_freq.empty()) {
+    kernels::rope_table(batch_.positions.data(), batch_.num_tokens(), rope_.local_inv_freq,
+                        rope_local_cos_sin_);
+  }
+  if (rope_.cos_sin_scale != 1.0f) {
+    for (float& v : rope_cos_sin_) v *= rope_.cos_sin_scale;
+    for (float& v : rope_local_cos_sin_) v *= rope_.cos_sin_scale;
+  }
+  plan_precision_runs();
+  rows_gathered_ = false;
   return Status::ok();
+}
+
+void CpuOps::plan_precision_runs() {
+  runs_.clear();
+  const int64_t T = batch_.num_tokens();
+  if (precision_.prompt == precision_.output || batch_.prompt_rows.empty() || T == 0) {
+    runs_.push_back({0, T, precision_.output});
+    return;
+  }
+  for (int64_t r = 0; r < T; ++r) {
+    const auto p = batch_.prompt_rows[r] ? precision_.prompt : precision_.output;
+    if (runs_.empty() || runs_.back().precision != p) {
+      runs_.push_back({r, r + 1, p});
+    } else {
+      runs_.back().end = r + 1;
+    }
+  }
+}
+
+std::span<const CpuOps::PrecisionRun> CpuOps::precision_runs(int64_t M) {
+  if (!rows_gathered_ && M == batch_.num_tokens()) return runs_;
+  return output_run(M);
+}
+
+std::span<const CpuOps::PrecisionRun> CpuOps::output_run(int64_t M) {
+  single_run_ = {0, M, precision_.output};
+  return {&single_run_, 1};
 }
 
 void CpuOps::embedding(const Weight& table, float* out) {
@@ -183,11 +235,26 @@ void CpuOps::add_rms_norm(float* residual, const float* x, const Weight& w, int6
 }
 
 void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) {
+  matmul_in_runs(x, M, w, bias, y, precision_runs(M));
+}
+
+void CpuOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
+                          std::span<const Weight* const> biases, std::span<float* const> ys) {
+  matmul_multi_in_runs(x, M, ws, biases, ys, precision_runs(M));
+}
+
+void CpuOps::matmul_in_runs(const float* x, int64_t M, const Weight& w, const Weight* bias,
+                            float* y, std::span<const PrecisionRun> runs) {
   const auto packed = packed_.find(w.data);
-  if (packed != packed_.end()) {
-    kernels::matmul_packed(pool_, x, M, packed->second, y, precision_);
-  } else {
-    kernels::matmul(pool_, x, M, w.cols, w.type, w.data, w.rows, y, precision_);
+  for (const PrecisionRun& run : runs) {
+    const float* xr = x + run.begin * w.cols;
+    float* yr = y + run.begin * w.rows;
+    const int64_t rows = run.end - run.begin;
+    if (packed != packed_.end()) {
+      kernels::matmul_packed(pool_, xr, rows, packed->second, yr, run.precision);
+    } else {
+      kernels::matmul(pool_, xr, rows, w.cols, w.type, w.data, w.rows, yr, run.precision);
+    }
   }
   if (bias != nullptr) {
     const auto* b = static_cast<const float*>(bias->data);
@@ -195,8 +262,9 @@ void CpuOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* bi
   }
 }
 
-void CpuOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
-                          std::span<const Weight* const> biases, std::span<float* const> ys) {
+void CpuOps::matmul_multi_in_runs(const float* x, int64_t M, std::span<const Weight* const> ws,
+                                  std::span<const Weight* const> biases, std::span<float* const> ys,
+                                  std::span<const PrecisionRun> runs) {
   constexpr size_t kMax = 8;
   const kernels::PackedWeight* packed[kMax];
   bool fused = ws.size() == ys.size() && !ws.empty() && ws.size() <= kMax && biases.empty();
@@ -206,17 +274,54 @@ void CpuOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* con
     if (fused) packed[i] = &it->second;
   }
   if (!fused) {
-    Ops::matmul_multi(x, M, ws, biases, ys);
+    for (size_t i = 0; i < ws.size() && i < ys.size(); ++i) {
+      matmul_in_runs(x, M, *ws[i], i < biases.size() ? biases[i] : nullptr, ys[i], runs);
+    }
     return;
   }
-  kernels::matmul_packed_multi(pool_, x, M, std::span(packed, ws.size()), ys, precision_);
+  float* yr[kMax];
+  for (const PrecisionRun& run : runs) {
+    for (size_t i = 0; i < ys.size(); ++i) yr[i] = ys[i] + run.begin * ws[i]->rows;
+    kernels::matmul_packed_multi(pool_, x + run.begin * ws[0]->cols, run.end - run.begin,
+                                 std::span(packed, ws.size()), std::span(yr, ys.size()),
+                                 run.precision);
+  }
 }
 
-void CpuOps::rope(float* x, int heads, int head_dim) {
+void CpuOps::head_rms_norm(float* x, const Weight& w, int heads, int head_dim, float eps) {
+  kernels::rms_norm(pool_, x, static_cast<const float*>(w.data), batch_.num_tokens() * heads,
+                    head_dim, eps, x);
+}
+
+void CpuOps::rope(float* x, int heads, int head_dim, bool local) {
+  const bool l = local && !rope_.local_inv_freq.empty();
   kernels::apply_rope_table(
-      x, batch_.num_tokens(), heads, head_dim, rope_cos_sin_.data(),
-      static_cast<int>(rope_.inv_freq.size()),
+      x, batch_.num_tokens(), heads, head_dim, (l ? rope_local_cos_sin_ : rope_cos_sin_).data(),
+      static_cast<int>((l ? rope_.local_inv_freq : rope_.inv_freq).size()),
       rope_.interleaved ? kernels::RopePairing::kAdjacent : kernels::RopePairing::kHalves);
+}
+
+void CpuOps::scale(float* x, int64_t rows, int64_t cols, float s) {
+  kernels::scale(x, rows * cols, s);
+}
+
+void CpuOps::add_normed(float* residual, const float* x, const Weight& w, int64_t rows, float eps) {
+  kernels::add_normed(pool_, residual, x, static_cast<const float*>(w.data), rows, w.cols, eps);
+}
+
+void CpuOps::softcap(float* x, int64_t rows, int64_t cols, float cap) {
+  kernels::softcap(x, rows * cols, cap);
+}
+
+void CpuOps::gelu_tanh_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                           float* out) {
+  const int64_t n = rows * cols;
+  constexpr int64_t kChunk = 8192;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  pool_.parallel_for(chunks, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * kChunk, hi = std::min(n, e * kChunk);
+    kernels::gelu_tanh_mul(gate + lo, up + lo, out + lo, hi - lo);
+  });
 }
 
 void CpuOps::rotate_heads(float* x, int heads, int head_dim) {
@@ -247,7 +352,7 @@ kernels::PagedKv CpuOps::paged_kv(int64_t layer, int64_t req_begin) const {
       batch_.max_blocks_per_seq,
       k_scales_.empty() ? nullptr : k_scales_[l],
       v_scales_.empty() ? nullptr : v_scales_[l],
-      kv_spec_.sliding_window};
+      kv_spec_.window(layer)};
 }
 
 void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,
@@ -289,6 +394,7 @@ void CpuOps::silu_mul(const float* gate, const float* up, int64_t rows, int64_t 
 }
 
 void CpuOps::gather_sample_rows(const float* x, int64_t dim, float* out) {
+  rows_gathered_ = true;
   for (size_t s = 0; s < batch_.sample_rows.size(); ++s) {
     std::memcpy(out + static_cast<int64_t>(s) * dim, x + batch_.sample_rows[s] * dim,
                 static_cast<size_t>(dim) * sizeof(float));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/model/ops.h"
+#include "engine/runner/matmul_precision.h"
 #include "llmserve/kernels/attention.h"
 #include "llmserve/kernels/packed_weight.h"
 #include "llmserve/kernels/thread_pool.h"
@@ -44,7 +45,7 @@ struct CpuWeightStats {
 
 class CpuOps final : public Ops {
  public:
-  explicit CpuOps(int num_threads, kernels::ActPrecision precision = kernels::ActPrecision::kQ8x2);
+  explicit CpuOps(int num_threads, MatmulPrecision precision = {});
   ~CpuOps() override;
 
   Result<Weight> prepare_weight(const TensorView& t) override;
@@ -58,6 +59,7 @@ class CpuOps final : public Ops {
   Status alloc_kv_cache(const KvCacheSpec& spec) override;
   const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
   void set_rope(RopeSpec spec) override { rope_ = std::move(spec); }
+  void head_rms_norm(float* x, const Weight& w, int heads, int head_dim, float eps) override;
 
   Status begin_step(const ForwardBatch& batch) override;
   void embedding(const Weight& table, float* out) override;
@@ -67,7 +69,13 @@ class CpuOps final : public Ops {
   void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) override;
   void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
                     std::span<const Weight* const> biases, std::span<float* const> ys) override;
-  void rope(float* x, int heads, int head_dim) override;
+  void rope(float* x, int heads, int head_dim, bool local) override;
+  void scale(float* x, int64_t rows, int64_t cols, float s) override;
+  void add_normed(float* residual, const float* x, const Weight& w, int64_t rows,
+                  float eps) override;
+  void softcap(float* x, int64_t rows, int64_t cols, float cap) override;
+  void gelu_tanh_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                     float* out) override;
   void rotate_heads(float* x, int heads, int head_dim) override;
   void rotate_attention_heads(float* out, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
@@ -78,12 +86,17 @@ class CpuOps final : public Ops {
   void silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
                 float* out) override;
   void gather_sample_rows(const float* x, int64_t dim, float* out) override;
+  // cpu_moe.cpp: the step's (token, expert) pairs grouped by expert; each chosen expert's
+  // gate / up and down GEMMs run once over its rows with the packed kernels.
+  Status reserve_moe(const MoeSpec& spec, int64_t max_tokens) override;
+  void moe_ffn(const float* x, int64_t T, const MoeLayerWeights& w, float* out) override;
   std::span<const float> to_host(const float* x, int64_t n) override {
     return {x, static_cast<size_t>(n)};
   }
 
   kernels::ThreadPool& pool() { return pool_; }
   uint64_t kv_cache_bytes() const override;
+  std::optional<KvHostMemory> kv_host_memory() const override;
 
  private:
   struct AlignedFree {
@@ -93,10 +106,29 @@ class CpuOps final : public Ops {
   Result<float*> alloc(int64_t n);
   Result<Weight> prepare(const TensorView& t, bool pack, bool keep_source);
   kernels::PagedKv paged_kv(int64_t layer, int64_t req_begin) const;
+  // Rows [begin, end) of the step that share one activation precision.
+  struct PrecisionRun {
+    int64_t begin, end;
+    kernels::ActPrecision precision;
+  };
+  void plan_precision_runs();
+  // The runs of an M-row matmul input: the step's runs over its T token rows; for the gathered
+  // sampled rows (the LM head), or another M, one run at the output precision.
+  std::span<const PrecisionRun> precision_runs(int64_t M);
+  std::span<const PrecisionRun> output_run(int64_t M);  // rows [0, M) at the output precision
+  // matmul / matmul_multi with the input rows in the given runs of one precision each.
+  void matmul_in_runs(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y,
+                      std::span<const PrecisionRun> runs);
+  void matmul_multi_in_runs(const float* x, int64_t M, std::span<const Weight* const> ws,
+                            std::span<const Weight* const> biases, std::span<float* const> ys,
+                            std::span<const PrecisionRun> runs);
 
   kernels::ThreadPool pool_;
   std::vector<Buffer> buffers_;  // activations, f32 copies of vectors, KV cache
-  kernels::ActPrecision precision_;
+  MatmulPrecision precision_;
+  std::vector<PrecisionRun> runs_;  // of the current step; capacity kept across steps
+  PrecisionRun single_run_{};
+  bool rows_gathered_ = false;  // gather_sample_rows ran: matmul inputs are sampled rows
   bool pack_ = true;
   bool release_source_ = true;
   CpuWeightStats stats_;
@@ -105,9 +137,17 @@ class CpuOps final : public Ops {
   std::vector<void*> k_cache_, v_cache_;
   std::vector<uint16_t*> k_scales_, v_scales_;  // int8: f16 scales per (slot, kv head)
   KvCacheSpec kv_spec_;
+  KvHostMemory kv_memory_;  // the one allocation every K / V / scale array lives in
   RopeSpec rope_;
   ForwardBatch batch_;
   std::vector<float> rope_cos_sin_;  // the step's angles (kernels::rope_table), for every layer
+  std::vector<float> rope_local_cos_sin_;  // ... of rope_.local_inv_freq
+  struct MoeScratch {
+    int64_t max_tokens = 0, top_k = 0;
+    float *logits = nullptr, *weights = nullptr;                         // [T, experts], [T, top_k]
+    float *xg = nullptr, *gate = nullptr, *up = nullptr, *yg = nullptr;  // grouped rows
+    std::vector<int32_t> ids, offsets, rows, slot_row;                   // kernels/moe_routing.h
+  } moe_;
   std::vector<int32_t> query_start_rebased_;  // grows to the largest batch once, then reused
 };
 

@@ -106,9 +106,10 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
                    static_cast<int>(cfg.head_dim)};
   spec.dtype = o.kv_cache_dtype;
   spec.sliding_window = cfg.sliding_window;
+  if (!cfg.local_layers.empty()) spec.layer_windows = cfg.layer_windows();
   LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
-  LLMSERVE_ASSIGN_OR_RETURN(
-      *graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step, logits_rows(o)));
+  LLMSERVE_ASSIGN_OR_RETURN(*graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step,
+                                                       logits_rows(o), o.max_model_len));
   // Before the profiling pass, so the KV budget sees the sampler's buffers.
   const std::vector<int32_t> eos = o.eos_ids.empty() ? config_eos_ids(cfg) : o.eos_ids;
   const int64_t sparse =
@@ -235,10 +236,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   spec.head_dim = static_cast<int>(cfg.head_dim);
   spec.dtype = options.kv_cache_dtype;
   spec.sliding_window = cfg.sliding_window;
+  if (!cfg.local_layers.empty()) spec.layer_windows = cfg.layer_windows();
   LLMSERVE_RETURN_IF_ERROR(r->ops_->alloc_kv_cache(spec));
-  LLMSERVE_ASSIGN_OR_RETURN(
-      r->graph_,
-      LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step, logits_rows(options)));
+  LLMSERVE_ASSIGN_OR_RETURN(r->graph_,
+                            LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step,
+                                               logits_rows(options), options.max_model_len));
   cpu_ops.release_sources_again();
   r->weight_stats_ = cpu_ops.weight_stats();
   log_weight_stats(r->weight_stats_);

@@ -14,15 +14,16 @@
 #include "engine/model/model_weights.h"
 #include "engine/runner/cpu_ops.h"
 #include "engine/runner/draft_chains.h"
+#include "engine/runner/matmul_precision.h"
 #include "engine/runner/on_device_sampler.h"
 #include "engine/runner/sampler.h"
 
 namespace llmserve {
 
 struct ModelRunnerOptions {
-  std::string model_path;  // .gguf file or HF directory
-  int num_threads = 2;     // CPU threads, the caller included
-  kernels::ActPrecision matmul_precision = kernels::ActPrecision::kQ8x2;  // CPU integer matmuls
+  std::string model_path;                  // .gguf file or HF directory
+  int num_threads = 2;                     // CPU threads, the caller included
+  MatmulPrecision matmul_precision;        // CPU integer matmuls, per row kind (matmul_precision.h)
   uint64_t kv_cache_bytes = 256ull << 20;  // K + V over all layers; sets num_blocks
   kernels::KvDtype kv_cache_dtype = kernels::KvDtype::kF16;  // f16 is bf16 on CUDA; fp8: CUDA
   int block_size = 16;                                       // tokens per KV block
@@ -78,6 +79,8 @@ class ModelRunner {
   int64_t max_tokens_per_step() const { return options_.max_tokens_per_step; }
   int64_t max_samples_per_step() const { return options_.max_samples_per_step; }
   uint64_t kv_cache_bytes() const { return ops_->kv_cache_bytes(); }
+  // The cache in host memory (the CPU backend); nullopt on CUDA.
+  std::optional<KvHostMemory> kv_host_memory() const { return ops_->kv_host_memory(); }
   const char* backend() const { return options_.use_cuda ? "cuda" : "cpu"; }
   // The cache's element type (kF16 is bf16 on CUDA: the same bytes).
   kernels::KvDtype kv_dtype() const { return options_.kv_cache_dtype; }

@@ -84,6 +84,20 @@ const Request* Scheduler::find(uint64_t id) const {
 void Scheduler::finish_request(Request& request, FinishReason reason) {
   if (request.status == RequestStatus::kRunning) {
     running_.erase(std::find(running_.begin(), running_.end(), &request));
+    if (request.hold_kv && (reason == FinishReason::kLength || reason == FinishReason::kStop) &&
+        request.num_computed_tokens >= request.num_prompt_tokens()) {
+      const int32_t bs = kv_.block_size();
+      const auto n = static_cast<size_t>((request.num_prompt_tokens() + bs - 1) / bs);
+      std::vector<int32_t> blocks(request.kv.block_ids.begin(), request.kv.block_ids.begin() + n);
+      if (std::find(blocks.begin(), blocks.end(), kNullBlockId) == blocks.end()) {
+        kv_.pin(blocks);
+        held_[request.id] = std::move(blocks);
+      }
+    }
+  } else if (request.status == RequestStatus::kRemoteKv) {
+    remote_.erase(std::find(remote_.begin(), remote_.end(), &request));
+    kv_.pin(request.kv.block_ids);  // a transfer may still write them
+    orphaned_[request.id] = request.kv.block_ids;
   } else {
     waiting_.erase(&request);
   }
@@ -141,6 +155,7 @@ const SchedulerOutput& Scheduler::schedule() {
   output_.step++;
   output_.scheduled.clear();
   output_.preempted_ids.clear();
+  output_.remote_kv_starts.clear();
   output_.stats = {};
   for (uint64_t id : pending_aborts_) {
     auto it = requests_.find(id);
@@ -240,8 +255,16 @@ void Scheduler::schedule_waiting(int32_t& budget) {
   const bool gate_groups = kv_.prefix_caching_enabled();
   bool groups_known = false;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (budget <= 0 || num_running() >= config_.max_num_seqs) break;
+    if (num_running() + num_remote_kv() >= config_.max_num_seqs) break;
     Request& r = **it;
+    if (r.remote_kv && r.status == RequestStatus::kWaiting) {
+      const CachedPrefix prefix = kv_.find_cached_prefix(r);
+      if (!kv_.allocate(r, r.num_prompt_tokens() - prefix.num_tokens, prefix)) break;
+      it = waiting_.erase(it);
+      start_remote_kv(r, prefix);
+      continue;
+    }
+    if (budget <= 0) break;
     if (gate_groups && r.group_id != 0) {
       if (!groups_known) {
         prefilling_groups_.clear();
@@ -282,6 +305,44 @@ void Scheduler::schedule_waiting(int32_t& budget) {
     emit(r, num_new, /*is_new=*/true);
     budget -= num_new;
   }
+}
+
+void Scheduler::start_remote_kv(Request& r, const CachedPrefix& prefix) {
+  r.num_computed_tokens = prefix.num_tokens;
+  if (r.num_cached_tokens < 0) r.num_cached_tokens = prefix.num_tokens;
+  r.status = RequestStatus::kRemoteKv;
+  remote_.push_back(&r);
+  output_.remote_kv_starts.push_back({r.id, r.kv.block_ids, prefix.num_tokens / kv_.block_size()});
+}
+
+Status Scheduler::finish_remote_kv(uint64_t id, bool pulled) {
+  if (auto o = orphaned_.find(id); o != orphaned_.end()) {
+    kv_.unpin(o->second);
+    orphaned_.erase(o);
+    return Status::ok();
+  }
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->status != RequestStatus::kRemoteKv) {
+    return not_found("request " + std::to_string(id) + ": not waiting for remote KV");
+  }
+  Request& r = *it->second;
+  remote_.erase(std::find(remote_.begin(), remote_.end(), &r));
+  r.remote_kv = false;
+  if (pulled) {
+    r.num_computed_tokens = r.num_prompt_tokens() - 1;
+    kv_.cache_computed_blocks(r);
+  }
+  r.status = RequestStatus::kRunning;
+  running_.insert(std::upper_bound(running_.begin(), running_.end(), &r, ArrivalOrder{}), &r);
+  return Status::ok();
+}
+
+std::vector<int32_t> Scheduler::take_held_blocks(uint64_t id) {
+  auto it = held_.find(id);
+  if (it == held_.end()) return {};
+  std::vector<int32_t> out = std::move(it->second);
+  held_.erase(it);
+  return out;
 }
 
 const std::vector<FinishedRequest>& Scheduler::update(const SchedulerOutput& output,
@@ -343,12 +404,15 @@ Status Scheduler::check_invariants() const {
   std::vector<const Request*> holders;
   for (const auto& [id, r] : requests_) {
     const bool running = r->status == RequestStatus::kRunning;
-    if (!running && !r->kv.block_ids.empty()) {
+    const bool holds = running || r->status == RequestStatus::kRemoteKv;
+    if (!holds && !r->kv.block_ids.empty()) {
       return internal_error("request " + std::to_string(id) + " holds blocks but is not running");
     }
-    if (running) holders.push_back(r.get());
+    if (holds) holders.push_back(r.get());
   }
-  if (holders.size() != running_.size()) return internal_error("running list out of sync");
+  if (holders.size() != running_.size() + remote_.size()) {
+    return internal_error("running list out of sync");
+  }
   if (num_running() > config_.max_num_seqs) return internal_error("max_num_seqs exceeded");
   if (!std::is_sorted(running_.begin(), running_.end(), ArrivalOrder{})) {
     return internal_error("running list not in (priority, arrival) order");

@@ -69,10 +69,25 @@ class Scheduler {
                                              std::span<const int32_t> sampled_tokens,
                                              std::span<const int32_t> num_tokens);
 
+  // Disaggregated prefill. A kRemoteKv request's blocks are filled: pulled = true counts its
+  // prompt as computed but the last position (recomputed for the first logits) and registers the
+  // full blocks in the prefix cache; false (the pull failed) keeps only its local prefix-cache hit
+  // and prefills the rest. Either way it runs from the next schedule(). For a request that ended
+  // while its blocks were being filled, the blocks are let go now. kNotFound for neither.
+  Status finish_remote_kv(uint64_t id, bool pulled);
+  // The prompt blocks a Request::hold_kv request kept pinned when it ended (empty when it ended
+  // otherwise); the caller owns them and gives them back with release_blocks.
+  std::vector<int32_t> take_held_blocks(uint64_t id);
+  void release_blocks(std::span<const int32_t> block_ids) { kv_.unpin(block_ids); }
+
   const Request* find(uint64_t id) const;
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
-  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size()); }
-  bool has_unfinished_requests() const { return !running_.empty() || !waiting_.empty(); }
+  // Waiting for a step, or for remote KV.
+  int32_t num_waiting() const { return static_cast<int32_t>(waiting_.size() + remote_.size()); }
+  int32_t num_remote_kv() const { return static_cast<int32_t>(remote_.size()); }
+  bool has_unfinished_requests() const {
+    return !running_.empty() || !waiting_.empty() || !remote_.empty();
+  }
   int64_t num_preemptions() const { return total_preemptions_; }
   const SchedulerConfig& config() const { return config_; }
   const KvCacheManager& kv_cache() const { return kv_; }
@@ -101,12 +116,17 @@ class Scheduler {
   int32_t score_room(const Request& r) const;
   int32_t shareable_prompt_tokens(const Request& r) const;
   void emit(Request& request, int32_t num_new_tokens, bool is_new);
+  void start_remote_kv(Request& request, const CachedPrefix& prefix);
 
   SchedulerConfig config_;
   KvCacheManager kv_;
   std::unordered_map<uint64_t, std::unique_ptr<Request>> requests_;
   std::vector<Request*> running_;  // sorted by ArrivalOrder
   std::set<Request*, ArrivalOrder> waiting_;
+  std::vector<Request*> remote_;  // kRemoteKv
+  // Blocks pinned when their request ended: held for a consumer (hold_kv), or still being
+  // written by a transfer (an ended kRemoteKv request), by request id.
+  std::unordered_map<uint64_t, std::vector<int32_t>> held_, orphaned_;
   std::vector<uint64_t> pending_aborts_;
   std::vector<uint64_t> finished_to_erase_;
   std::vector<FinishedRequest> finished_since_step_;

@@ -33,6 +33,14 @@ struct FinishedRequest {
   FinishReason reason = FinishReason::kNone;
 };
 
+// A request admitted to wait for remote KV (Request::remote_kv): its blocks, of which the first
+// num_cached_blocks came from the local prefix cache (not to be pulled).
+struct RemoteKvStart {
+  uint64_t request_id = 0;
+  std::vector<int32_t> block_ids;
+  int32_t num_cached_blocks = 0;
+};
+
 struct SchedulerStats {
   int32_t num_scheduled_tokens = 0;
   int32_t num_prefill_tokens = 0;  // prompt chunks and recompute after preemption
@@ -50,6 +58,7 @@ struct SchedulerOutput {
   std::vector<ScheduledRequest> scheduled;  // running ones first, then newly admitted
   std::vector<uint64_t> preempted_ids;      // preempted this step (blocks freed, re-queued)
   std::vector<FinishedRequest> finished;    // finished or aborted since the last step; blocks freed
+  std::vector<RemoteKvStart> remote_kv_starts;  // admitted to kRemoteKv this schedule()
   SchedulerStats stats;
 
   int32_t num_sampled() const {

@@ -51,4 +51,16 @@ void add_rms_norm(ThreadPool& pool, float* residual, const float* x, const float
   });
 }
 
+void add_normed(ThreadPool& pool, float* residual, const float* x, const float* weight,
+                int64_t rows, int64_t dim, float eps) {
+  for_rows(pool, rows, dim, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float* xr = x + r * dim;
+      const float inv = 1.0f / std::sqrt(cpu::dot_f32(xr, xr, dim) / static_cast<float>(dim) + eps);
+      float* res = residual + r * dim;
+      for (int64_t i = 0; i < dim; ++i) res[i] += (xr[i] * inv) * weight[i];
+    }
+  });
+}
+
 }  // namespace llmserve::kernels

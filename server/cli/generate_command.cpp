@@ -25,7 +25,6 @@
 #include "engine/runner/sampling_state.h"
 #include "engine/runner/stop_checker.h"
 #include "engine/tokenizer/load_tokenizer.h"
-#include "llmserve/kernels/act_precision.h"
 #include "server/cli/command.h"
 #include "server/cli/generate_prompts_file.h"
 #include "server/cli/log_to_stderr.h"
@@ -147,8 +146,8 @@ Status run(const GenerateOptions& o) {
   ro.num_threads = o.engine.threads > 0
                        ? o.engine.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto precision = kernels::parse_act_precision(o.engine.cpu_matmul_precision);
-  if (!precision) return invalid_argument("engine.cpu_matmul_precision must be q8x2 or q8");
+  const auto precision = parse_matmul_precision(o.engine.cpu_matmul_precision);
+  if (!precision) return invalid_argument("engine.cpu_matmul_precision must be auto, q8x2 or q8");
   ro.matmul_precision = *precision;
   const auto kv_dtype = kernels::parse_kv_dtype(o.engine.kv_cache_dtype);
   if (!kv_dtype) return invalid_argument("engine.kv_cache_dtype must be f16, f32, int8 or fp8");
@@ -191,7 +190,8 @@ Status run(const GenerateOptions& o) {
     const int32_t known = static_cast<int32_t>(tokens.size());
     const int32_t n =
         std::min<int32_t>(known - computed, static_cast<int32_t>(ro.max_tokens_per_step));
-    const BatchEntry entry{tokens, computed, n, table, computed + n == known};
+    BatchEntry entry{tokens, computed, n, table, computed + n == known};
+    entry.num_prompt = static_cast<int32_t>(prompt.size());
     LLMSERVE_ASSIGN_OR_RETURN(ForwardBatch batch, builder.build(std::span(&entry, 1)));
     LLMSERVE_ASSIGN_OR_RETURN(std::span<const float> logits, runner->execute(batch));
     computed += n;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/model/model_weights.h"
+#include "engine/model/moe_tensors.h"
 #include "server/cli/command.h"
 
 namespace llmserve::cli {
@@ -58,7 +59,35 @@ void print_config(std::ostream& os, const ModelConfig& c) {
      << (c.rope_interleaved ? "interleaved (adjacent pairs)" : "halves (NeoX)") << "\n"
      << "  tie_word_embeddings: " << (c.tie_word_embeddings ? "true" : "false") << "\n"
      << "  attention_bias:      " << (c.attention_bias ? "true" : "false") << "\n"
+     << "  qk_norm:             " << (c.qk_norm ? "true" : "false") << "\n"
      << "  bos / eos / pad ids: " << c.bos_id << " / " << c.eos_id << " / " << c.pad_id << "\n";
+  if (c.rope_dim > 0 && c.rope_dim != c.head_dim) {
+    os << "  rope_dim:            " << c.rope_dim << " of head_dim " << c.head_dim << "\n";
+  }
+  if (c.rope_scaling.type == RopeScalingType::kLongrope) {
+    os << "  longrope:            original context " << c.rope_scaling.original_max_position
+       << ", attention factor " << c.rope_scaling.attention_factor << "\n";
+  }
+  if (c.sandwich_norms) {
+    os << "  gemma:               embedding scale " << c.embedding_scale << ", attention scale "
+       << c.attention_scale << ", final soft-cap " << c.final_logit_softcap << ", GeGLU\n";
+  }
+  if (!c.local_layers.empty()) {
+    int64_t local = 0;
+    for (uint8_t l : c.local_layers) local += l != 0;
+    os << "  local layers:        " << local << " of " << c.num_layers << " (window "
+       << c.local_window << ", rope_theta " << c.rope_local_theta << ")\n";
+  }
+  if (c.num_experts > 0) {
+    os << "  experts:             " << c.num_experts << " of expert_ffn_size " << c.expert_ffn_size
+       << ", " << c.num_experts_used << " per token (top-k weights "
+       << (c.norm_topk_prob ? "renormalised" : "as the softmax gives them") << ")\n";
+    if (!c.dense_layers.empty()) {
+      os << "  dense layers:       ";
+      for (int64_t l : c.dense_layers) os << " " << l;
+      os << "\n";
+    }
+  }
 }
 
 void print_tensors(std::ostream& os, const LoadedModel& m) {
@@ -100,7 +129,9 @@ int run_inspect(const std::string& path, bool show_metadata) {
     }
   }
   print_tensors(os, m);
+  const uint64_t active = active_parameter_count(m);
   os << "parameters:   " << m.parameter_count() << " (" << human(m.parameter_count(), "") << ")\n"
+     << "active/token: " << active << " (" << human(active, "") << ")\n"
      << "weight bytes: " << m.weight_bytes() << " (" << human(m.weight_bytes(), "B") << ")\n"
      << "KV cache per token:\n"
      << "  f16:  " << c.kv_bytes_formula(kernels::KvDtype::kF16) << "\n"

@@ -18,6 +18,7 @@
 #include "engine/grammar/grammar_spec.h"
 #include "engine/sampling_params.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/common/reasoning_parser.h"
 #include "server/common/request_limits.h"
 #include "server/common/tool_calls.h"
 
@@ -45,6 +46,11 @@ struct GenerationRequest {
   std::vector<std::string> echo_texts;     // with echo, after prepare_prompts: each prompt's text
   std::optional<GrammarSpec> grammar;      // structured output the text must match
   ToolRequest tools;  // chat: the tools offered; when active(), `grammar` is their reply format
+  // chat: where the reply starts for the reasoning parser (kOff: no reasoning parsing).
+  ReasoningStart reasoning = ReasoningStart::kOff;
+  // Disaggregated prefill/decode (kv_transfer_params): keep this prefill for a consumer, or pull
+  // its KV from a producer. Applies to a single prompt only.
+  KvTransferRequest kv_transfer;
 };
 
 // How prepare_prompts encodes text prompts and defaults max_tokens.

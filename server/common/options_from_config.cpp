@@ -40,6 +40,12 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.grammar_max_schema_depth = c.engine.grammar_max_schema_depth;
   o.grammar_max_schema_nodes = c.engine.grammar_max_schema_nodes;
   o.kv_events_buffer_steps = c.kv_events.enabled ? c.kv_events.buffer_steps : 0;
+  o.kv_transfer.role = c.kv_transfer.role;
+  o.kv_transfer.host = c.kv_transfer.host;
+  o.kv_transfer.advertise_host = c.kv_transfer.advertise_host;
+  o.kv_transfer.port = c.kv_transfer.port;
+  o.kv_transfer.lease_seconds = c.kv_transfer.lease_seconds;
+  o.kv_transfer.pull_timeout_seconds = c.kv_transfer.pull_timeout_seconds;
   const SpeculativeSection& sp = c.speculative;
   o.speculative.method = sp.method == SpeculativeMethod::kNgram   ? SpecMethod::kNgram
                          : sp.method == SpeculativeMethod::kDraft ? SpecMethod::kDraft

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "server/common/cut_json.h"
+#include "server/common/mistral_tool_calls.h"
+#include "server/common/schema_definitions.h"
 
 namespace llmserve {
 
@@ -144,6 +146,9 @@ Result<ToolRequest> parse_tool_request(const json& body, size_t max_tools) {
 }
 
 ToolFormat detect_tool_format(std::string_view source) {
+  if (is_mistral_tool_template(source)) {
+    return is_mistral_args_template(source) ? ToolFormat::kMistralArgs : ToolFormat::kMistral;
+  }
   const bool hermes = source.find("<tool_call>") != std::string_view::npos &&
                       source.find("tools") != std::string_view::npos;
   return hermes ? ToolFormat::kHermes : ToolFormat::kGeneric;
@@ -163,20 +168,48 @@ json tools_for_template(const ToolRequest& request) {
 
 namespace {
 
-// One call to any offered function (only the named one under a named choice).
-json any_call_schema(const ToolRequest& request) {
+// One call to any offered function (only the named one under a named choice); the parameters'
+// definitions go to `defs`, the root's "$defs".
+json any_call_schema(const ToolRequest& request, json& defs) {
+  auto one = [&](const ToolFunction& f) {
+    json call = call_schema(f);
+    hoist_schema_definitions(call["properties"]["arguments"], defs);
+    return call;
+  };
   if (request.choice == ToolChoice::kNamed) {
     for (const ToolFunction& f : request.tools) {
-      if (f.name == request.named) return call_schema(f);
+      if (f.name == request.named) return one(f);
     }
   }
-  if (request.tools.size() == 1) return call_schema(request.tools.front());
+  if (request.tools.size() == 1) return one(request.tools.front());
   json any = {{"anyOf", json::array()}};
-  for (const ToolFunction& f : request.tools) any["anyOf"].push_back(call_schema(f));
+  for (const ToolFunction& f : request.tools) any["anyOf"].push_back(one(f));
   return any;
 }
 
 }  // namespace
+
+Status set_reply_format(const GrammarSpec& text_format, ToolFormat format, ToolRequest* request) {
+  if (request->choice != ToolChoice::kAuto) return Status::ok();
+  const std::string also = "with tool_choice auto, cannot be combined with " + text_format.field;
+  if (format != ToolFormat::kGeneric) {
+    return tool_error("tools", also +
+                                   " for this model (its tool calls are free text): use "
+                                   "tool_choice required or a named function, or no " +
+                                   text_format.field);
+  }
+  if (text_format.kind == GrammarKind::kJsonObject) {
+    request->reply_schema = json{{"type", "object"}};
+  } else if (text_format.kind == GrammarKind::kJsonSchema) {
+    json schema = json::parse(text_format.text, nullptr, /*allow_exceptions=*/false);
+    if (schema.is_discarded()) return tool_error(text_format.field, "invalid JSON Schema");
+    request->reply_schema = std::move(schema);
+  } else {
+    return tool_error("tools", also + " of type " + grammar_kind_name(text_format.kind) +
+                                   " (only json_schema or json_object)");
+  }
+  return Status::ok();
+}
 
 int32_t max_tool_calls(const ToolRequest& request, ToolFormat format) {
   if (request.choice == ToolChoice::kNamed || !request.parallel_tool_calls) return 1;
@@ -184,18 +217,26 @@ int32_t max_tool_calls(const ToolRequest& request, ToolFormat format) {
 }
 
 std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request, ToolFormat format) {
+  if (format == ToolFormat::kMistral || format == ToolFormat::kMistralArgs) {
+    return mistral_tool_grammar(request, format == ToolFormat::kMistralArgs);
+  }
   if (format == ToolFormat::kHermes) {
     if (request.choice == ToolChoice::kAuto) return std::nullopt;
     GrammarSpec spec;
     spec.kind = GrammarKind::kTaggedJson;
-    spec.text = any_call_schema(request).dump();
+    json defs = json::object();
+    json call = any_call_schema(request, defs);
+    if (!defs.empty()) call["$defs"] = std::move(defs);
+    spec.text = call.dump();
     spec.choices = {"<tool_call>\n", "\n</tool_call>"};
     spec.max_repeats = max_tool_calls(request, format);
     spec.field = "tools";
     return spec;
   }
+  // Definitions of every nested schema (the tools' parameters, the answer's) go to the root.
+  json defs = json::object();
   json calls = {{"type", "array"},
-                {"items", any_call_schema(request)},
+                {"items", any_call_schema(request, defs)},
                 {"minItems", 1},
                 {"maxItems", max_tool_calls(request, format)}};
   json schema = {{"type", "object"},
@@ -203,12 +244,15 @@ std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request, ToolFor
                  {"required", {"tool_calls"}},
                  {"additionalProperties", false}};
   if (request.choice == ToolChoice::kAuto) {
+    json answer = request.reply_schema ? *request.reply_schema : json{{"type", "string"}};
+    hoist_schema_definitions(answer, defs);
     json reply = {{"type", "object"},
-                  {"properties", {{"response", {{"type", "string"}}}}},
+                  {"properties", {{"response", std::move(answer)}}},
                   {"required", {"response"}},
                   {"additionalProperties", false}};
     schema = json{{"anyOf", {schema, reply}}};
   }
+  if (!defs.empty()) schema["$defs"] = std::move(defs);
   GrammarSpec spec;
   spec.kind = GrammarKind::kJsonSchema;
   spec.text = schema.dump();
@@ -228,7 +272,12 @@ std::string tool_system_prompt(const ToolRequest& request) {
       "You can call these tools; each one's arguments follow its JSON Schema:\n" + list.dump(2) +
       "\n\nReply with JSON only. To call tools: "
       "{\"tool_calls\": [{\"name\": \"<tool name>\", \"arguments\": {<the arguments>}}]}";
-  if (request.choice == ToolChoice::kAuto) {
+  if (request.choice == ToolChoice::kAuto && request.reply_schema) {
+    text +=
+        ". To answer without a tool: {\"response\": <your answer, JSON following this "
+        "schema: " +
+        request.reply_schema->dump() + ">}";
+  } else if (request.choice == ToolChoice::kAuto) {
     text += ". To answer without a tool: {\"response\": \"<your answer>\"}";
   }
   text += max_tool_calls(request, ToolFormat::kGeneric) > 1
@@ -350,6 +399,9 @@ ToolReply parse_cut_generic_reply(const std::string& text, uint64_t id_seed) {
 }  // namespace
 
 ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed, ToolFormat format) {
+  if (format == ToolFormat::kMistral || format == ToolFormat::kMistralArgs) {
+    return parse_mistral_reply(text, id_seed);
+  }
   if (format == ToolFormat::kHermes) return parse_hermes_reply(text, id_seed);
   ToolReply out;
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -362,6 +414,10 @@ ToolReply parse_tool_reply(const std::string& text, uint64_t id_seed, ToolFormat
   }
   if (j.is_object() && j.contains("response") && j["response"].is_string()) {
     out.content = j["response"].get<std::string>();
+    return out;
+  }
+  if (j.is_object() && j.size() == 1 && j.contains("response")) {  // under reply_schema
+    out.content = j["response"].dump();
     return out;
   }
   out.content = text;

@@ -31,9 +31,11 @@ struct ToolFunction {
 };
 
 enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
-enum class ToolFormat { kGeneric, kHermes };
+// kMistral / kMistralArgs: [TOOL_CALLS] replies (server/common/mistral_tool_calls.h).
+enum class ToolFormat { kGeneric, kHermes, kMistral, kMistralArgs };
 
-// Hermes when the template reads `tools` and writes <tool_call> blocks, else generic.
+// Mistral when the template reads `tools` and writes [TOOL_CALLS] (kMistralArgs with [ARGS]),
+// Hermes when it writes <tool_call> blocks, else generic.
 ToolFormat detect_tool_format(std::string_view template_source);
 
 struct ToolRequest {
@@ -41,6 +43,9 @@ struct ToolRequest {
   ToolChoice choice = ToolChoice::kAuto;
   std::string named;  // kNamed: the function
   bool parallel_tool_calls = true;
+  // Under "auto", the JSON Schema a text answer follows (from response_format, as the Agents
+  // SDK and pydantic-ai send it beside tools); none: a free string.
+  std::optional<nlohmann::ordered_json> reply_schema;
 
   bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
 };
@@ -63,6 +68,12 @@ struct ToolReply {
 // (tools[i].function.name, tool_choice, ...). At most `max_tools` tools.
 Result<ToolRequest> parse_tool_request(const nlohmann::ordered_json& body, size_t max_tools = 128);
 
+// Sets request->reply_schema from a request's own response_format grammar: a text answer under
+// "auto" follows `text_format` (json_schema, or json_object as any object); under "required" or
+// a named function no text answer can come and it is moot. Another format than the generic one
+// under "auto" (free text, no grammar) and other grammar kinds are an error naming `tools`.
+Status set_reply_format(const GrammarSpec& text_format, ToolFormat format, ToolRequest* request);
+
 // How many calls one reply may make: 1 for a named function (OpenAI: "forces the model to call
 // that function", once) or with parallel_tool_calls false; else a bound, so that a model that
 // repeats a call stops (the generic format's grammar is an array with maxItems; Hermes' repeats
@@ -71,7 +82,8 @@ inline constexpr int32_t kMaxParallelToolCalls = 8;
 inline constexpr int32_t kMaxParallelToolCallsHermes = 4;
 int32_t max_tool_calls(const ToolRequest& request, ToolFormat format);
 
-// The grammar the reply must follow (request.active() only); none for Hermes under "auto".
+// The grammar the reply must follow (request.active() only); none for Hermes under "auto". In
+// the generic format a text answer is {"response": <a string, or a value of reply_schema>}.
 std::optional<GrammarSpec> tool_call_grammar(const ToolRequest& request,
                                              ToolFormat format = ToolFormat::kGeneric);
 
@@ -85,7 +97,8 @@ std::string tool_system_prompt(const ToolRequest& request);
 // Adds tool_system_prompt to `messages` (to the first system message, or as a new first one).
 void add_tool_prompt(const ToolRequest& request, nlohmann::json& messages);
 
-// Reads a reply made under tool_call_grammar. A reply cut short (max_tokens, a stop string)
+// Reads a reply made under tool_call_grammar ({"response": <JSON value>} gives the value's JSON
+// text as content). A reply cut short (max_tokens, a stop string)
 // gives the calls complete before the cut, and the "response" text up to it; the call format
 // itself ({"tool_calls": ...}, an unclosed <tool_call> block) never comes back as content.
 // Other text is content. Ids are "call_<hex>" made from `id_seed` and the call's index.

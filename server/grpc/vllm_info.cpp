@@ -83,6 +83,14 @@ vpb::GetServerInfoResponse vllm_server_info(const ServerState& state, double upt
   m.set_block_size(o.block_size);
   m.set_attention_backend("llmserve");
   m.set_pairing_protocol(kLlmservePairingProtocol);
+  // Disaggregated prefill/decode: the connector is llmserve's own (UCX), not NIXL.
+  if (o.kv_transfer.role != "none") {
+    m.set_kv_connector("LlmserveConnector");
+    m.set_kv_role(o.kv_transfer.role == "both" ? "kv_both"
+                  : o.kv_transfer.produces()   ? "kv_producer"
+                                               : "kv_consumer");
+    m.set_kv_engine_id(engine.kv_engine_id());
+  }
   m.set_max_num_seqs(o.max_num_seqs);
   m.set_constrained_decoding_start("first_token");
   return m;

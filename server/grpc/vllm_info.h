@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "engine/kv_transfer/kv_handoff.h"
 #include "server/common/server_state.h"
 #include "vllm/grpc/engine/vllm_engine.pb.h"
 
@@ -11,7 +12,7 @@ namespace llmserve {
 
 // The PD pairing protocol llmserve reports: a router pairs a prefill worker with a decode
 // worker only when both report the same value, so llmserve never pairs with vLLM.
-inline constexpr const char* kLlmservePairingProtocol = "llmserve-kv/1";
+inline constexpr const char* kLlmservePairingProtocol = kKvPairingProtocol;
 
 // tokenizer_path: where the gateway finds tokenizer.json (the model's directory), or the GGUF
 // file itself, which the gateway cannot read and then asks GetTokenizer for.

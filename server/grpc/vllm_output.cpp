@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/common/kv_transfer_params.h"
+
 namespace llmserve {
 
 namespace {
@@ -90,6 +92,7 @@ void VllmResponseBuilder::fill_complete(const StepOutput& o, Choice& c, vpb::Gen
     if (c.has_logprobs) *m->mutable_output_logprobs() = c.logprobs;
     if (has_input_logprobs_) *m->mutable_input_logprobs() = input_logprobs_;
   }
+  if (o.kv_handoff) m->set_kv_transfer_params_json(kv_transfer_params_json(*o.kv_handoff).dump());
   if (o.usage.draft_tokens > 0) {
     m->set_spec_draft_tokens(static_cast<uint32_t>(o.usage.draft_tokens));
     m->set_spec_accepted_tokens(static_cast<uint32_t>(o.usage.accepted_draft_tokens));

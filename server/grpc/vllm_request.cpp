@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/common/field_checks.h"
+#include "server/common/kv_transfer_params.h"
 #include "server/common/structured_output.h"
 
 namespace llmserve {
@@ -205,12 +206,6 @@ Status check_unsupported(const vpb::GenerateRequest& r) {
     return field_error("data_parallel_rank", "this worker has one rank (0), got " +
                                                  std::to_string(r.data_parallel_rank()));
   }
-  if (r.has_kv_transfer_params_json()) {
-    const auto doc = nlohmann::json::parse(r.kv_transfer_params_json(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
-      return field_error("kv_transfer_params_json", "expected a JSON object");
-    }
-  }
   if (r.input_case() == vpb::GenerateRequest::INPUT_NOT_SET) {
     return field_error("tokenized", "give the prompt as tokenized.input_ids (or text)");
   }
@@ -240,6 +235,14 @@ Result<GenerationRequest> parse_vllm_request(const vpb::GenerateRequest& r,
   out.prompt_token_ids.push_back(std::move(prompt));
   limits.default_sampling.apply(&out.params);  // the model's defaults; the request's own win
   LLMSERVE_RETURN_IF_ERROR(read_sampling(s, &out));
+  if (r.has_kv_transfer_params_json()) {
+    const auto doc = nlohmann::json::parse(r.kv_transfer_params_json(), nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      return field_error("kv_transfer_params_json", "expected a JSON object");
+    }
+    LLMSERVE_ASSIGN_OR_RETURN(out.kv_transfer,
+                              parse_kv_transfer_params(doc, "kv_transfer_params_json"));
+  }
   LLMSERVE_ASSIGN_OR_RETURN(out.grammar, read_constraint(s, limits));
   LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));
   RequestLimits room = limits;

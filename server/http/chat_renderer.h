@@ -1,5 +1,6 @@
 // The ChatRenderer for an engine: its model's chat template with the tokenizer's BOS / EOS
-// strings. Empty when the model has no template.
+// strings, and `reasoning` (server.reasoning_parser) resolved against that template. Empty when
+// the model has no template.
 #pragma once
 
 #include "engine/engine.h"
@@ -7,6 +8,7 @@
 
 namespace llmserve {
 
-ChatRenderer make_chat_renderer(const Engine& engine);
+ChatRenderer make_chat_renderer(const Engine& engine,
+                                ReasoningParser reasoning = ReasoningParser::kAuto);
 
 }  // namespace llmserve

@@ -40,6 +40,22 @@ Result<std::string> flatten_content(const json& content, size_t i) {
   return text;
 }
 
+// chat_template_kwargs: an object of template variables, none of those the server sets.
+Result<nlohmann::ordered_json> chat_template_kwargs(const nlohmann::ordered_json& body) {
+  const nlohmann::ordered_json& kwargs = body["chat_template_kwargs"];
+  if (!kwargs.is_object()) {
+    return field_error("chat_template_kwargs", "expected an object of template variables");
+  }
+  for (const char* reserved :
+       {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token"}) {
+    if (kwargs.contains(reserved)) {
+      return field_error(std::string("chat_template_kwargs.") + reserved,
+                         "is set by the server (use the request's own field)");
+    }
+  }
+  return kwargs;
+}
+
 }  // namespace
 
 Result<json> normalize_chat_messages(const json& messages) {
@@ -79,6 +95,14 @@ Result<json> normalize_chat_messages(const json& messages) {
     }
     if (m.contains("tool_call_id") && m["tool_call_id"].is_string()) {
       nm["tool_call_id"] = m["tool_call_id"];
+    }
+    if (role == "assistant") {
+      for (const char* key : {"reasoning_content", "reasoning"}) {
+        if (m.contains(key) && m[key].is_string()) {
+          nm["reasoning_content"] = m[key];
+          break;
+        }
+      }
     }
     if (role == "assistant" && m.contains("tool_calls") && !m["tool_calls"].is_null()) {
       if (!m["tool_calls"].is_array()) {
@@ -125,13 +149,14 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
   }
   if (out.tools.active()) {
     if (out.grammar) {
-      return field_error("tools",
-                         "cannot be combined with response_format or structured_outputs (the "
-                         "tool call format is itself a grammar)");
+      LLMSERVE_RETURN_IF_ERROR(set_reply_format(*out.grammar, render.tool_format, &out.tools));
     }
     out.grammar = tool_call_grammar(out.tools, render.tool_format);
   }
-  nlohmann::ordered_json template_tools;  // null: the template gets no tools
+  nlohmann::ordered_json variables = nlohmann::ordered_json::object();
+  if (present(body, "chat_template_kwargs")) {
+    LLMSERVE_ASSIGN_OR_RETURN(variables, chat_template_kwargs(ordered_body()));
+  }
   if (render.tool_format == ToolFormat::kGeneric) {
     if (out.tools.active()) add_tool_prompt(out.tools, messages);
     // The generic format: an assistant's calls are its reply text.
@@ -141,7 +166,7 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
       }
     }
   } else if (out.tools.active()) {
-    template_tools = tools_for_template(out.tools);
+    variables["tools"] = tools_for_template(out.tools);
   }
   bool logprobs = false;
   if (present(body, "logprobs")) {
@@ -174,7 +199,13 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
   LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));
   if (!render) return invalid_argument("this model has no chat template; use /v1/completions");
   LLMSERVE_ASSIGN_OR_RETURN(out.prompt_texts[0],
-                            render(messages, add_generation_prompt, template_tools));
+                            render(messages, add_generation_prompt, variables));
+  const bool wrap = out.grammar.has_value() && render.template_thinks;
+  out.reasoning = reasoning_start(render.reasoning, out.prompt_texts[0],
+                                  /*grammar_without_block=*/out.grammar.has_value() && !wrap);
+  if (wrap && out.reasoning != ReasoningStart::kOff) {
+    LLMSERVE_ASSIGN_OR_RETURN(out.grammar, reasoning_grammar(*out.grammar, out.reasoning));
+  }
   LLMSERVE_RETURN_IF_ERROR(prepare_prompts(tokenizer, limits, PromptStyle::kChat, &out));
   return out;
 }

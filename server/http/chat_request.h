@@ -15,25 +15,35 @@
 #include "engine/core/status.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/common/generation_request.h"
+#include "server/common/reasoning_parser.h"
 #include "server/common/request_limits.h"
 #include "server/common/tool_calls.h"
 
 namespace llmserve {
 
 // Renders validated messages (a JSON array of {"role", "content": string, ...}) to the prompt
-// text; `tools` (an array, or null) is the template's `tools` variable. tool_format: how the
-// template writes tool calls. Empty when the model has no chat template (chat is then
-// rejected). Tests and fuzz targets pass any (messages, add_generation_prompt) callable.
+// text; `variables` (an object) are more template variables: `tools` (an array) when tools are
+// offered, and the request's chat_template_kwargs. tool_format: how the template writes tool
+// calls; reasoning: the resolved reasoning parser (reasoning_parser.h) and whether the template
+// writes think tags. Empty when the model has no chat template (chat is then rejected). Tests
+// and fuzz targets pass any (messages, add_generation_prompt) callable.
 using ChatRenderFn =
     std::function<Result<std::string>(const nlohmann::json& messages, bool add_generation_prompt,
-                                      const nlohmann::ordered_json& tools)>;
+                                      const nlohmann::ordered_json& variables)>;
 
 struct ChatRenderer {
   ChatRenderFn fn;
   ToolFormat tool_format = ToolFormat::kGeneric;
+  ReasoningParser reasoning = ReasoningParser::kNone;
+  bool template_thinks = false;
 
   ChatRenderer() = default;
-  ChatRenderer(ChatRenderFn f, ToolFormat format) : fn(std::move(f)), tool_format(format) {}
+  ChatRenderer(ChatRenderFn f, ToolFormat format,
+               ReasoningParser reasoning_parser = ReasoningParser::kNone, bool thinks = false)
+      : fn(std::move(f)),
+        tool_format(format),
+        reasoning(reasoning_parser),
+        template_thinks(thinks) {}
   template <typename F>
   requires std::is_invocable_r_v < Result<std::string>, F,
   const nlohmann::json&, bool > ChatRenderer(F f)  // NOLINT(google-explicit-constructor)
@@ -42,18 +52,25 @@ struct ChatRenderer {
                          }) {}
 
   explicit operator bool() const { return static_cast<bool>(fn); }
-  Result<std::string> operator()(const nlohmann::json& messages, bool add_generation_prompt,
-                                 const nlohmann::ordered_json& tools = nullptr) const {
-    return fn(messages, add_generation_prompt, tools);
+  Result<std::string> operator()(
+      const nlohmann::json& messages, bool add_generation_prompt,
+      const nlohmann::ordered_json& variables = nlohmann::ordered_json::object()) const {
+    return fn(messages, add_generation_prompt, variables);
   }
 };
 
 // Checks `messages` (non-empty; roles system/developer/user/assistant/tool; content a string,
-// null for assistant, or a list of {"type": "text"} parts, flattened to a string).
+// null for assistant, or a list of {"type": "text"} parts, flattened to a string). An
+// assistant's earlier reasoning (reasoning_content, or vLLM's `reasoning`) reaches the template
+// as reasoning_content.
 Result<nlohmann::json> normalize_chat_messages(const nlohmann::json& messages);
 
 // The result's prompt_texts[0] is the rendered prompt, prompt_token_ids[0] its tokens;
 // `logprobs: true` with `top_logprobs: N` reads as logprobs = N (0 without top_logprobs).
+// chat_template_kwargs (an object) become template variables, except the ones the server sets
+// (messages, tools, documents, add_generation_prompt, bos_token, eos_token): a 400 naming it.
+// With a reasoning parser, `reasoning` says where the reply starts, and a grammar of a template
+// that writes think tags lets the reasoning block come first (reasoning_grammar).
 Result<GenerationRequest> parse_chat_request(std::string_view body, const Tokenizer& tokenizer,
                                              const ChatRenderer& render,
                                              const RequestLimits& limits);

@@ -87,6 +87,10 @@ bool ResponseBuilder::next_body_piece(std::string* piece) {
     // vLLM puts a chat request's prompt logprobs beside its choices.
     if (chat && ctx_.prompt_logprobs >= 0)
       *piece += ",\"prompt_logprobs\":" + prompt_logprobs_text(0);
+    // A producer's prefill: the handoff a P/D router relays to the decode leg (vLLM's field).
+    if (kv_transfer_params_) {
+      *piece += ",\"kv_transfer_params\":" + json_fields::dump(*kv_transfer_params_);
+    }
     *piece += '}';
     return true;
   }

@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "server/common/kv_transfer_params.h"
 #include "server/http/json_fields.h"
 #include "server/http/structured_output_json.h"
 
@@ -141,6 +142,9 @@ Status read_generation_fields(const json& body, const RequestLimits& limits,
     f.timeout_seconds = t;
   }
   LLMSERVE_RETURN_IF_ERROR(read_string(body, "user", &f.user));
+  if (auto kt = body.find("kv_transfer_params"); kt != body.end()) {
+    LLMSERVE_ASSIGN_OR_RETURN(f.kv_transfer, parse_kv_transfer_params(*kt, "kv_transfer_params"));
+  }
   return read_structured_output(body, limits, &f.grammar);
 }
 

@@ -158,6 +158,7 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
 
   rc.tools = request.tools.active();
   rc.tool_format = ctx.chat_renderer.tool_format;
+  rc.reasoning = request.reasoning;
   std::vector<GenerateRequest> engine_requests =
       make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline);
   // The grammar compiles before the request takes a slot, and stops being waited for when the

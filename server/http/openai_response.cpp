@@ -1,5 +1,6 @@
 #include "server/http/openai_response.h"
 
+#include "server/common/kv_transfer_params.h"
 #include "server/http/tool_call_response.h"
 
 namespace llmserve {
@@ -100,6 +101,15 @@ json concat_logprobs(const json& a, const json& b) {
   return out;
 }
 
+namespace {
+
+// A streamed piece of reasoning under both names clients read: DeepSeek's and vLLM's.
+json reasoning_delta(const std::string& text) {
+  return {{"reasoning_content", text}, {"reasoning", text}};
+}
+
+}  // namespace
+
 json ResponseBuilder::chunk_base() const {
   json j = {{"id", ctx_.id},
             {"object", ctx_.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
@@ -146,16 +156,39 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
       c.role_sent = true;
     }
     std::string finish = finished ? finish_reason_name(out.finish) : "";
-    if (ctx_.tools) {
-      c.held += out.text;
-      if (want_lp) {
-        json j = chunk_base();
-        j["choices"].push_back({{"index", ci},
-                                {"delta", json::object()},
-                                {"logprobs", logprobs_json(out.logprobs, offsets)},
-                                {"finish_reason", nullptr}});
-        chunks.push_back(std::move(j));
+    // This output's deltas: reasoning, then content (held back with tools); logprobs go with
+    // the first one.
+    std::vector<json> deltas;
+    std::string content = out.text;
+    if (ctx_.reasoning != ReasoningStart::kOff) {
+      if (!c.splitter) c.splitter.emplace(ctx_.reasoning);
+      ReasoningPieces p = c.splitter->feed(out.text);
+      if (finished) {
+        ReasoningPieces tail = c.splitter->finish();
+        p.reasoning += tail.reasoning;
+        p.content += tail.content;
       }
+      if (!p.reasoning.empty()) deltas.push_back(reasoning_delta(p.reasoning));
+      content = std::move(p.content);
+    }
+    if (ctx_.tools) {
+      c.held += content;
+    } else if (!content.empty()) {
+      deltas.push_back({{"content", content}});
+    }
+    if (deltas.empty() && want_lp) {
+      deltas.push_back(ctx_.tools ? json::object() : json{{"content", ""}});
+    }
+    for (size_t k = 0; k < deltas.size(); ++k) {
+      json j = chunk_base();
+      j["choices"].push_back(
+          {{"index", ci},
+           {"delta", std::move(deltas[k])},
+           {"logprobs", k == 0 && want_lp ? logprobs_json(out.logprobs, offsets) : json()},
+           {"finish_reason", nullptr}});
+      chunks.push_back(std::move(j));
+    }
+    if (ctx_.tools) {
       if (finished) {
         const ToolReply reply =
             parse_tool_reply(c.held, tool_call_id_seed(ctx_.id, ci), ctx_.tool_format);
@@ -170,13 +203,6 @@ std::vector<json> ResponseBuilder::chunks_for(size_t prompt_index, const StepOut
           chunks.push_back(std::move(j));
         }
       }
-    } else if (!out.text.empty() || want_lp) {
-      json j = chunk_base();
-      j["choices"].push_back({{"index", ci},
-                              {"delta", {{"content", out.text}}},
-                              {"logprobs", want_lp ? logprobs_json(out.logprobs, offsets) : json()},
-                              {"finish_reason", nullptr}});
-      chunks.push_back(std::move(j));
     }
     if (finished) {
       json j = chunk_base();
@@ -223,30 +249,38 @@ void ResponseBuilder::accumulate(size_t prompt_index, const StepOutput& out) {
     c.finish = out.finish;
     c.stop_reason = out.stop_reason;
   }
+  if (out.kv_handoff) kv_transfer_params_ = kv_transfer_params_json(*out.kv_handoff);
 }
 
 json ResponseBuilder::chat_choice(size_t i) const {
   const Choice& c = choices_[i];
   const json finish = c.finish == FinishReason::kNone ? json() : json(finish_reason_name(c.finish));
   const json lp = ctx_.logprobs >= 0 ? logprobs_json(c.logprobs, c.text_offsets) : json();
+  const bool reasoning = ctx_.reasoning != ReasoningStart::kOff;
+  const ReasoningPieces pieces =
+      reasoning ? split_reasoning(c.text, ctx_.reasoning) : ReasoningPieces{std::string(), c.text};
+  json message = {{"role", "assistant"}, {"content", pieces.content}};
+  json reason = finish;
   if (ctx_.tools) {
     const ToolReply reply =
-        parse_tool_reply(c.text, tool_call_id_seed(ctx_.id, i), ctx_.tool_format);
-    json message = {{"role", "assistant"}, {"content", reply.content}};
-    json reason = finish;
+        parse_tool_reply(pieces.content, tool_call_id_seed(ctx_.id, i), ctx_.tool_format);
+    message["content"] = reply.content;
     if (reply.is_call()) {
       if (reply.content.empty()) message["content"] = nullptr;
       message["tool_calls"] = tool_calls_json(reply.calls);
       // A reply cut short (length, timeout) keeps its reason: calls may be missing.
       if (c.finish == FinishReason::kStop) reason = "tool_calls";
     }
-    return {
-        {"index", i}, {"message", std::move(message)}, {"logprobs", lp}, {"finish_reason", reason}};
   }
-  return {{"index", i},
-          {"message", {{"role", "assistant"}, {"content", c.text}}},
-          {"logprobs", lp},
-          {"finish_reason", finish}};
+  if (reasoning) {
+    // vLLM's and DeepSeek's shape: no content after the reasoning is null, not "".
+    const json r = pieces.reasoning.empty() ? json() : json(pieces.reasoning);
+    if (!r.is_null() && message["content"] == "") message["content"] = nullptr;
+    message["reasoning_content"] = r;
+    message["reasoning"] = r;
+  }
+  return {
+      {"index", i}, {"message", std::move(message)}, {"logprobs", lp}, {"finish_reason", reason}};
 }
 
 }  // namespace llmserve

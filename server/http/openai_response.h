@@ -12,6 +12,7 @@
 
 #include "engine/generate_request.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/common/reasoning_parser.h"
 #include "server/common/tool_calls.h"
 #include "server/http/logprobs_text.h"
 
@@ -38,6 +39,9 @@ struct ResponseContext {
   // held back while streaming and sent as tool_calls (finish_reason "tool_calls") or content.
   bool tools = false;
   ToolFormat tool_format = ToolFormat::kGeneric;
+  // Chat with a reasoning parser: the reply's <think> block goes to message.reasoning_content
+  // and .reasoning (delta.* streaming; both null when there was none); tools read the rest.
+  ReasoningStart reasoning = ReasoningStart::kOff;
   const Tokenizer* tokenizer = nullptr;  // for logprob token strings; may be null
 };
 
@@ -72,6 +76,7 @@ class ResponseBuilder {
     std::string stop_reason;
     bool role_sent = false;
     std::string held;  // tools, streaming: the reply text until the sample ends
+    std::optional<ReasoningSplitter> splitter;  // reasoning, streaming
     bool echo_sent = false;
     size_t bytes = 0;  // for text_offset
   };
@@ -95,6 +100,7 @@ class ResponseBuilder {
   std::vector<Usage> usage_;                           // per prompt, latest totals
   std::vector<std::vector<TokenLogprob>> prompt_lps_;  // per prompt: positions 1..
   Status error_;
+  std::optional<nlohmann::json> kv_transfer_params_;  // a producer's handoff (non-streaming)
   // final body: the next piece to give; token texts escaped so far; the last prompt's
   // prompt_logprobs text (choices of one prompt come together).
   size_t body_cursor_ = 0;

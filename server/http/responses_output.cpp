@@ -42,6 +42,20 @@ json message_item(const std::string& id, const std::string& text, const char* st
           {"content", std::move(content)}};
 }
 
+json reasoning_part(const std::string& text) {
+  return {{"type", "reasoning_text"}, {"text", text}};
+}
+
+json reasoning_item(const std::string& id, const std::string& text, const char* status) {
+  json content = json::array();
+  if (status == std::string("completed")) content.push_back(reasoning_part(text));
+  return {{"id", id},
+          {"type", "reasoning"},
+          {"summary", json::array()},
+          {"content", std::move(content)},
+          {"status", status}};
+}
+
 json call_item(const std::string& id, const std::string& call_id, const std::string& name,
                const std::string& arguments, const char* status) {
   return {{"id", id},     {"type", "function_call"}, {"status", status}, {"call_id", call_id},
@@ -121,7 +135,12 @@ json response_from_chat(const ResponsesContext& ctx, const nlohmann::json& chat,
     const nlohmann::json& m = choice["message"];
     const std::string text = m["content"].is_string() ? m["content"].get<std::string>() : "";
     const bool calls = m.contains("tool_calls") && !m["tool_calls"].empty();
-    if (!text.empty() || !calls) {
+    const bool reasoning = m.contains("reasoning_content") && m["reasoning_content"].is_string();
+    if (reasoning) {
+      output.push_back(reasoning_item(item_id(ctx, "rs_", output.size()),
+                                      m["reasoning_content"].get<std::string>(), "completed"));
+    }
+    if (!text.empty() || (!calls && !reasoning)) {
       output.push_back(message_item(item_id(ctx, "msg_", output.size()), text, "completed"));
     }
     if (calls) {
@@ -153,12 +172,22 @@ std::vector<json> ResponsesEvents::start() {
 
 json ResponsesEvents::open_item() const {
   if (open_ == Open::kMessage) return message_item(item_id_, text_, "in_progress");
+  if (open_ == Open::kReasoning) return reasoning_item(item_id_, text_, "in_progress");
   return call_item(item_id_, call_id_, name_, text_, "in_progress");
 }
 
 void ResponsesEvents::open_message(std::vector<json>& out) {
-  open_ = Open::kMessage;
-  item_id_ = item_id(ctx_, "msg_", output_.size());
+  open_text_item(out, Open::kMessage, "msg_", text_part(""));
+}
+
+void ResponsesEvents::open_reasoning(std::vector<json>& out) {
+  open_text_item(out, Open::kReasoning, "rs_", reasoning_part(""));
+}
+
+void ResponsesEvents::open_text_item(std::vector<json>& out, Open kind, const char* id_prefix,
+                                     json empty_part) {
+  open_ = kind;
+  item_id_ = item_id(ctx_, id_prefix, output_.size());
   text_.clear();
   json added = event("response.output_item.added");
   added["output_index"] = output_.size();
@@ -168,7 +197,7 @@ void ResponsesEvents::open_message(std::vector<json>& out) {
   part["item_id"] = item_id_;
   part["output_index"] = output_.size();
   part["content_index"] = 0;
-  part["part"] = text_part("");
+  part["part"] = std::move(empty_part);
   out.push_back(std::move(part));
 }
 
@@ -176,7 +205,21 @@ void ResponsesEvents::close_item(std::vector<json>& out) {
   if (open_ == Open::kNone) return;
   const size_t index = output_.size();
   json item;
-  if (open_ == Open::kMessage) {
+  if (open_ == Open::kReasoning) {
+    json done = event("response.reasoning_text.done");
+    done["item_id"] = item_id_;
+    done["output_index"] = index;
+    done["content_index"] = 0;
+    done["text"] = text_;
+    out.push_back(std::move(done));
+    json part = event("response.content_part.done");
+    part["item_id"] = item_id_;
+    part["output_index"] = index;
+    part["content_index"] = 0;
+    part["part"] = reasoning_part(text_);
+    out.push_back(std::move(part));
+    item = reasoning_item(item_id_, text_, "completed");
+  } else if (open_ == Open::kMessage) {
     json done = event("response.output_text.done");
     done["item_id"] = item_id_;
     done["output_index"] = index;
@@ -217,6 +260,20 @@ std::vector<json> ResponsesEvents::on_chunk(const nlohmann::json& chunk) {
   }
   if (!choice.contains("delta")) return out;
   const nlohmann::json& delta = choice["delta"];
+  if (delta.contains("reasoning_content") && delta["reasoning_content"].is_string()) {
+    if (open_ != Open::kReasoning) {
+      close_item(out);
+      open_reasoning(out);
+    }
+    const std::string piece = delta["reasoning_content"].get<std::string>();
+    text_ += piece;
+    json e = event("response.reasoning_text.delta");
+    e["item_id"] = item_id_;
+    e["output_index"] = output_.size();
+    e["content_index"] = 0;
+    e["delta"] = piece;
+    out.push_back(std::move(e));
+  }
   if (delta.contains("content") && delta["content"].is_string() &&
       !delta["content"].get<std::string>().empty()) {
     if (open_ != Open::kMessage) {

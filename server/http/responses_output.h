@@ -1,11 +1,14 @@
 // The chat path's output as OpenAI Responses API objects: the Response object ("response":
-// output items of type message (output_text content) and function_call, status, usage,
-// incomplete_details) made from a chat.completion body, and, streaming, the typed events made
-// from chat.completion.chunk objects:
+// output items of type reasoning (reasoning_text content), message (output_text content) and
+// function_call, status, usage, incomplete_details) made from a chat.completion body, and,
+// streaming, the typed events made from chat.completion.chunk objects:
 //   response.created, response.in_progress,
 //   per message: response.output_item.added, response.content_part.added,
 //     response.output_text.delta..., response.output_text.done, response.content_part.done,
 //     response.output_item.done;
+//   per reasoning block (a reasoning parser's reasoning_content): response.output_item.added,
+//     response.content_part.added, response.reasoning_text.delta...,
+//     response.reasoning_text.done, response.content_part.done, response.output_item.done;
 //   per function call: response.output_item.added, response.function_call_arguments.delta...,
 //     response.function_call_arguments.done, response.output_item.done;
 //   response.completed (response.incomplete when cut short, response.failed on an error),
@@ -53,10 +56,14 @@ class ResponsesEvents {
   std::vector<nlohmann::ordered_json> finish(const Usage& usage, const Status& error);
 
  private:
-  enum class Open { kNone, kMessage, kCall };
+  enum class Open { kNone, kReasoning, kMessage, kCall };
   nlohmann::ordered_json event(const char* type);
   nlohmann::ordered_json open_item() const;  // the open item, as it stands
   void open_message(std::vector<nlohmann::ordered_json>& out);
+  void open_reasoning(std::vector<nlohmann::ordered_json>& out);
+  // Opens a message or reasoning item: output_item.added, then content_part.added with empty_part.
+  void open_text_item(std::vector<nlohmann::ordered_json>& out, Open kind, const char* id_prefix,
+                      nlohmann::ordered_json empty_part);
   void close_item(std::vector<nlohmann::ordered_json>& out);
 
   ResponsesContext ctx_;

@@ -127,8 +127,8 @@ void ZmqKvPublisher::serve_replay() {
                                                options_.layout),
                  /*is_router=*/true);
     }
+    ++replays_;  // before the end marker, which a reader may answer by reading the count
     send_batch(replay_, id.data(), id.size(), ~uint64_t{0}, std::string(), /*is_router=*/true);
-    ++replays_;
   }
 }
 

@@ -147,7 +147,29 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
   f.counter("llmserve_grammar_compile_timeouts_total",
             "Grammar compiles killed at engine.grammar_compile_timeout_seconds.",
             d(s.grammar_compile_timeouts));
+  const KvTransferStats& kt = s.kv_transfer;
+  f.counter("llmserve_kv_transfer_pulls_total",
+            "Consumer pulls of a prefill's KV blocks that succeeded (kv_transfer).",
+            d(kt.transfers));
+  f.counter("llmserve_kv_transfer_bytes_total", "KV bytes pulled from producers.", d(kt.bytes));
+  MetricFamily& fallbacks = f.family(
+      "llmserve_kv_transfer_fallbacks_total",
+      "Requests handed KV that prefilled locally instead, by reason.", MetricType::Counter);
+  for (size_t r = 0; r < kt.fallbacks.size(); ++r) {
+    fallbacks.metric.push_back(counter_sample(
+        d(kt.fallbacks[r]), {{"reason", kv_fallback_name(static_cast<KvFallback>(r))}}));
+  }
+  f.counter("llmserve_kv_transfer_leases_total", "Producer: prefills kept pinned for a consumer.",
+            d(kt.leases));
+  f.counter("llmserve_kv_transfer_leases_expired_total",
+            "Producer: leases no consumer released within kv_transfer.lease_seconds.",
+            d(kt.leases_expired));
+  f.gauge("llmserve_kv_transfer_pinned_blocks", "Producer: KV blocks pinned for consumers now.",
+          d(kt.pinned_blocks));
   if (m != nullptr) {
+    f.histogram("llmserve_kv_transfer_seconds",
+                "Consumer: one pull (handshake, reads, release), seconds.",
+                m->kv_transfer_seconds.snapshot());
     f.histogram("llmserve_time_to_first_token_seconds", "Time to first token, seconds.",
                 m->time_to_first_token.snapshot());
     f.histogram("llmserve_inter_token_latency_seconds", "Time between output tokens, seconds.",

@@ -119,7 +119,17 @@ int serve(const ConfigFlags& flags) {
   ServerState state(eng.get(), server_options);
   if (config->metrics.vllm_names)
     metrics.enable_vllm_names(vllm_metrics_info(*config, state.model_name()));
-  HttpServer http(state, metrics, make_chat_renderer(*eng));
+  ChatRenderer renderer = make_chat_renderer(
+      *eng,
+      reasoning_parser_from_name(config->server.reasoning_parser).value_or(ReasoningParser::kAuto));
+  if (renderer) {
+    spdlog::info("chat: tool format {}, reasoning parser {} (server.reasoning_parser: {})",
+                 renderer.tool_format == ToolFormat::kHermes    ? "hermes"
+                 : renderer.tool_format == ToolFormat::kGeneric ? "generic"
+                                                                : "mistral",
+                 reasoning_parser_name(renderer.reasoning), config->server.reasoning_parser);
+  }
+  HttpServer http(state, metrics, std::move(renderer));
   GrpcServer grpc(state, metrics);
   if (Status st = http.start(); !st.is_ok()) {
     spdlog::error("{}", st.message());

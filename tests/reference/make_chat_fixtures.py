@@ -6,7 +6,10 @@ Run with the reference venv:  /work/refvenv/bin/python tests/reference/make_chat
 
 Inputs: tests/fixtures/chat/templates/*.jinja (real model templates, stored as data; the SmolLM2
 one is refreshed from the default model's GGUF metadata when the model is present) and the
-feature templates written below. Output: tests/fixtures/chat/chat_cases.json with, for every
+feature templates written below. The Qwen3 (its MoE models share it), QwQ, DeepSeek-R1-Distill-Qwen,
+Phi-3.5-mini and Mistral-Nemo templates are the files of llama.cpp's models/templates (its copies
+of QwQ and DeepSeek-R1-Distill close the think block unless enable_thinking is true); Gemma 3 (-it)
+and Phi-4-mini are their tokenizer_config.json `chat_template` strings. Output: tests/fixtures/chat/chat_cases.json with, for every
 (template, conversation) pair, the rendered text or the error jinja2 raised.
 
 The environment matches transformers' _compile_jinja_template (utils/chat_template_utils.py):
@@ -182,6 +185,14 @@ def conversations():
         ("custom_date", [s("sys"), u("What day is it?")], True, {"date_string": "01 Jan 2025", "tools_in_user_message": False, "tools": [weather_tool]}),
         ("builtin_tools", [s("sys"), u("search something")], True, {"builtin_tools": ["brave_search", "code_interpreter", "wolfram_alpha"]}),
         ("builtin_tool_call", [u("search llamas"), {"role": "assistant", "tool_calls": [{"function": {"name": "brave_search", "arguments": {"query": "llamas"}}}]}], True, {"builtin_tools": ["brave_search", "wolfram_alpha"]}),
+        # Reasoning templates (Qwen3, DeepSeek-R1, QwQ): chat_template_kwargs and earlier thinking.
+        ("thinking_off", [s("sys"), u("2+2?")], True, {"enable_thinking": False}),
+        ("thinking_on", [u("2+2?")], True, {"enable_thinking": True}),
+        ("thinking_off_tools", [u("Weather in Oslo?")], True, {"enable_thinking": False, "tools": [weather_tool]}),
+        ("reasoning_in_history", [u("2+2?"), {"role": "assistant", "content": "4", "reasoning_content": "Two plus two is four."}, u("and 3+3?")], True, {}),
+        ("think_tags_in_history", [u("2+2?"), a("<think>\nTwo plus two.\n</think>\n\n4"), u("and 3+3?"), a("<think>\nsix\n</think>\n\n6")], False, {}),
+        ("reasoning_tool_turn", tool_turn[:1] + [{"role": "assistant", "content": "", "reasoning_content": "I should call the tool.", "tool_calls": [call]}] + tool_turn[2:], True, {"tools": [weather_tool]}),
+        ("mistral_tool_ids", [u("Weather in Paris?"), {"role": "assistant", "content": "", "tool_calls": [{"id": "abcDEF123", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}, {"role": "tool", "tool_call_id": "abcDEF123", "name": "get_weather", "content": "21 C"}], True, {"tools": [weather_tool]}),
     ]
     return convs
 
@@ -197,6 +208,13 @@ TOKENS = {
     "mistral_v0_1": ("<s>", "</s>"),
     "mixtral_instruct": ("<s>", "</s>"),
     "gemma_it": ("<bos>", "<eos>"),
+    "gemma3_it": ("<bos>", "<eos>"),
+    "qwen3": ("", "<|im_end|>"),
+    "qwq": ("", "<|im_end|>"),
+    "deepseek_r1_distill_qwen": ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"),
+    "phi3_5_mini": ("<s>", "<|endoftext|>"),
+    "phi4_mini": ("<|endoftext|>", "<|endoftext|>"),
+    "mistral_nemo": ("<s>", "</s>"),
 }
 
 

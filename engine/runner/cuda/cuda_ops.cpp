@@ -368,6 +368,15 @@ void CudaOps::set_rope(RopeSpec spec) {
   }
   inv_freq_ = static_cast<float*>(r.value());
   record(upload(inv_freq_, rope_.inv_freq.data(), rope_.inv_freq.size() * 4));
+  if (!rope_.local_inv_freq.empty()) {
+    auto l = device_alloc(rope_.local_inv_freq.size() * 4);
+    if (!l.is_ok()) {
+      record(l.status());
+      return;
+    }
+    local_inv_freq_ = static_cast<float*>(l.value());
+    record(upload(local_inv_freq_, rope_.local_inv_freq.data(), rope_.local_inv_freq.size() * 4));
+  }
   check(cudaStreamSynchronize(stream_), "rope set-up");
 }
 

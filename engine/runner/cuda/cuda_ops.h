@@ -65,7 +65,14 @@ class CudaOps final : public Ops {
   void matmul(const float* x, int64_t M, const Weight& w, const Weight* bias, float* y) override;
   void matmul_multi(const float* x, int64_t M, std::span<const Weight* const> ws,
                     std::span<const Weight* const> biases, std::span<float* const> ys) override;
-  void rope(float* x, int heads, int head_dim) override;
+  void head_rms_norm(float* x, const Weight& w, int heads, int head_dim, float eps) override;
+  void rope(float* x, int heads, int head_dim, bool local) override;
+  void scale(float* x, int64_t rows, int64_t cols, float s) override;
+  void add_normed(float* residual, const float* x, const Weight& w, int64_t rows,
+                  float eps) override;
+  void softcap(float* x, int64_t rows, int64_t cols, float cap) override;
+  void gelu_tanh_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
+                     float* out) override;
   void rotate_heads(float* x, int heads, int head_dim) override;
   void rotate_attention_heads(float* out, int heads, int head_dim) override;
   void write_kv(int64_t layer, const float* k, const float* v) override;
@@ -76,6 +83,11 @@ class CudaOps final : public Ops {
   void silu_mul(const float* gate, const float* up, int64_t rows, int64_t cols,
                 float* out) override;
   void gather_sample_rows(const float* x, int64_t dim, float* out) override;
+  // cuda_moe.cpp: each layer's experts in one bf16 array; routing, grouping and the grouped
+  // GEMMs stay on the device (kernels/cuda/moe.h), so decode graphs capture them.
+  Result<std::vector<Weight>> prepare_experts(std::span<const TensorView> ts) override;
+  Status reserve_moe(const MoeSpec& spec, int64_t max_tokens) override;
+  void moe_ffn(const float* x, int64_t T, const MoeLayerWeights& w, float* out) override;
   void finish_step() override;
   Status step_status() const override { return error_; }
   std::span<const float> to_host(const float* x, int64_t n) override;
@@ -137,6 +149,7 @@ class CudaOps final : public Ops {
   KvCacheSpec kv_spec_;
   RopeSpec rope_;
   float* inv_freq_ = nullptr;
+  float* local_inv_freq_ = nullptr;  // rope_.local_inv_freq on the device
   float* fused_out_ = nullptr;  // outputs of fused GEMMs [max rows, widest fused N]
   int64_t fused_out_floats_ = 0;
   FusedViews views_;
@@ -154,6 +167,13 @@ class CudaOps final : public Ops {
   kernels::cuda::DecodePlan plan_;
   int64_t plan_capacity_ = 0;    // decode work items a plan may hold (at max_num_seqs)
   int64_t decode_capacity_ = 0;  // ... and this step's plan (its bucket's in graph modes)
+  struct MoeScratch {
+    int64_t max_rows = 0, max_pairs = 0, num_experts = 0;
+    float *logits = nullptr, *weights = nullptr, *gate = nullptr, *up = nullptr, *yg = nullptr;
+    int32_t *ids = nullptr, *offsets = nullptr, *rows = nullptr, *slot_row = nullptr;
+    int32_t* tiles = nullptr;
+    uint16_t *xg = nullptr, *act = nullptr;  // bf16 GEMM inputs
+  } moe_;
   ForwardBatch batch_;
   Mode mode_ = Mode::kEager;
   bool step_finished_ = true;

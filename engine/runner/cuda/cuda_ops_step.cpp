@@ -9,6 +9,7 @@
 #include "llmserve/kernels/cuda/decode_plan.h"
 #include "llmserve/kernels/cuda/elementwise.h"
 #include "llmserve/kernels/cuda/hadamard.h"
+#include "llmserve/kernels/cuda/model_variants.h"
 #include "llmserve/kernels/cuda/norm.h"
 #include "llmserve/kernels/cuda/paged_kv.h"
 #include "llmserve/kernels/cuda/prefill_attention.h"
@@ -204,12 +205,22 @@ void CudaOps::matmul_multi(const float* x, int64_t M, std::span<const Weight* co
   }
 }
 
-void CudaOps::rope(float* x, int heads, int head_dim) {
+void CudaOps::head_rms_norm(float* x, const Weight& w, int heads, int head_dim, float eps) {
   if (skip()) return;
   const FusedViews::View v = views_.resolve(x, static_cast<int64_t>(heads) * head_dim);
+  check(kc::head_rms_norm(v.data, v.row_stride, rows(batch_.num_tokens()), heads, head_dim,
+                          static_cast<const float*>(w.data), eps, stream_),
+        "head_rms_norm");
+}
+
+void CudaOps::rope(float* x, int heads, int head_dim, bool local) {
+  if (skip()) return;
+  const bool l = local && local_inv_freq_ != nullptr;
+  const FusedViews::View v = views_.resolve(x, static_cast<int64_t>(heads) * head_dim);
   check(kc::apply_rope(v.data, v.row_stride, rows(batch_.num_tokens()), heads, head_dim,
-                       dev_idx_ + layout_.positions, inv_freq_,
-                       static_cast<int>(rope_.inv_freq.size()), rope_.interleaved, stream_),
+                       dev_idx_ + layout_.positions, l ? local_inv_freq_ : inv_freq_,
+                       static_cast<int>((l ? rope_.local_inv_freq : rope_.inv_freq).size()),
+                       rope_.interleaved, stream_, rope_.cos_sin_scale),
         "rope");
 }
 
@@ -265,7 +276,7 @@ void CudaOps::prefill_attention(int64_t layer, const float* q, int num_heads, fl
   p.max_q_len = fill_.max_q_len;
   p.num_heads = num_heads;
   p.scale = scale;
-  p.sliding_window = static_cast<int>(kv_spec_.sliding_window);
+  p.sliding_window = static_cast<int>(kv_spec_.window(layer));
   check(kc::prefill_attention(p, stream_), "prefill_attention");
 }
 
@@ -292,7 +303,7 @@ void CudaOps::decode_attention(int64_t layer, const float* q, int num_heads, flo
   p.workspace = attn_ws_;
   p.num_heads = num_heads;
   p.scale = scale;
-  p.sliding_window = static_cast<int>(kv_spec_.sliding_window);
+  p.sliding_window = static_cast<int>(kv_spec_.window(layer));
   p.seq_lens = dev_idx_ + layout_.seq_lens;  // decode request b's length at row b
   check(kc::decode_attention(p, stream_), "decode_attention");
 }

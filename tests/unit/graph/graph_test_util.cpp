@@ -20,7 +20,8 @@ std::vector<float> prefill_all_logits(ModelRunner& runner, std::span<const int32
   BatchBuilder builder(runner.block_size());
   for (int64_t start = 0; start < T; start += chunk) {
     const int32_t n = static_cast<int32_t>(std::min(chunk, T - start));
-    const BatchEntry e{tokens, static_cast<int32_t>(start), n, table, true};
+    BatchEntry e{tokens, static_cast<int32_t>(start), n, table, true};
+    e.num_prompt = static_cast<int32_t>(T);
     auto batch = builder.build(std::span(&e, 1));
     EXPECT_TRUE(batch.is_ok()) << batch.status().to_string();
     if (!batch.is_ok()) return {};
@@ -46,8 +47,8 @@ std::vector<int32_t> greedy(ModelRunner& runner, std::span<const int32_t> prompt
   std::vector<int32_t> out;
   int32_t computed = 0;
   for (int s = 0; s < steps; ++s) {
-    const BatchEntry e{tokens, computed, static_cast<int32_t>(tokens.size()) - computed, table,
-                       true};
+    BatchEntry e{tokens, computed, static_cast<int32_t>(tokens.size()) - computed, table, true};
+    e.num_prompt = static_cast<int32_t>(prompt.size());
     auto batch = builder.build(std::span(&e, 1));
     EXPECT_TRUE(batch.is_ok()) << batch.status().to_string();
     if (!batch.is_ok()) return out;

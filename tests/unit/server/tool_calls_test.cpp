@@ -342,10 +342,8 @@ TEST(HermesTools, ToolsAndCallsReachTheTemplate) {
   ASSERT_TRUE(tmpl.is_ok()) << tmpl.status().to_string();
   const ChatTemplate t = *tmpl;
   ChatRenderer render(
-      [t](const nlohmann::json& m, bool add, const nlohmann::ordered_json& tools) {
-        nlohmann::ordered_json extra = nlohmann::ordered_json::object();
-        if (tools.is_array()) extra["tools"] = tools;
-        return apply_chat_template(t, nlohmann::ordered_json(m), add, "", "", extra);
+      [t](const nlohmann::json& m, bool add, const nlohmann::ordered_json& variables) {
+        return apply_chat_template(t, nlohmann::ordered_json(m), add, "", "", variables);
       },
       ToolFormat::kHermes);
   FakeTokenizer tok;

@@ -16,4 +16,8 @@ void rms_norm(ThreadPool& pool, const float* x, const float* weight, int64_t row
 void add_rms_norm(ThreadPool& pool, float* residual, const float* x, const float* weight,
                   int64_t rows, int64_t dim, float eps, float* y);
 
+// residual[rows, dim] += rms_norm(x) * weight; x must not alias residual.
+void add_normed(ThreadPool& pool, float* residual, const float* x, const float* weight,
+                int64_t rows, int64_t dim, float eps);
+
 }  // namespace llmserve::kernels

@@ -14,6 +14,6 @@ namespace llmserve::kernels::cuda {
 // Precondition: 2*half <= head_dim.
 cudaError_t apply_rope(float* x, int64_t row_stride, int64_t T, int heads, int head_dim,
                        const int32_t* positions, const float* inv_freq, int half, bool interleaved,
-                       cudaStream_t stream);
+                       cudaStream_t stream, float cos_sin_scale = 1.0f);
 
 }  // namespace llmserve::kernels::cuda

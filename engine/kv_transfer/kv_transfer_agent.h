@@ -1,0 +1,82 @@
+// The engine side of disaggregated prefill/decode, driven by the step loop on the engine thread:
+// a producer turns a finished prefill's pinned blocks into a lease and its handoff; a consumer
+// checks a handoff, starts the pull of the blocks its prefix cache lacks, and collects results;
+// leases released or expired are unpinned here. Counters for the metrics.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/kv_transfer/kv_handoff.h"
+#include "engine/kv_transfer/kv_lease_table.h"
+#include "engine/kv_transfer/kv_transfer_options.h"
+#include "engine/kv_transfer/kv_transfer_stats.h"
+#include "engine/kv_transfer/kv_transport.h"
+#include "engine/model/ops.h"
+#include "engine/scheduler/scheduler.h"
+
+namespace llmserve {
+
+// XXH3-64 of the prompt's token ids (int32 little-endian): ties a handoff to its prompt.
+uint64_t kv_prompt_hash(std::span<const int32_t> tokens);
+
+class KvTransferAgent {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Starts the UCX transport over the host KV cache (listening when a producer). `wake` is
+  // called from the transport thread when a pull result waits or a consumer released a lease.
+  // FAILED_PRECONDITION without a host cache (the CUDA backend), UNAVAILABLE when UCX cannot start
+  // or listen.
+  static Result<std::unique_ptr<KvTransferAgent>> create(const KvTransferOptions& options,
+                                                         KvLayout layout,
+                                                         const std::optional<KvHostMemory>& memory,
+                                                         std::function<void()> wake);
+
+  const KvTransferOptions& options() const { return options_; }
+  bool produces() const { return options_.produces(); }
+  bool consumes() const { return options_.consumes(); }
+  const std::string& engine_id() const { return engine_id_; }
+  int32_t port() const { return transport_->port(); }
+  const KvLayout& layout() const { return layout_; }
+
+  // Producer: a lease over blocks the scheduler kept pinned, and its handoff.
+  KvHandoff make_lease(std::vector<int32_t> blocks, int32_t num_tokens, uint64_t prompt_hash);
+  // Consumer: nullopt when the handoff can be pulled for this request, else why not (the
+  // producer is then told to let its lease go).
+  std::optional<KvFallback> check_handoff(const KvHandoff& h, std::span<const int32_t> prompt,
+                                          int32_t n, bool prompt_logprobs);
+  // Pulls the blocks `start` lacks (those after its prefix-cache hit) from the handoff's.
+  void start_pull(const RemoteKvStart& start, const KvHandoff& handoff);
+  void cancel(uint64_t request_id) { transport_->cancel(request_id); }
+  std::vector<KvPullResult> take_results() { return transport_->take_results(); }
+  // Tells the handoff's producer to let its lease go (a refused handoff, a failed pull).
+  void reject(const KvHandoff& h);
+  void count_fallback(KvFallback f) { ++stats_.fallbacks[static_cast<size_t>(f)]; }
+  void count_transfer(const KvPullResult& r);
+  // Unpins the leases released by consumers or past their expiry.
+  void sweep_leases(Scheduler& scheduler, Clock::time_point now);
+  std::optional<Clock::time_point> next_expiry() const { return leases_.next_expiry(); }
+  KvTransferStats stats() const;
+  static KvFallback fallback_of(KvPullError e);
+
+ private:
+  KvTransferAgent(const KvTransferOptions& options, KvLayout layout, std::string engine_id);
+
+  KvTransferOptions options_;
+  KvLayout layout_;
+  std::string engine_id_;
+  KvLeaseTable leases_;
+  std::unique_ptr<KvTransport> transport_;
+  KvTransferStats stats_;
+};
+
+}  // namespace llmserve
