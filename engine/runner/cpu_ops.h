@@ -147,7 +147,17 @@ class CpuOps final : public Ops {
     float *logits = nullptr, *weights = nullptr;                         // [T, experts], [T, top_k]
     float *xg = nullptr, *gate = nullptr, *up = nullptr, *yg = nullptr;  // grouped rows
     std::vector<int32_t> ids, offsets, rows, slot_row;                   // kernels/moe_routing.h
+    // The chosen experts' segments of one grouped matmul (gate / up, then down).
+    std::vector<const kernels::PackedWeight*> gate_up_ws, down_ws;
+    std::vector<float*> gate_up_ys, down_ys;
+    std::vector<kernels::PackedSegment> gate_up_segments, down_segments;
   } moe_;
+  // The experts' gate / up / down of layer w as one grouped call each (every expert packed);
+  // false when some expert is not packed.
+  bool moe_experts_grouped(const MoeLayerWeights& w, int64_t H, int64_t F);
+  void moe_experts_one_by_one(const MoeLayerWeights& w, int64_t H);  // any weight type
+  // out[t] = sum over its k experts of weight * that expert's output row.
+  void combine_moe_outputs(int64_t T, int64_t k, int64_t H, float* out);
   std::vector<int32_t> query_start_rebased_;  // grows to the largest batch once, then reused
 };
 

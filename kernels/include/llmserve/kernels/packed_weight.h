@@ -66,6 +66,23 @@ void matmul_packed_multi(ThreadPool& pool, const float* x, int64_t M,
                          std::span<const PackedWeight* const> ws, std::span<float* const> ys,
                          ActPrecision precision = ActPrecision::kQ8x2);
 
+// One row segment of a grouped matmul: ys[i][r - begin, N_i] = x[r, K] . ws[i]^T for the x rows r
+// in [begin, end) (ys[i] points at the segment's first output row).
+struct PackedSegment {
+  int64_t begin = 0, end = 0;
+  std::span<const PackedWeight* const> ws;
+  std::span<float* const> ys;
+};
+
+// Each segment's weights over its own rows of one x (a mixture-of-experts layer: one segment per
+// chosen expert), with x quantized once and one parallel_for over every segment's (weight, output
+// rows, input tile) tasks, so the threads split across segments as well as rows. Each y row equals
+// what matmul_packed gives. Preconditions: segments disjoint; every weight non-empty with the
+// same K (cols); ys[i] does not alias x.
+void matmul_packed_grouped(ThreadPool& pool, const float* x,
+                           std::span<const PackedSegment> segments,
+                           ActPrecision precision = ActPrecision::kQ8x2);
+
 // Instruction set of the packed micro-kernels: kAuto picks AVX-512 VNNI (512-bit Q4 kernels)
 // when the CPU has it; kAvx512Vnni256 keeps VNNI to 256-bit vectors. All give the same bits.
 // For tests and benchmarks; not thread-safe against concurrent matmuls.
