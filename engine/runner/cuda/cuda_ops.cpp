@@ -8,6 +8,7 @@
 #include "engine/runner/cuda/cuda_device.h"
 #include "engine/runner/graph_buckets.h"
 #include "llmserve/kernels/cuda/attention.h"
+#include "llmserve/kernels/cuda/attention_any_head.h"
 #include "llmserve/kernels/cuda/decode_attention.h"
 #include "llmserve/kernels/cuda/decode_plan.h"
 #include "llmserve/kernels/cuda/paged_kv.h"
@@ -96,10 +97,12 @@ Status CudaOps::make_step_index(const KvCacheSpec& spec) {
   cfg.num_kv_heads = spec.num_kv_heads;
   cfg.num_sms = num_sms_;
   cfg.sliding_window = static_cast<int>(spec.sliding_window);
-  LLMSERVE_RETURN_IF_ERROR(
-      cuda_status(kc::decode_attention_ctas_per_sm(spec.head_dim, options_.num_heads,
-                                                   spec.num_kv_heads, &cfg.ctas_per_sm, spec.dtype),
-                  "decode attention occupancy"));
+  if (kc::attention_supports_head_dim(spec.head_dim)) {
+    LLMSERVE_RETURN_IF_ERROR(cuda_status(
+        kc::decode_attention_ctas_per_sm(spec.head_dim, options_.num_heads, spec.num_kv_heads,
+                                         &cfg.ctas_per_sm, spec.dtype),
+        "decode attention occupancy"));
+  }  // else attention_any_head serves decodes and the plan only sizes the step index
   const int capacity = kc::decode_plan_capacity(options_.max_num_seqs, cfg);
   StepIndexLimits limits;
   limits.max_tokens = std::max<int64_t>(options_.max_tokens, options_.max_num_seqs);
@@ -266,10 +269,12 @@ Status CudaOps::alloc_kv_cache(const KvCacheSpec& spec) {
                             " query heads are not a multiple of " +
                             std::to_string(spec.num_kv_heads) + " KV heads");
   }
-  if (!kc::attention_supports_head_dim(spec.head_dim) || spec.block_size % 16 != 0) {
+  if (!(kc::attention_supports_head_dim(spec.head_dim) ||
+        kc::attention_any_head_supports(spec.head_dim)) ||
+      spec.block_size % 16 != 0) {
     return unimplemented(
-        "cuda ops: attention needs head_dim 64 or 128 and a block_size that is "
-        "a multiple of 16 (got head_dim " +
+        "cuda ops: attention needs a head_dim that is a multiple of 32 up to 256 and a "
+        "block_size that is a multiple of 16 (got head_dim " +
         std::to_string(spec.head_dim) + ", block_size " + std::to_string(spec.block_size) + ")");
   }
   const int elem_bytes = kc::kv_device_elem_bytes(spec.dtype);

@@ -5,6 +5,7 @@
 #include "engine/runner/cuda/cuda_device.h"
 #include "engine/runner/cuda/cuda_ops.h"
 #include "engine/runner/graph_buckets.h"
+#include "llmserve/kernels/cuda/attention_any_head.h"
 #include "llmserve/kernels/cuda/decode_attention.h"
 #include "llmserve/kernels/cuda/decode_plan.h"
 #include "llmserve/kernels/cuda/elementwise.h"
@@ -277,6 +278,10 @@ void CudaOps::prefill_attention(int64_t layer, const float* q, int num_heads, fl
   p.num_heads = num_heads;
   p.scale = scale;
   p.sliding_window = static_cast<int>(kv_spec_.window(layer));
+  if (!kc::attention_supports_head_dim(kv_spec_.head_dim)) {
+    check(kc::attention_any_head(p, stream_), "attention_any_head (prefill)");
+    return;
+  }
   check(kc::prefill_attention(p, stream_), "prefill_attention");
 }
 
@@ -291,6 +296,22 @@ void CudaOps::decode_attention(int64_t layer, const float* q, int num_heads, flo
   const int64_t width = static_cast<int64_t>(num_heads) * kv_spec_.head_dim;
   const FusedViews::View qv = views_.resolve(q, width);
   views_.erase(out);
+  if (!kc::attention_supports_head_dim(kv_spec_.head_dim)) {
+    kc::PrefillAttentionParams a;  // the decode form: request b owns query row b
+    a.kv = paged_kv(l, dev_idx_ + layout_.block_tables, layout_.block_table_stride);
+    a.q = qv.data;
+    a.q_row_stride = qv.row_stride;
+    a.out = as_bf16(out);
+    a.out_row_stride = 2 * width;
+    a.seq_lens = dev_idx_ + layout_.seq_lens;
+    a.num_seqs = static_cast<int>(mode_ == Mode::kEager ? req_end : bucket_);
+    a.max_q_len = 1;
+    a.num_heads = num_heads;
+    a.scale = scale;
+    a.sliding_window = static_cast<int>(kv_spec_.window(layer));
+    check(kc::attention_any_head(a, stream_), "attention_any_head (decode)");
+    return;
+  }
   kc::DecodeAttentionParams p;
   p.kv = paged_kv(l, dev_idx_ + layout_.block_tables, layout_.block_table_stride);
   p.q = qv.data;  // decode request b owns row b (decodes come first)

@@ -1,6 +1,7 @@
 // The CUDA pieces of Qwen3, Gemma 3 and Phi-3 against their CPU twins: the kernels of
 // kernels/cuda/model_variants.cu and the scaled RoPE, then whole random models of each family
-// (HF folders written here, head_dim 64 / 128 as the CUDA attention needs) on both backends.
+// (HF folders written here) on both backends: head_dim 64 / 128 (the tiled attention kernels) and
+// the families' own 256 (Gemma 3) and 96 (Phi-3-mini), which attention_any_head serves.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -165,40 +166,46 @@ void write_hf_model(const std::string& dir, const std::string& config,
 }
 
 struct Family {
-  const char* name;
+  std::string name;
   std::string config;
   std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
   bool gemma = false;
 };
 
-Family family(const std::string& which) {
-  const int64_t V = 512, H = 256, L = 4, F = 512;
+// which: "qwen3", "gemma3", "phi3", or "gemma3_hd256" / "phi3_hd96" (Gemma 3's and Phi-3-mini's
+// real head_dim, 384 hidden for Phi-3's 4 heads of 96).
+Family family(const std::string& variant) {
+  const std::string which = variant.substr(0, variant.find('_'));
+  const int64_t V = 512, H = variant == "phi3_hd96" ? 384 : 256, L = 4, F = 512;
   Family f;
   auto layer = [&](int64_t l, const std::string& s) {
     return "model.layers." + std::to_string(l) + "." + s;
   };
   f.shapes.push_back({"model.embed_tokens.weight", {V, H}});
   f.shapes.push_back({"model.norm.weight", {H}});
-  const std::string common = R"("vocab_size": 512, "hidden_size": 256, "num_hidden_layers": 4,
+  const std::string common = R"("vocab_size": 512, "hidden_size": )" + std::to_string(H) +
+                             R"(, "num_hidden_layers": 4,
       "intermediate_size": 512, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6,
       "bos_token_id": 1, "eos_token_id": 2, )";
   if (which == "qwen3") {
-    f.name = "qwen3";
+    f.name = variant;
     f.config = "{" + common + R"("model_type": "qwen3", "num_attention_heads": 4,
         "num_key_value_heads": 2, "head_dim": 128, "rope_theta": 1000000.0,
         "tie_word_embeddings": true})";
   } else if (which == "gemma3") {
-    f.name = "gemma3";
+    f.name = variant;
     f.gemma = true;
     f.config = "{" + common + R"("model_type": "gemma3_text", "num_attention_heads": 4,
-        "num_key_value_heads": 2, "head_dim": 128, "query_pre_attn_scalar": 100,
+        "num_key_value_heads": 2, "head_dim": )" +
+               std::string(variant == "gemma3_hd256" ? "256" : "128") +
+               R"(, "query_pre_attn_scalar": 100,
         "final_logit_softcapping": 8.0, "sliding_window": 20, "sliding_window_pattern": 2,
         "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
         "rope_scaling": {"rope_type": "linear", "factor": 4.0}})";
   } else {
-    f.name = "phi3";
+    f.name = variant;
     std::string factors_s = "[", factors_l = "[";
-    for (int i = 0; i < 24; ++i) {  // rot 48 of head_dim 64
+    for (int i = 0; i < H / 4 * 3 / 8; ++i) {  // rot 0.75 head_dim: 48 of 64, 72 of 96
       factors_s += (i ? "," : "") + std::to_string(1.0 + 0.02 * i);
       factors_l += (i ? "," : "") + std::to_string(1.0 + 0.5 * i);
     }
@@ -209,7 +216,8 @@ Family family(const std::string& which) {
                factors_s + "], \"long_factor\": " + factors_l + "]}}";
     f.shapes.push_back({"lm_head.weight", {V, H}});
   }
-  const int64_t hd = which == "phi3" ? 64 : 128, q = 4 * hd, kv = 2 * hd;
+  const int64_t hd = which == "phi3" ? H / 4 : variant == "gemma3_hd256" ? 256 : 128;
+  const int64_t q = 4 * hd, kv = 2 * hd;
   for (int64_t l = 0; l < L; ++l) {
     f.shapes.push_back({layer(l, "input_layernorm.weight"), {H}});
     f.shapes.push_back({layer(l, "post_attention_layernorm.weight"), {H}});
@@ -275,7 +283,7 @@ TEST_P(CudaFamily, ForwardAndGreedyTokensMatchCpu) {
   LLMSERVE_REQUIRE_CUDA();
   const Family f = family(GetParam());
   const std::string dir =
-      (std::filesystem::temp_directory_path() / ("llmserve_cuda_" + std::string(f.name))).string();
+      (std::filesystem::temp_directory_path() / ("llmserve_cuda_" + f.name)).string();
   write_hf_model(dir, f.config, f.shapes, f.gemma);
   auto model = load_model(dir);
   ASSERT_TRUE(model.is_ok()) << model.status().message();
@@ -310,11 +318,12 @@ TEST_P(CudaFamily, ForwardAndGreedyTokensMatchCpu) {
   }
   EXPECT_LT(worst, 2e-2) << f.name << ": logits differ from the CPU backend";
   EXPECT_EQ(divergence, -1) << f.name << ": greedy token " << divergence << " differs";
-  std::printf("[ %s ] 25 steps, worst logit diff / spread vs CPU %.3g\n", f.name, worst);
+  std::printf("[ %s ] 25 steps, worst logit diff / spread vs CPU %.3g\n", f.name.c_str(), worst);
   std::filesystem::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, CudaFamily, ::testing::Values("qwen3", "gemma3", "phi3"));
+INSTANTIATE_TEST_SUITE_P(Families, CudaFamily,
+                         ::testing::Values("qwen3", "gemma3", "phi3", "gemma3_hd256", "phi3_hd96"));
 
 }  // namespace
 }  // namespace llmserve
