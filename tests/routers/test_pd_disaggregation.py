@@ -190,6 +190,19 @@ def test_smg_grpc_pd_equals_one_daemon(pd, model):
                 assert via == alone, (sampling, stream)
                 assert metric(consumer, "llmserve_kv_transfer_pulls_total") == pulls + 1
         wait_all_free(pd["producer"], consumer)
+        # n > 1 through smg: the producer answers no handoff for it and the consumer prefills.
+        pulls = metric(consumer, "llmserve_kv_transfer_pulls_total")
+        body = {"model": model, "messages": [{"role": "user", "content": LONG}], "n": 2,
+                "max_tokens": 16, "temperature": 0.8, "seed": 5}
+        r = requests.post(url + "/v1/chat/completions", json=body, timeout=120)
+        assert r.status_code == 200, r.text
+        via = sorted((c["index"], c["message"]["content"]) for c in r.json()["choices"])
+        alone = requests.post(pd["single"].url("/v1/chat/completions"), json=body,
+                              timeout=120).json()
+        assert via == sorted((c["index"], c["message"]["content"]) for c in alone["choices"])
+        assert len(via) == 2
+        assert metric(consumer, "llmserve_kv_transfer_pulls_total") == pulls
+        wait_all_free(pd["producer"], consumer)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
