@@ -136,6 +136,10 @@ struct PackedKernels {
   // WideGemmFn; min_tokens_wide <= R / 2 <= max_tokens_wide): each weight block pair is unpacked
   // once for all the call's tokens. Same results, bit for bit.
   WideGemmFn wide[kPackFormats] = {};
+  // The same for single-pass (q8) rows, R of them (one per token, no kSumRowPairs): the tile's
+  // rows are pair-laid single rows with their own ds. Same results as the pair kernels, bit for
+  // bit.
+  WideGemmFn wide_x1[kPackFormats] = {};
   int min_tokens_wide = 0, max_tokens_wide = 0;
 };
 

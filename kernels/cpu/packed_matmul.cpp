@@ -43,6 +43,15 @@ void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_
   }
 }
 
+// One single-pass row, quantized at src (nb blocks, not pair-laid), as row `row` of a tile in the
+// wide layout, its ds its own.
+void row_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows, int64_t row,
+                        bool q8_0_correction) {
+  cpu::pair_act_row_to(src, nb, reinterpret_cast<cpu::ActQ8Pair*>(tile) + row, tile_rows,
+                       q8_0_correction);
+  if (nb % 2 != 0) tile[cpu::wide_odd_block_index(nb, tile_rows, row)] = src[nb - 1];
+}
+
 // A segment's quantized rows [q0, q0 + rows) (two per token with q8x2) in tiles of tile_m rows
 // from q0; pairs: its activations are pair-laid (two rows or more).
 struct Segment {
@@ -72,13 +81,14 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
   // the kernels add into y row m (kSumRowPairs; every call starts at an even row and takes an even
   // count).
   const int passes = precision == ActPrecision::kQ8x2 ? 2 : 1;
-  bool pairs_available = true, wide_kernels = passes == 2;
+  const cpu::WideGemmFn* wide_table = passes == 2 ? ks.wide : ks.wide_x1;
+  bool pairs_available = true, wide_kernels = true;
   int64_t end_row = 0;
   for (const PackedSegment& s : segments) {
     end_row = std::max(end_row, s.end);
     for (const PackedWeight* w : s.ws) {
       pairs_available = pairs_available && ks.pairs[cpu::format_of(w->type())] != nullptr;
-      wide_kernels = wide_kernels && ks.wide[cpu::format_of(w->type())] != nullptr;
+      wide_kernels = wide_kernels && wide_table[cpu::format_of(w->type())] != nullptr;
     }
   }
   // The pair kernels read re-laid activations, which every weight of the segment then takes (the
@@ -109,7 +119,7 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
       const cpu::PackFormat f = cpu::format_of(w.type());
       Job j{};
       j.fn = pairs ? ks.pairs[f] : ks.rows[f];
-      j.wide = wide_kernels ? ks.wide[f] : nullptr;
+      j.wide = wide_kernels ? wide_table[f] : nullptr;
       j.w = static_cast<const uint8_t*>(w.data());
       j.gbytes = static_cast<size_t>(nb) * cpu::group_block_bytes(w.type());
       j.N = w.rows();
@@ -123,7 +133,7 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
   }
   if (tasks == 0) return;
 
-  // Tiles of at least min_tokens_wide q8x2 tokens go to the wide kernels, which read a copy of
+  // Tiles of at least min_tokens_wide tokens go to the wide kernels, which read a copy of
   // their activations in the wide layout.
   auto is_wide = [&](const Segment& s, int64_t m0) {
     return wide_kernels && s.pairs && (s.tile_end(m0) - m0) / passes >= ks.min_tokens_wide;
@@ -154,7 +164,13 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
       } else {
         cpu::quantize_row_act_q8(x + m * K, K, xq + m * nb);
         if (half_sums) cpu::store_half_sums(xq + m * nb, nb);
-        if (s.pairs) cpu::pair_act_blocks(xq + m * nb, 1, nb, pairs_q8_0);
+        const int64_t m0 = s.tile_of(m);
+        if (is_wide(s, m0)) {
+          row_to_wide_layout(xq + m * nb, nb, xw + m0 * nb, s.tile_end(m0) - m0, m - m0,
+                             pairs_q8_0);
+        } else if (s.pairs) {
+          cpu::pair_act_blocks(xq + m * nb, 1, nb, pairs_q8_0);
+        }
       }
     }
   };
