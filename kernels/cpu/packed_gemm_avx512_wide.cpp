@@ -1,12 +1,11 @@
 // Wide kernels with AVX-512 VNNI: one group (8 rows) against 8-16 tokens per call, q8x2 tokens
-// (row pairs) or, for Q5_K, single-pass q8 rows (wide_x1). Each
-// block pair's weights are unpacked once into registers (4 chunks of low and high nibbles, or 8
-// chunks of Q8_0 bytes) and serve every token of the call, where the pair kernels of
-// packed_gemm_avx512_vnni.cpp redo that work for each 4 tokens. The activations come in the wide
-// layout (packed_layout.h), every token at a fixed offset from one pointer. Per token and block
-// pair the combined integer sum (main * 256 + residual) and the float step are those of
-// q4_pair_tokens_x2 / q8_0_pair_tokens_x2, so results match them, and the 256-bit kernels, bit
-// for bit.
+// (row pairs) or, for Q5_K, single-pass q8 rows (wide_x1). Each block pair's weights are unpacked
+// once into registers (4 chunks of low and high nibbles, or 8 chunks of Q8_0 bytes) and serve
+// every token of the call, where the pair kernels of packed_gemm_avx512_vnni.cpp redo that work
+// for each 4 tokens. The activations come in the wide layout (packed_layout.h), every token at a
+// fixed offset from one pointer. Per token and block pair the integer sums (q8x2: main * 256 +
+// residual) and the float steps are those of q4_pair_rows / q4_pair_tokens_x2 /
+// q8_0_pair_tokens_x2, so results match them, and the 256-bit kernels, bit for bit.
 // Built with the AVX-512 VNNI flags (kernels/CMakeLists.txt); called only on CPUs that have them.
 #include "kernels/cpu/packed_pair_avx512.h"
 
@@ -41,20 +40,22 @@ __attribute__((always_inline)) inline void over_block_pairs(const P* g, const Ac
   finish_groups(acc, nb, y, ys, valid, [&](int, __m256* chain) { last(odd, chain); });
 }
 
-template <typename P, int T>
-void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row, int64_t nb,
-                float* y, int64_t ys, int valid, unsigned flags) {
+// X2: q8x2 tokens, main rows first, then (s << 8) carries on with the residual rows (s_main * 256
+// + s_res, one integer sum and one dot-product chain per token, as q4_pair_tokens_x2). Else
+// single-pass rows, one per token, with q4_pair_rows' integer sums and float steps.
+template <typename P, int T, bool X2>
+void q4_wide(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row, int64_t nb,
+             float* y, int64_t ys, int valid, unsigned flags) {
+  constexpr int kRows = X2 ? 2 : 1;  // activation rows per token
   auto step = [&](int64_t p, const ActQ8Pair* bp, __m512* acc) __attribute__((always_inline)) {
     __m512i wl[4], wh[4];
     for (int c = 0; c < 4; ++c) q4_pair_chunk<1>(g, nb, p, c, wl + c, wh + c);
     __m512 dw, mw;
     q4_pair_scales<1>(g, nb, p, &dw, &mw);
-    // Main rows first, then (s << 8) carries on with the residual rows: s_main * 256 + s_res,
-    // one integer sum and one dot-product chain per token.
     __m512i s[T];
     for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
 #pragma GCC unroll 2
-    for (int row = 0; row < 2; ++row) {
+    for (int row = 0; row < kRows; ++row) {
       if (row == 1) {
         for (int t = 0; t < T; ++t) s[t] = _mm512_slli_epi32(s[t], 8);
       }
@@ -62,7 +63,7 @@ void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_
       for (int c = 0; c < 4; ++c) {
 #pragma GCC unroll 16
         for (int t = 0; t < T; ++t) {
-          const int8_t* q = bp[2 * t + row].qs;
+          const int8_t* q = bp[kRows * t + row].qs;
           s[t] = _mm512_dpbusd_epi32(s[t], wl[c], bcast8(q + 8 * c));
           s[t] = _mm512_dpbusd_epi32(s[t], wh[c], bcast8(q + 32 + 8 * c));
         }
@@ -70,49 +71,20 @@ void q4_wide_x2(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_
     }
 #pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
-      // The main row's ds holds main.ds + res.ds in the wide layout (pair_token_to_wide_layout).
-      const __m512 d = bcast_pair(bp[2 * t + 1].d), ds = bcast_pair(bp[2 * t].ds);
+      // With X2 the main row's ds holds main.ds + res.ds in the wide layout
+      // (pair_token_to_wide_layout) and the residual row's d scales the combined sum.
+      const __m512 d = bcast_pair(bp[kRows * t + kRows - 1].d), ds = bcast_pair(bp[kRows * t].ds);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, d), acc[t]);
       acc[t] = _mm512_fmadd_ps(mw, ds, acc[t]);
     }
   };
   over_block_pairs<T>(g, tile, tile_rows, first_row, nb, y, ys, valid, flags, step,
                       [&](const ActQ8* odd, __m256* chain) {
-                        q4_block_x2<Avx512Vnni, P, T>(g, nb - 1, odd, 1, 0, chain);
-                      });
-}
-
-// The single-pass form (q8 rows, one per token): q4_pair_rows' integer sums and float steps for
-// 8-16 rows per weight unpack, so results match it bit for bit.
-template <typename P, int T>
-void q4_wide_x1(const P* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row, int64_t nb,
-                float* y, int64_t ys, int valid, unsigned flags) {
-  auto step = [&](int64_t p, const ActQ8Pair* bp, __m512* acc) __attribute__((always_inline)) {
-    __m512i wl[4], wh[4];
-    for (int c = 0; c < 4; ++c) q4_pair_chunk<1>(g, nb, p, c, wl + c, wh + c);
-    __m512 dw, mw;
-    q4_pair_scales<1>(g, nb, p, &dw, &mw);
-    __m512i s[T];
-    for (int t = 0; t < T; ++t) s[t] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-#pragma GCC unroll 16
-      for (int t = 0; t < T; ++t) {
-        const int8_t* q = bp[t].qs;
-        s[t] = _mm512_dpbusd_epi32(s[t], wl[c], bcast8(q + 8 * c));
-        s[t] = _mm512_dpbusd_epi32(s[t], wh[c], bcast8(q + 32 + 8 * c));
-      }
-    }
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      const __m512 d = bcast_pair(bp[t].d), ds = bcast_pair(bp[t].ds);
-      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_mul_ps(dw, d), acc[t]);
-      acc[t] = _mm512_fmadd_ps(mw, ds, acc[t]);
-    }
-  };
-  over_block_pairs<T>(g, tile, tile_rows, first_row, nb, y, ys, valid, flags, step,
-                      [&](const ActQ8* odd, __m256* chain) {
-                        q4_block<Avx512Vnni, P, T>(g, nb - 1, odd, 1, 0, chain);
+                        if constexpr (X2) {
+                          q4_block_x2<Avx512Vnni, P, T>(g, nb - 1, odd, 1, 0, chain);
+                        } else {
+                          q4_block<Avx512Vnni, P, T>(g, nb - 1, odd, 1, 0, chain);
+                        }
                       });
 }
 
@@ -154,21 +126,13 @@ void q8_0_wide_x2(const PackQ8_0x8* g, const ActQ8* tile, int64_t tile_rows, int
                       });
 }
 
-template <typename P>
+// R rows: R / 2 q8x2 tokens with X2, else R single-pass rows.
+template <typename P, bool X2>
 void q4_wide_group(const void* gv, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
                    int64_t nb, int R, float* y, int64_t ys, int valid, unsigned flags) {
-  dispatch_count<kMinWideTokens, kMaxWideTokens>(R / 2, [&](auto t) {
-    q4_wide_x2<P, decltype(t)::value>(static_cast<const P*>(gv), tile, tile_rows, first_row, nb, y,
-                                      ys, valid, flags);
-  });
-}
-
-template <typename P>
-void q4_wide_group_x1(const void* gv, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
-                      int64_t nb, int R, float* y, int64_t ys, int valid, unsigned flags) {
-  dispatch_count<kMinWideTokens, kMaxWideTokens>(R, [&](auto t) {
-    q4_wide_x1<P, decltype(t)::value>(static_cast<const P*>(gv), tile, tile_rows, first_row, nb, y,
-                                      ys, valid, flags);
+  dispatch_count<kMinWideTokens, kMaxWideTokens>(X2 ? R / 2 : R, [&](auto t) {
+    q4_wide<P, decltype(t)::value, X2>(static_cast<const P*>(gv), tile, tile_rows, first_row, nb, y,
+                                       ys, valid, flags);
   });
 }
 
@@ -183,15 +147,15 @@ void q8_0_wide_group(const void* gv, const ActQ8* tile, int64_t tile_rows, int64
 }  // namespace
 
 void add_wide_kernels_avx512_vnni(PackedKernels& k) {
-  k.wide[kPackQ4_0] = &q4_wide_group<PackQ4_0x8>;
-  k.wide[kPackQ4_1] = &q4_wide_group<PackQ4_1x8>;
+  k.wide[kPackQ4_0] = &q4_wide_group<PackQ4_0x8, true>;
+  k.wide[kPackQ4_1] = &q4_wide_group<PackQ4_1x8, true>;
   k.wide[kPackQ8_0] = &q8_0_wide_group;
-  k.wide[kPackQ4_K] = &q4_wide_group<PackQ4_Kx8>;
-  k.wide[kPackQ5_K] = &q4_wide_group<PackQ5_Kx8>;
+  k.wide[kPackQ4_K] = &q4_wide_group<PackQ4_Kx8, true>;
+  k.wide[kPackQ5_K] = &q4_wide_group<PackQ5_Kx8, true>;
   // Single-pass rows: only Q5_K, whose fifth bits make the unpack worth sharing by 8-16 rows
   // (1.7B prefill in one pass 115 -> 135 tok/s); for Q4_0 the pair kernels' two groups per call
   // are faster (170 against 150) and Q4_K is even (bench/RESULTS.md, "Real model sizes").
-  k.wide_x1[kPackQ5_K] = &q4_wide_group_x1<PackQ5_Kx8>;
+  k.wide_x1[kPackQ5_K] = &q4_wide_group<PackQ5_Kx8, false>;
   k.min_tokens_wide = kMinWideTokens;
   k.max_tokens_wide = kMaxWideTokens;
 }

@@ -32,48 +32,20 @@ struct Chunk {
   int q_len, cached;
 };
 
-// Pages of `dtype` (bf16 pages carry the f32 values rounded to bf16; NaN in unused slots) and the
-// f32 copy the reference reads.
+// Pages of `dtype` (bf16 pages carry the f32 values rounded to bf16; NaN in unused slots; int8
+// ones make the scattered layout) and the f32 copy the reference reads.
 struct Pages {
-  cuda_test::QuantPages quant;
-  std::vector<int32_t> table;
-  int64_t width = 0;
+  cuda_test::ScatteredPages s;
   KvDtype dtype;
   std::vector<float> k_ref, v_ref;
 };
 
 Pages make_pages(KvDtype dtype, int D, int nkv, const std::vector<int32_t>& lens, uint32_t seed) {
-  const int bs = 16;
-  int64_t total = 0, width = 1;
-  for (int32_t l : lens) {
-    total += (l + bs - 1) / bs;
-    width = std::max<int64_t>(width, (l + bs - 1) / bs);
-  }
   const KvDtype stored = dtype == KvDtype::kF16 ? KvDtype::kInt8 : dtype;
-  Pages p{cuda_test::QuantPages(stored, total + 2, nkv, bs, D), {}, width + 1, dtype, {}, {}};
-  std::vector<int32_t> perm(static_cast<size_t>(total + 2));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::shuffle(perm.begin(), perm.end(), std::mt19937(seed));
-  p.table.assign(lens.size() * static_cast<size_t>(p.width), perm.back());
-  std::mt19937 rng(seed + 1);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> kx(static_cast<size_t>(D)), vx(kx.size());
-  size_t next = 0;
-  for (size_t r = 0; r < lens.size(); ++r) {
-    int32_t* row = p.table.data() + r * static_cast<size_t>(p.width);
-    for (int j = 0; j < (lens[r] + bs - 1) / bs; ++j) row[j] = perm[next++];
-    for (int pos = 0; pos < lens[r]; ++pos) {
-      for (int h = 0; h < nkv; ++h) {
-        for (int d = 0; d < D; ++d) {
-          kx[static_cast<size_t>(d)] = u(rng);
-          vx[static_cast<size_t>(d)] = u(rng);
-        }
-        p.quant.write(int64_t{row[pos / bs]} * bs + pos % bs, h, kx.data(), vx.data());
-      }
-    }
-  }
-  p.k_ref = dtype == KvDtype::kF16 ? cuda_test::round_bf16(p.quant.k_f32) : p.quant.k_deq;
-  p.v_ref = dtype == KvDtype::kF16 ? cuda_test::round_bf16(p.quant.v_f32) : p.quant.v_deq;
+  Pages p{cuda_test::scattered_pages(stored, D, nkv, lens, seed), dtype, {}, {}};
+  const cuda_test::QuantPages& q = p.s.pages;
+  p.k_ref = dtype == KvDtype::kF16 ? cuda_test::round_bf16(q.k_f32) : q.k_deq;
+  p.v_ref = dtype == KvDtype::kF16 ? cuda_test::round_bf16(q.v_f32) : q.v_deq;
   return p;
 }
 
@@ -82,23 +54,23 @@ struct DevicePages {
   DeviceBuffer<uint16_t> k16, v16, ks, vs;
   DeviceBuffer<int32_t> table;
   explicit DevicePages(const Pages& p)
-      : k8(p.quant.k),
-        v8(p.quant.v),
-        k16(cuda_test::to_bf16(p.quant.k_f32)),
-        v16(cuda_test::to_bf16(p.quant.v_f32)),
-        ks(p.quant.ks),
-        vs(p.quant.vs),
-        table(p.table) {}
+      : k8(p.s.pages.k),
+        v8(p.s.pages.v),
+        k16(cuda_test::to_bf16(p.s.pages.k_f32)),
+        v16(cuda_test::to_bf16(p.s.pages.v_f32)),
+        ks(p.s.pages.ks),
+        vs(p.s.pages.vs),
+        table(p.s.table) {}
   kc::PagedKvDevice kv(const Pages& p) const {
     kc::PagedKvDevice d;
     const bool bf16 = p.dtype == KvDtype::kF16;
     d.k_cache = bf16 ? static_cast<const void*>(k16.get()) : k8.get();
     d.v_cache = bf16 ? static_cast<const void*>(v16.get()) : v8.get();
     d.block_tables = table.get();
-    d.block_table_stride = p.width;
-    d.num_kv_heads = p.quant.shape.num_kv_heads;
-    d.block_size = p.quant.shape.block_size;
-    d.head_dim = p.quant.shape.head_dim;
+    d.block_table_stride = p.s.width;
+    d.num_kv_heads = p.s.pages.shape.num_kv_heads;
+    d.block_size = p.s.pages.shape.block_size;
+    d.head_dim = p.s.pages.shape.head_dim;
     d.dtype = p.dtype;
     d.k_scales = bf16 ? nullptr : ks.get();
     d.v_scales = bf16 ? nullptr : vs.get();
@@ -131,11 +103,11 @@ void check(KvDtype dtype, int D, int group, const std::vector<Chunk>& reqs, bool
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<float> want(static_cast<size_t>(T * row), 0.0f);
   for (int b = 0; b < B; ++b) {
-    const int32_t* t = p.table.data() + b * p.width;
+    const int32_t* t = p.s.table.data() + b * p.s.width;
     for (int i = 0; i < reqs[b].q_len; ++i) {
       const int r = qs[b] + i, n = reqs[b].cached + i + 1;
       const int first = window > 0 ? std::max(0, n - window) : 0;
-      cuda_test::reference_attention(p.quant.shape, p.k_ref.data(), p.v_ref.data(), t, n,
+      cuda_test::reference_attention(p.s.pages.shape, p.k_ref.data(), p.v_ref.data(), t, n,
                                      q.data() + r * q_stride, H, scale, want.data() + r * row,
                                      first);
     }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "llmserve/kernels/dequantize.h"
@@ -96,6 +98,48 @@ struct QuantPages {
     }
   }
 };
+
+// A batch of requests over scattered pages: request r holds lens[r] tokens in table row r.
+struct ScatteredPages {
+  QuantPages pages;
+  std::vector<int32_t> lens, table;
+  int64_t width = 0;  // table row width
+};
+
+// K/V ~ U[-1, 1] (seed + 1) quantized through QuantPages::write into pages shuffled by seed;
+// unused table entries point at a spare page.
+inline ScatteredPages scattered_pages(kernels::KvDtype dtype, int D, int nkv,
+                                      const std::vector<int32_t>& lens, uint32_t seed) {
+  const int bs = 16;
+  int64_t total = 0, width = 1;
+  for (int32_t l : lens) {
+    total += (l + bs - 1) / bs;
+    width = std::max<int64_t>(width, (l + bs - 1) / bs);
+  }
+  ScatteredPages p{QuantPages(dtype, total + 3, nkv, bs, D), lens, {}, width + 1};
+  std::vector<int32_t> perm(static_cast<size_t>(total + 3));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(seed));
+  p.table.assign(lens.size() * static_cast<size_t>(p.width), perm.back());  // a spare page
+  std::mt19937 rng(seed + 1);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> kx(static_cast<size_t>(D)), vx(kx.size());
+  size_t next = 0;
+  for (size_t r = 0; r < lens.size(); ++r) {
+    int32_t* row = p.table.data() + r * static_cast<size_t>(p.width);
+    for (int j = 0; j < (lens[r] + bs - 1) / bs; ++j) row[j] = perm[next++];
+    for (int pos = 0; pos < lens[r]; ++pos) {
+      for (int h = 0; h < nkv; ++h) {
+        for (int d = 0; d < D; ++d) {
+          kx[static_cast<size_t>(d)] = u(rng);
+          vx[static_cast<size_t>(d)] = u(rng);
+        }
+        p.pages.write(int64_t{row[pos / bs]} * bs + pos % bs, h, kx.data(), vx.data());
+      }
+    }
+  }
+  return p;
+}
 
 // out[num_heads * D] for one query q[num_heads * D] over positions [first, n) of a request whose
 // pages are table[], in double: softmax(scale q . k) v with K/V rows from kp / vp (f32 pages of
