@@ -98,10 +98,17 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
   const bool pairs_q8_0 = layout == ActLayout::kQ8_0;
   const bool half_sums = layout == ActLayout::kQ6;
 
-  std::vector<Segment> segs;
-  std::vector<int64_t> first_token;  // per segment, its first token in a flat count
-  std::vector<Job> jobs;
-  segs.reserve(segments.size());
+  // Reused across calls on this thread (every matmul of a step comes here): no allocation once
+  // warm. The lambdas below reach them through these references, i.e. the caller's copies.
+  thread_local std::vector<Segment> tl_segs;
+  thread_local std::vector<int64_t> tl_first_token;
+  thread_local std::vector<Job> tl_jobs;
+  std::vector<Segment>& segs = tl_segs;
+  std::vector<int64_t>& first_token = tl_first_token;  // per segment, its first token (flat)
+  std::vector<Job>& jobs = tl_jobs;
+  segs.clear();
+  first_token.clear();
+  jobs.clear();
   int64_t tokens = 0, tasks = 0;
   for (const PackedSegment& in : segments) {
     const int64_t n = in.end - in.begin;

@@ -160,6 +160,16 @@ json ResponsesEvents::event(const char* type) {
   return {{"type", type}, {"sequence_number", sequence_++}};
 }
 
+json ResponsesEvents::text_delta(const char* type, const std::string& piece) {
+  text_ += piece;
+  json e = event(type);
+  e["item_id"] = item_id_;
+  e["output_index"] = output_.size();
+  e["content_index"] = 0;
+  e["delta"] = piece;
+  return e;
+}
+
 std::vector<json> ResponsesEvents::start() {
   std::vector<json> out;
   for (const char* type : {"response.created", "response.in_progress"}) {
@@ -265,14 +275,8 @@ std::vector<json> ResponsesEvents::on_chunk(const nlohmann::json& chunk) {
       close_item(out);
       open_reasoning(out);
     }
-    const std::string piece = delta["reasoning_content"].get<std::string>();
-    text_ += piece;
-    json e = event("response.reasoning_text.delta");
-    e["item_id"] = item_id_;
-    e["output_index"] = output_.size();
-    e["content_index"] = 0;
-    e["delta"] = piece;
-    out.push_back(std::move(e));
+    out.push_back(
+        text_delta("response.reasoning_text.delta", delta["reasoning_content"].get<std::string>()));
   }
   if (delta.contains("content") && delta["content"].is_string() &&
       !delta["content"].get<std::string>().empty()) {
@@ -280,13 +284,7 @@ std::vector<json> ResponsesEvents::on_chunk(const nlohmann::json& chunk) {
       close_item(out);
       open_message(out);
     }
-    const std::string piece = delta["content"].get<std::string>();
-    text_ += piece;
-    json e = event("response.output_text.delta");
-    e["item_id"] = item_id_;
-    e["output_index"] = output_.size();
-    e["content_index"] = 0;
-    e["delta"] = piece;
+    json e = text_delta("response.output_text.delta", delta["content"].get<std::string>());
     e["logprobs"] = json::array();
     out.push_back(std::move(e));
   }

@@ -58,6 +58,8 @@ class ResponsesEvents {
  private:
   enum class Open { kNone, kReasoning, kMessage, kCall };
   nlohmann::ordered_json event(const char* type);
+  // A delta event of the open item's text (its piece appended to text_).
+  nlohmann::ordered_json text_delta(const char* type, const std::string& piece);
   nlohmann::ordered_json open_item() const;  // the open item, as it stands
   void open_message(std::vector<nlohmann::ordered_json>& out);
   void open_reasoning(std::vector<nlohmann::ordered_json>& out);
