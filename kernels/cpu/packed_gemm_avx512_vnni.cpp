@@ -182,90 +182,26 @@ void q8_0_pair_tokens_x2(const PackQ8_0x8* g, const ActQ8* x, int64_t nb, float*
   });
 }
 
-// Q6_K or Q2_K block pair p (blocks 2p, 2p + 1, lanes alternating as the Q4 pair kernels'): the
-// scales of q6_scales, and per chunk the quants of the low and high nibble lanes.
-struct Q6PairScales {
-  __m512i pairs;
-  __m512 lo, hi, corr;
-};
-template <typename P>
-__attribute__((always_inline)) inline Q6PairScales q6_pair_scales(const P* g, int64_t i0) {
-  const P& s = g[i0 / kSubBlocks];
-  const int64_t j = i0 % kSubBlocks;  // even: both blocks in one super-block
-  const Q6Scales a = q6_scales(s, j), b = q6_scales(s, j + 1);
-  return {alternate(a.pairs, b.pairs), alternate(a.lo, b.lo), alternate(a.hi, b.hi),
-          alternate(a.corr, b.corr)};
-}
-
-template <typename P>
-__attribute__((always_inline)) inline void q6_pair_chunk(const P* g, int64_t i0, int c, __m512i hl,
-                                                         __m512i hh, __m512i& wl, __m512i& wh) {
-  const P& s = g[i0 / kSubBlocks];
-  const int64_t j = i0 % kSubBlocks;
-  const __m512i lo = _mm512_set1_epi8(0x0F), m = _mm512_set1_epi8(0x30);
-  const __m512i v = alternate(s.qs[j] + 32 * c, s.qs[j + 1] + 32 * c);
-  const int left = 4 - 2 * c;  // bits 2c, 2c + 1 to 4, 5
-  auto high = [&](__m512i h) {
-    return _mm512_and_si512(left >= 0 ? _mm512_slli_epi16(h, static_cast<unsigned>(left))
-                                      : _mm512_srli_epi16(h, static_cast<unsigned>(-left)),
-                            m);
-  };
-  wl = _mm512_and_si512(v, lo);
-  wh = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
-  if constexpr (kHasHighBits<P>) {
-    wl = _mm512_or_si512(wl, high(hl));
-    wh = _mm512_or_si512(wh, high(hh));
-  }
-}
-
-inline __m512i q6_pair_half_sums(const ActQ8Pair& a) {
-  return bcast8(reinterpret_cast<const int8_t*>(a.ds));
-}
-
 // Q6_K or Q2_K against pair-laid activations (their ds slots holding half sums): R rows, or with
-// kSumRowPairs R / 2 tokens; one group (8 rows) per call.
+// kSumRowPairs R / 2 tokens; one group (8 rows) per call. The pair's weights are unpacked once
+// (q6_pair_weights) for every row, each row's sums and float steps in q6_pair_token.
 template <typename P, int R, bool X2>
 void q6_pair_kernel(const P* g, const ActQ8* x, int64_t nb, float* y, int64_t ys, int valid,
                     unsigned flags) {
   constexpr int T = X2 ? R / 2 : R;  // chains
+  constexpr int kRows = X2 ? 2 : 1;
   __m512 acc[1][T];
   zero(acc);
   for (int64_t p = 0; p < nb / 2; ++p) {
     prefetch_pair<1>(g, nb, p, flags);
-    const P& s = g[2 * p / kSubBlocks];
-    const int64_t j = 2 * p % kSubBlocks;
-    const __m512i hl = alternate(load_qh(s, j, 0), load_qh(s, j + 1, 0));
-    const __m512i hh = alternate(load_qh(s, j, 1), load_qh(s, j + 1, 1));
-    __m512i sl[R], sh[R];
-    for (int r = 0; r < R; ++r) sl[r] = sh[r] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      __m512i wl, wh;
-      q6_pair_chunk(g, 2 * p, c, hl, hh, wl, wh);
-      for (int r = 0; r < R; ++r) {
-        const int8_t* q = reinterpret_cast<const ActQ8Pair*>(x + r * nb)[p].qs;
-        sl[r] = _mm512_dpbusd_epi32(sl[r], wl, bcast8(q + 8 * c));
-        sh[r] = _mm512_dpbusd_epi32(sh[r], wh, bcast8(q + 32 + 8 * c));
-      }
-    }
-    const Q6PairScales q = q6_pair_scales(g, 2 * p);
+    const Q6PairWeights w = q6_pair_weights(g, 2 * p);
+#pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const int r0 = X2 ? 2 * t : t;
-      const ActQ8Pair& a = reinterpret_cast<const ActQ8Pair*>(x + r0 * nb)[p];
-      __m512i s_lo = sl[r0], s_hi = sh[r0];
-      __m512i corr = _mm512_madd_epi16(q.pairs, q6_pair_half_sums(a));
-      __m512 dx = bcast_pair(a.d);
-      if constexpr (X2) {
-        const ActQ8Pair& res = reinterpret_cast<const ActQ8Pair*>(x + (r0 + 1) * nb)[p];
-        s_lo = combine_x2(s_lo, sl[r0 + 1]);
-        s_hi = combine_x2(s_hi, sh[r0 + 1]);
-        corr = combine_x2(corr, _mm512_madd_epi16(q.pairs, q6_pair_half_sums(res)));
-        dx = bcast_pair(res.d);
+      const ActQ8Pair* rows[kRows];
+      for (int r = 0; r < kRows; ++r) {
+        rows[r] = reinterpret_cast<const ActQ8Pair*>(x + (kRows * t + r) * nb) + p;
       }
-      __m512& c = acc[0][t];
-      c = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_lo), _mm512_mul_ps(q.lo, dx), c);
-      c = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_hi), _mm512_mul_ps(q.hi, dx), c);
-      c = _mm512_fmadd_ps(_mm512_cvtepi32_ps(corr), _mm512_mul_ps(q.corr, dx), c);
+      acc[0][t] = q6_pair_token<P, X2>(w, rows, acc[0][t]);
     }
   }
   // nb is a multiple of 8: no last odd block.

@@ -1,9 +1,9 @@
 // Wide kernels with AVX-512 VNNI: one group (8 rows) against 8-16 tokens per call, q8x2 tokens
-// (row pairs) or, for Q5_K, single-pass q8 rows (wide_x1). Each block pair's weights are unpacked
-// once into registers (4 chunks of low and high nibbles, or 8 chunks of Q8_0 bytes) and serve
-// every token of the call, where the pair kernels of packed_gemm_avx512_vnni.cpp redo that work
-// for each 4 tokens. The activations come in the wide layout (packed_layout.h), every token at a
-// fixed offset from one pointer. Per token and block pair the integer sums (q8x2: main * 256 +
+// (row pairs) or, for Q5_K and Q6_K, single-pass q8 rows (wide_x1). Each block pair's weights are
+// unpacked once into registers (4 chunks of low and high nibbles, or 8 chunks of Q8_0 bytes) and
+// serve every token of the call, where the pair kernels of packed_gemm_avx512_vnni.cpp redo that
+// work for each 4 tokens. The activations come in the wide layout (packed_layout.h), every token at
+// a fixed offset from one pointer. Per token and block pair the integer sums (q8x2: main * 256 +
 // residual) and the float steps are those of q4_pair_rows / q4_pair_tokens_x2 /
 // q8_0_pair_tokens_x2, so results match them, and the 256-bit kernels, bit for bit.
 // Built with the AVX-512 VNNI flags (kernels/CMakeLists.txt); called only on CPUs that have them.
@@ -126,6 +126,59 @@ void q8_0_wide_x2(const PackQ8_0x8* g, const ActQ8* tile, int64_t tile_rows, int
                       });
 }
 
+// Q6_K (and Q3_K) over a tile of ActQ6WidePair rows: the pair's weights unpacked once for the
+// call's T tokens; each token's sums start from the tile's offset starts, so its float steps are
+// q6_pair_float_step's on the same integer sums as q6_pair_token's (the same bits).
+template <int T, bool X2>
+void q6_wide(const PackQ6_Kx8* g, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
+             int64_t nb, float* y, int64_t ys, int valid, unsigned flags) {
+  constexpr int kRows = X2 ? 2 : 1;
+  const auto* rows = reinterpret_cast<const ActQ6WidePair*>(tile) + first_row;
+  __m512 acc[1][T];
+  zero(acc);
+  for (int64_t p = 0; p < nb / 2; ++p) {
+    prefetch_pair<1>(g, nb, p, flags);
+    const Q6PairWeights w = q6_pair_weights(g, 2 * p);
+    const ActQ6WidePair* bp = rows + p * tile_rows;
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) {
+      const ActQ6WidePair& last = bp[kRows * t + kRows - 1];
+      __m512i sl = bcast8(reinterpret_cast<const int8_t*>(last.start_lo));
+      __m512i sh = bcast8(reinterpret_cast<const int8_t*>(last.start_hi));
+      if constexpr (X2) {
+        const int8_t* q = bp[2 * t].qs;
+        __m512i ml = _mm512_setzero_si512(), mh = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+          ml = _mm512_dpbusd_epi32(ml, w.wl[c], bcast8(q + 8 * c));
+          mh = _mm512_dpbusd_epi32(mh, w.wh[c], bcast8(q + 32 + 8 * c));
+        }
+        sl = _mm512_add_epi32(sl, _mm512_slli_epi32(ml, 8));
+        sh = _mm512_add_epi32(sh, _mm512_slli_epi32(mh, 8));
+      }
+      const int8_t* q = last.qs;
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) {
+        sl = _mm512_dpbusd_epi32(sl, w.wl[c], bcast8(q + 8 * c));
+        sh = _mm512_dpbusd_epi32(sh, w.wh[c], bcast8(q + 32 + 8 * c));
+      }
+      acc[0][t] = q6_pair_float_step<PackQ6_Kx8>(w, sl, sh, _mm512_setzero_si512(),
+                                                 bcast_pair(last.d), acc[0][t]);
+    }
+  }
+  // nb is a multiple of 8: no last odd block.
+  finish_groups(acc, nb, y, ys, valid, [](int, __m256*) {});
+}
+
+template <bool X2>
+void q6_wide_group(const void* gv, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
+                   int64_t nb, int R, float* y, int64_t ys, int valid, unsigned flags) {
+  dispatch_count<kMinWideTokens, kMaxWideTokens>(X2 ? R / 2 : R, [&](auto t) {
+    q6_wide<decltype(t)::value, X2>(static_cast<const PackQ6_Kx8*>(gv), tile, tile_rows, first_row,
+                                    nb, y, ys, valid, flags);
+  });
+}
+
 // R rows: R / 2 q8x2 tokens with X2, else R single-pass rows.
 template <typename P, bool X2>
 void q4_wide_group(const void* gv, const ActQ8* tile, int64_t tile_rows, int64_t first_row,
@@ -156,6 +209,8 @@ void add_wide_kernels_avx512_vnni(PackedKernels& k) {
   // (1.7B prefill in one pass 115 -> 135 tok/s); for Q4_0 the pair kernels' two groups per call
   // are faster (170 against 150) and Q4_K is even (bench/RESULTS.md, "Real model sizes").
   k.wide_x1[kPackQ5_K] = &q4_wide_group<PackQ5_Kx8, false>;
+  k.wide[kPackQ6_K] = &q6_wide_group<true>;
+  k.wide_x1[kPackQ6_K] = &q6_wide_group<false>;
   k.min_tokens_wide = kMinWideTokens;
   k.max_tokens_wide = kMaxWideTokens;
 }

@@ -2,9 +2,8 @@
 // (Q6_K, and Q3_K packed as Q6_K) and PackQ2_Kx8, written against the Isa policy of
 // packed_gemm_impl.h, and make_packed_kernels, which gathers every 256-bit kernel of an
 // instruction set. The activations' ds slots hold, instead of ds, the int16 sums of each half
-// block (store_half_sums, quantize_activations.h). For the unsigned quants' half dot products s
-// and the activations' half sums S, x . w = d_x * (d * (sc_lo * s_lo + sc_hi * s_hi) + c * (p_lo *
-// S_lo + p_hi * S_hi)) with (c, p) = (-32 d, sc) for Q6_K and (-dmin, mn) for Q2_K.
+// block (store_half_sums, quantize_activations.h). For Q6_K the integer sums start from -32 times
+// them (q6_start_sums); Q2_K's min term is -dmin (mn_lo S_lo + mn_hi S_hi).
 #pragma once
 
 #include "kernels/cpu/packed_gemm_impl.h"
@@ -36,8 +35,8 @@ inline __m256i bcast_half_sums(const ActQ8& a) {
 template <typename P>
 inline constexpr bool kHasHighBits = std::is_same_v<P, PackQ6_Kx8>;
 
-// Per row of block j: the int16 pairs (lo, hi) of the correction's factors p, and the float
-// scales d * sc_lo, d * sc_hi and c.
+// Per row of block j: the float scales d * sc_lo, d * sc_hi and, for Q2_K's min term, the int16
+// pairs (mn_lo, mn_hi) and c = -dmin (Q6_K: zero).
 struct Q6Scales {
   __m256i pairs;
   __m256 lo, hi, corr;
@@ -53,8 +52,8 @@ inline Q6Scales q6_scales(const P& s, int64_t j) {
   q.lo = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(sc, 16), 16)));
   q.hi = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_srai_epi32(sc, 16)));
   if constexpr (kHasHighBits<P>) {
-    q.pairs = sc;
-    q.corr = _mm256_mul_ps(d, _mm256_set1_ps(-32.0f));
+    q.pairs = _mm256_setzero_si256();
+    q.corr = _mm256_setzero_ps();
   } else {
     q.pairs = load_pairs(s.mn[j]);
     q.corr = _mm256_mul_ps(load_halves(s.dmin), _mm256_set1_ps(-1.0f));
@@ -85,14 +84,51 @@ inline __m256i load_qh(const P& s, int64_t j, int h) {
   }
 }
 
-// The three float steps of one row (or token) and block.
+// Q6_K: the -32 offset enters the integer sums, each starting from -32 times its activations'
+// half sum, so s_lo / s_hi = sum x * (q - 32) exactly and x . w = d_x (d sc_lo s_lo + d sc_hi
+// s_hi): two float steps. Q2_K keeps its min term, the third (c = -dmin).
+inline int32_t q6_offset_start(const ActQ8& a, int h) {
+  int16_t sums[2];
+  __builtin_memcpy(sums, &a.ds, 4);
+  return -32 * sums[h];
+}
+template <typename P>
+__attribute__((always_inline)) inline void q6_start_sums(const ActQ8& a, __m256i& s_lo,
+                                                         __m256i& s_hi) {
+  if constexpr (kHasHighBits<P>) {
+    s_lo = _mm256_set1_epi32(q6_offset_start(a, 0));
+    s_hi = _mm256_set1_epi32(q6_offset_start(a, 1));
+  } else {
+    s_lo = s_hi = _mm256_setzero_si256();
+  }
+}
+
+// The float steps of one row (or token) and block: Q6_K's two (the offset is in s_lo / s_hi), or
+// Q2_K's three.
+template <typename P>
 __attribute__((always_inline)) inline __m256 q6_float_step(const Q6Scales& q, __m256i s_lo,
                                                            __m256i s_hi, __m256i corr, float d_x,
                                                            __m256 chain) {
   const __m256 dx = _mm256_set1_ps(d_x);
-  chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s_lo), _mm256_mul_ps(q.lo, dx), chain);
-  chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s_hi), _mm256_mul_ps(q.hi, dx), chain);
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr), _mm256_mul_ps(q.corr, dx), chain);
+  if constexpr (kHasHighBits<P>) {
+    __m256 t = _mm256_mul_ps(_mm256_cvtepi32_ps(s_lo), q.lo);
+    t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s_hi), q.hi, t);
+    return _mm256_fmadd_ps(t, dx, chain);
+  } else {
+    chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s_lo), _mm256_mul_ps(q.lo, dx), chain);
+    chain = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s_hi), _mm256_mul_ps(q.hi, dx), chain);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(corr), _mm256_mul_ps(q.corr, dx), chain);
+  }
+}
+
+// Q2_K's min term of row a (Q6_K: none).
+template <typename P>
+__attribute__((always_inline)) inline __m256i q6_min_term(const Q6Scales& q, const ActQ8& a) {
+  if constexpr (kHasHighBits<P>) {
+    return _mm256_setzero_si256();
+  } else {
+    return _mm256_madd_epi16(q.pairs, bcast_half_sums(a));
+  }
 }
 
 // Weight block wi of g against activation block b of R rows. The quants are at most 63, so the
@@ -104,7 +140,7 @@ __attribute__((always_inline)) inline void q6_block(const P* g, int64_t wi, cons
   const int64_t j = wi % kSubBlocks;
   const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
   __m256i sl[R], sh[R];
-  for (int r = 0; r < R; ++r) sl[r] = sh[r] = _mm256_setzero_si256();
+  for (int r = 0; r < R; ++r) q6_start_sums<P>(x[r * nb + b], sl[r], sh[r]);
   for (int c = 0; c < 4; ++c) {
     __m256i wl, wh;
     q6_chunk(s, j, c, hl, hh, wl, wh);
@@ -117,8 +153,7 @@ __attribute__((always_inline)) inline void q6_block(const P* g, int64_t wi, cons
   const Q6Scales q = q6_scales(s, j);
   for (int r = 0; r < R; ++r) {
     const ActQ8& a = x[r * nb + b];
-    const __m256i corr = _mm256_madd_epi16(q.pairs, bcast_half_sums(a));
-    chain[r] = q6_float_step(q, sl[r], sh[r], corr, a.d, chain[r]);
+    chain[r] = q6_float_step<P>(q, sl[r], sh[r], q6_min_term<P>(q, a), a.d, chain[r]);
   }
 }
 
@@ -130,7 +165,10 @@ __attribute__((always_inline)) inline void q6_block_x2(const P* g, int64_t wi, c
   const int64_t j = wi % kSubBlocks;
   const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
   __m256i ml[T], mh[T], rl[T], rh[T];
-  for (int t = 0; t < T; ++t) ml[t] = mh[t] = rl[t] = rh[t] = _mm256_setzero_si256();
+  for (int t = 0; t < T; ++t) {
+    q6_start_sums<P>(x[2 * t * nb + b], ml[t], mh[t]);
+    q6_start_sums<P>(x[(2 * t + 1) * nb + b], rl[t], rh[t]);
+  }
   for (int c = 0; c < 4; ++c) {
     __m256i wl, wh;
     q6_chunk(s, j, c, hl, hh, wl, wh);
@@ -147,10 +185,9 @@ __attribute__((always_inline)) inline void q6_block_x2(const P* g, int64_t wi, c
   for (int t = 0; t < T; ++t) {
     const ActQ8& m = x[2 * t * nb + b];
     const ActQ8& r = x[(2 * t + 1) * nb + b];
-    const __m256i corr = combine_x2(_mm256_madd_epi16(q.pairs, bcast_half_sums(m)),
-                                    _mm256_madd_epi16(q.pairs, bcast_half_sums(r)));
-    chain[t] =
-        q6_float_step(q, combine_x2(ml[t], rl[t]), combine_x2(mh[t], rh[t]), corr, r.d, chain[t]);
+    const __m256i corr = combine_x2(q6_min_term<P>(q, m), q6_min_term<P>(q, r));
+    chain[t] = q6_float_step<P>(q, combine_x2(ml[t], rl[t]), combine_x2(mh[t], rh[t]), corr, r.d,
+                                chain[t]);
   }
 }
 

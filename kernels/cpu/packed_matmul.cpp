@@ -23,10 +23,15 @@ constexpr int64_t kTileM = 64;         // activation rows per task when M is lar
 
 // The two rows (main, residual) of a q8x2 token, quantized at src (nb blocks each, not yet
 // pair-laid), paired into rows row and row + 1 of a tile in the wide layout. For Q4 weights
-// (!q8_0_correction) the main pairs' ds become main.ds + res.ds, the sum the Q4 wide kernels add;
-// for Q8_0 those slots hold the corrections instead.
+// the main pairs' ds become main.ds + res.ds, the sum the Q4 wide kernels add; for Q8_0 those
+// slots hold the corrections instead, and for Q6_K each row's own half sums.
 void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
-                               int64_t row, bool q8_0_correction) {
+                               int64_t row, bool q8_0_correction, bool half_sums) {
+  if (half_sums) {
+    cpu::q6_token_to_wide(src, src + nb, nb, reinterpret_cast<cpu::ActQ6WidePair*>(tile) + row,
+                          tile_rows);
+    return;
+  }
   auto* to = reinterpret_cast<cpu::ActQ8Pair*>(tile);
   cpu::pair_act_row_to(src, nb, to + row, tile_rows, q8_0_correction);
   cpu::pair_act_row_to(src + nb, nb, to + row + 1, tile_rows, q8_0_correction);
@@ -46,7 +51,11 @@ void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_
 // One single-pass row, quantized at src (nb blocks, not pair-laid), as row `row` of a tile in the
 // wide layout, its ds its own.
 void row_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows, int64_t row,
-                        bool q8_0_correction) {
+                        bool q8_0_correction, bool half_sums) {
+  if (half_sums) {
+    cpu::q6_row_to_wide(src, nb, reinterpret_cast<cpu::ActQ6WidePair*>(tile) + row, tile_rows);
+    return;
+  }
   cpu::pair_act_row_to(src, nb, reinterpret_cast<cpu::ActQ8Pair*>(tile) + row, tile_rows,
                        q8_0_correction);
   if (nb % 2 != 0) tile[cpu::wide_odd_block_index(nb, tile_rows, row)] = src[nb - 1];
@@ -94,7 +103,7 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
   // The pair kernels read re-laid activations, which every weight of the segment then takes (the
   // Q8_0 ones with the unsigned-weight correction in the ds slots). A single activation row does
   // not amortise the weights' re-lay (measured 0.87x at M = 1).
-  wide_kernels = wide_kernels && pairs_available && layout != ActLayout::kQ6;  // Q6: half sums
+  wide_kernels = wide_kernels && pairs_available;
   const bool pairs_q8_0 = layout == ActLayout::kQ8_0;
   const bool half_sums = layout == ActLayout::kQ6;
 
@@ -149,10 +158,18 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
   thread_local std::vector<ActQ8> scratch, wide_scratch;
   if (scratch.size() < static_cast<size_t>(q_rows * nb))
     scratch.resize(static_cast<size_t>(q_rows * nb));
-  if (wide_kernels && wide_scratch.size() < static_cast<size_t>(q_rows * nb))
-    wide_scratch.resize(static_cast<size_t>(q_rows * nb));
+  // A tile row of the wide layout: ActQ8Pair pairs (and an odd last block), or for Q6_K
+  // ActQ6WidePair pairs (nb even).
+  const size_t wide_row_bytes = half_sums ? static_cast<size_t>(nb / 2) * sizeof(cpu::ActQ6WidePair)
+                                          : static_cast<size_t>(nb) * sizeof(ActQ8);
+  const size_t wide_blocks =
+      (static_cast<size_t>(q_rows) * wide_row_bytes + sizeof(ActQ8) - 1) / sizeof(ActQ8);
+  if (wide_kernels && wide_scratch.size() < wide_blocks) wide_scratch.resize(wide_blocks);
   ActQ8* xq = scratch.data();
-  ActQ8* xw = wide_scratch.data();
+  char* const wide_base = reinterpret_cast<char*>(wide_scratch.data());
+  auto wide_tile = [&](int64_t m0) {
+    return reinterpret_cast<ActQ8*>(wide_base + static_cast<size_t>(m0) * wide_row_bytes);
+  };
   auto quantize = [&](int64_t b, int64_t e) {
     for (int64_t f = b; f < e; ++f) {
       const auto at = std::upper_bound(first_token.begin(), first_token.end(), f) - 1;
@@ -163,8 +180,8 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
         if (half_sums) cpu::store_half_sums(xq + 2 * m * nb, 2 * nb);
         const int64_t m0 = s.tile_of(2 * m);
         if (is_wide(s, m0)) {
-          pair_token_to_wide_layout(xq + 2 * m * nb, nb, xw + m0 * nb, s.tile_end(m0) - m0,
-                                    2 * m - m0, pairs_q8_0);
+          pair_token_to_wide_layout(xq + 2 * m * nb, nb, wide_tile(m0), s.tile_end(m0) - m0,
+                                    2 * m - m0, pairs_q8_0, half_sums);
         } else if (s.pairs) {
           cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb, pairs_q8_0);
         }
@@ -173,8 +190,8 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
         if (half_sums) cpu::store_half_sums(xq + m * nb, nb);
         const int64_t m0 = s.tile_of(m);
         if (is_wide(s, m0)) {
-          row_to_wide_layout(xq + m * nb, nb, xw + m0 * nb, s.tile_end(m0) - m0, m - m0,
-                             pairs_q8_0);
+          row_to_wide_layout(xq + m * nb, nb, wide_tile(m0), s.tile_end(m0) - m0, m - m0,
+                             pairs_q8_0, half_sums);
         } else if (s.pairs) {
           cpu::pair_act_blocks(xq + m * nb, 1, nb, pairs_q8_0);
         }
@@ -221,7 +238,7 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
           const unsigned flags = sum_pairs | (m == m0 ? cpu::kPrefetchWeights : 0);
           float* y = j.y + (m / passes - s.begin) * j.N + g * kGroupRows;
           if (wide) {
-            j.wide(j.w + g * j.gbytes, xw + m0 * nb, m1 - m0, m - m0, nb, R, y, j.N, valid, flags);
+            j.wide(j.w + g * j.gbytes, wide_tile(m0), m1 - m0, m - m0, nb, R, y, j.N, valid, flags);
           } else {
             j.fn(j.w + g * j.gbytes, xq + m * nb, nb, R, y, j.N, valid, flags);
           }

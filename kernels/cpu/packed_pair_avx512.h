@@ -192,5 +192,97 @@ __attribute__((always_inline)) inline void q8_0_pair_scales(const PackQ8_0x8* g,
   }
 }
 
+// Q6_K or Q2_K block pair i0, i0 + 1 (i0 even, lanes alternating as the Q4 pair kernels'): the
+// scales of q6_scales and the quants of the four chunks' low and high nibble lanes as bytes.
+struct Q6PairWeights {
+  __m512i wl[4], wh[4];
+  __m512i pairs;
+  __m512 lo, hi, corr;
+};
+template <typename P>
+__attribute__((always_inline)) inline Q6PairWeights q6_pair_weights(const P* g, int64_t i0) {
+  const P& s = g[i0 / kSubBlocks];
+  const int64_t j = i0 % kSubBlocks;  // even: both blocks in one super-block
+  Q6PairWeights w;
+  const __m512i lo = _mm512_set1_epi8(0x0F), m = _mm512_set1_epi8(0x30);
+  const __m512i hl = alternate(load_qh(s, j, 0), load_qh(s, j + 1, 0));
+  const __m512i hh = alternate(load_qh(s, j, 1), load_qh(s, j + 1, 1));
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {
+    const __m512i v = alternate(s.qs[j] + 32 * c, s.qs[j + 1] + 32 * c);
+    const int left = 4 - 2 * c;  // bits 2c, 2c + 1 to 4, 5
+    auto high = [&](__m512i h) {
+      return _mm512_and_si512(left >= 0 ? _mm512_slli_epi16(h, static_cast<unsigned>(left))
+                                        : _mm512_srli_epi16(h, static_cast<unsigned>(-left)),
+                              m);
+    };
+    w.wl[c] = _mm512_and_si512(v, lo);
+    w.wh[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
+    if constexpr (kHasHighBits<P>) {
+      w.wl[c] = _mm512_or_si512(w.wl[c], high(hl));
+      w.wh[c] = _mm512_or_si512(w.wh[c], high(hh));
+    }
+  }
+  const Q6Scales a = q6_scales(s, j), b = q6_scales(s, j + 1);
+  w.pairs = alternate(a.pairs, b.pairs);
+  w.lo = alternate(a.lo, b.lo);
+  w.hi = alternate(a.hi, b.hi);
+  w.corr = alternate(a.corr, b.corr);
+  return w;
+}
+
+// q6_float_step's operations on a block pair's lanes (corr: Q2_K's min term).
+template <typename P>
+__attribute__((always_inline)) inline __m512 q6_pair_float_step(const Q6PairWeights& w,
+                                                                __m512i s_lo, __m512i s_hi,
+                                                                __m512i corr, __m512 dx,
+                                                                __m512 chain) {
+  if constexpr (kHasHighBits<P>) {
+    __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s_lo), w.lo);
+    t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_hi), w.hi, t);
+    return _mm512_fmadd_ps(t, dx, chain);
+  } else {
+    chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_lo), _mm512_mul_ps(w.lo, dx), chain);
+    chain = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s_hi), _mm512_mul_ps(w.hi, dx), chain);
+    return _mm512_fmadd_ps(_mm512_cvtepi32_ps(corr), _mm512_mul_ps(w.corr, dx), chain);
+  }
+}
+
+// One token's integer sums over the pair (rows[0]: its row, or with X2 its main row, rows[1] the
+// residual) and its float steps into chain, as q6_block / q6_block_x2: Q6_K's sums start from -32
+// times the half sums (one vpmaddwd each), Q2_K's min term is a third step.
+template <typename P, bool X2>
+__attribute__((always_inline)) inline __m512 q6_pair_token(const Q6PairWeights& w,
+                                                           const ActQ8Pair* const* rows,
+                                                           __m512 chain) {
+  constexpr int kRows = X2 ? 2 : 1;
+  const __m512i lo_start = _mm512_set1_epi32(0x0000FFE0), hi_start = _mm512_set1_epi32(-0x200000);
+  __m512i sl[kRows], sh[kRows], corr[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    const int8_t* q = rows[r]->qs;
+    const __m512i half_sums = bcast8(reinterpret_cast<const int8_t*>(rows[r]->ds));
+    corr[r] = _mm512_setzero_si512();
+    if constexpr (kHasHighBits<P>) {
+      sl[r] = _mm512_madd_epi16(half_sums, lo_start);  // -32 * S_lo
+      sh[r] = _mm512_madd_epi16(half_sums, hi_start);  // -32 * S_hi
+    } else {
+      sl[r] = sh[r] = _mm512_setzero_si512();
+      corr[r] = _mm512_madd_epi16(w.pairs, half_sums);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      sl[r] = _mm512_dpbusd_epi32(sl[r], w.wl[c], bcast8(q + 8 * c));
+      sh[r] = _mm512_dpbusd_epi32(sh[r], w.wh[c], bcast8(q + 32 + 8 * c));
+    }
+  }
+  __m512i s_lo = sl[0], s_hi = sh[0];
+  if constexpr (X2) {
+    s_lo = combine_x2(s_lo, sl[1]);
+    s_hi = combine_x2(s_hi, sh[1]);
+  }
+  return q6_pair_float_step<P>(w, s_lo, s_hi, X2 ? combine_x2(corr[0], corr[kRows - 1]) : corr[0],
+                               bcast_pair(rows[kRows - 1]->d), chain);
+}
+
 }  // namespace
 }  // namespace llmserve::kernels::cpu

@@ -155,6 +155,53 @@ void pair_act_row_to(const ActQ8* row, int64_t nb, ActQ8Pair* dst, int64_t strid
   }
 }
 
+namespace {
+
+int32_t half_sum(const ActQ8& a, int h) {
+  int16_t sums[2];
+  std::memcpy(sums, &a.ds, sizeof(sums));
+  return sums[h];
+}
+
+ActQ6WidePair q6_wide_pair(const ActQ8& a, const ActQ8& b) {
+  const ActQ8Pair pair = pair_of(a, b, false);
+  ActQ6WidePair out;
+  std::memcpy(out.d, pair.d, sizeof(out.d));
+  std::memcpy(out.qs, pair.qs, sizeof(out.qs));
+  return out;
+}
+
+}  // namespace
+
+void q6_row_to_wide(const ActQ8* row, int64_t nb, ActQ6WidePair* dst, int64_t stride) {
+  for (int64_t p = 0; p + 1 < nb; p += 2) {
+    ActQ6WidePair out = q6_wide_pair(row[p], row[p + 1]);
+    for (int i = 0; i < 2; ++i) {
+      out.start_lo[i] = -32 * half_sum(row[p + i], 0);
+      out.start_hi[i] = -32 * half_sum(row[p + i], 1);
+    }
+    dst[p / 2 * stride] = out;
+  }
+}
+
+void q6_token_to_wide(const ActQ8* main, const ActQ8* residual, int64_t nb, ActQ6WidePair* dst,
+                      int64_t stride) {
+  for (int64_t p = 0; p + 1 < nb; p += 2) {
+    ActQ6WidePair m = q6_wide_pair(main[p], main[p + 1]);
+    ActQ6WidePair r = q6_wide_pair(residual[p], residual[p + 1]);
+    for (int i = 0; i < 2; ++i) {
+      m.start_lo[i] = m.start_hi[i] = 0;
+      for (int h = 0; h < 2; ++h) {
+        const int32_t start =
+            -32 * (kQ8x2ResidualRatio * half_sum(main[p + i], h) + half_sum(residual[p + i], h));
+        (h == 0 ? r.start_lo : r.start_hi)[i] = start;
+      }
+    }
+    dst[p / 2 * stride] = m;
+    dst[p / 2 * stride + 1] = r;
+  }
+}
+
 void store_half_sums(ActQ8* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     int16_t sums[2] = {0, 0};

@@ -38,6 +38,22 @@ void pair_act_blocks(ActQ8* x, int64_t rows, int64_t nb, bool q8_0_correction = 
 void pair_act_row_to(const ActQ8* row, int64_t nb, ActQ8Pair* dst, int64_t stride,
                      bool q8_0_correction = false);
 
+// A block pair of Q6_K activations in the wide layout: qs as ActQ8Pair's, and each half block's
+// integer sum start, -32 times its activations' sum (so the kernels' sums come out as
+// sum x * (q - 32) with no further step). A q8x2 token's main row keeps d and starts of zero; its
+// residual row starts from -32 * (256 S_main + S_res) (packed_matmul's q6 re-lay).
+struct ActQ6WidePair {
+  float d[2];
+  int32_t start_lo[2], start_hi[2];
+  int8_t qs[2 * kQK];
+};
+// Row of nb blocks (nb even, ds slots holding half sums) to dst[p * stride], p < nb / 2; with
+// residual (the q8x2 token's second row, also with half sums), main is written from row and
+// residual from residual, the residual's starts combining both.
+void q6_row_to_wide(const ActQ8* row, int64_t nb, ActQ6WidePair* dst, int64_t stride);
+void q6_token_to_wide(const ActQ8* main, const ActQ8* residual, int64_t nb, ActQ6WidePair* dst,
+                      int64_t stride);
+
 // For the Q6_K kernels: each of the n blocks' ds becomes the int16 pair (sum of qs[0..15], sum of
 // qs[16..31]).
 void store_half_sums(ActQ8* x, int64_t n);
