@@ -153,8 +153,8 @@ void q6_wide(const PackQ6_Kx8* g, const ActQ8* tile, int64_t tile_rows, int64_t 
           ml = _mm512_dpbusd_epi32(ml, w.wl[c], bcast8(q + 8 * c));
           mh = _mm512_dpbusd_epi32(mh, w.wh[c], bcast8(q + 32 + 8 * c));
         }
-        sl = _mm512_add_epi32(sl, _mm512_slli_epi32(ml, 8));
-        sh = _mm512_add_epi32(sh, _mm512_slli_epi32(mh, 8));
+        sl = combine_x2(ml, sl);  // the residual's products add on below
+        sh = combine_x2(mh, sh);
       }
       const int8_t* q = last.qs;
 #pragma GCC unroll 4

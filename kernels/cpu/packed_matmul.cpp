@@ -26,12 +26,13 @@ constexpr int64_t kTileM = 64;         // activation rows per task when M is lar
 // the main pairs' ds become main.ds + res.ds, the sum the Q4 wide kernels add; for Q8_0 those
 // slots hold the corrections instead, and for Q6_K each row's own half sums.
 void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows,
-                               int64_t row, bool q8_0_correction, bool half_sums) {
-  if (half_sums) {
+                               int64_t row, ActLayout layout) {
+  if (layout == ActLayout::kQ6) {
     cpu::q6_token_to_wide(src, src + nb, nb, reinterpret_cast<cpu::ActQ6WidePair*>(tile) + row,
                           tile_rows);
     return;
   }
+  const bool q8_0_correction = layout == ActLayout::kQ8_0;
   auto* to = reinterpret_cast<cpu::ActQ8Pair*>(tile);
   cpu::pair_act_row_to(src, nb, to + row, tile_rows, q8_0_correction);
   cpu::pair_act_row_to(src + nb, nb, to + row + 1, tile_rows, q8_0_correction);
@@ -51,13 +52,13 @@ void pair_token_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_
 // One single-pass row, quantized at src (nb blocks, not pair-laid), as row `row` of a tile in the
 // wide layout, its ds its own.
 void row_to_wide_layout(const ActQ8* src, int64_t nb, ActQ8* tile, int64_t tile_rows, int64_t row,
-                        bool q8_0_correction, bool half_sums) {
-  if (half_sums) {
+                        ActLayout layout) {
+  if (layout == ActLayout::kQ6) {
     cpu::q6_row_to_wide(src, nb, reinterpret_cast<cpu::ActQ6WidePair*>(tile) + row, tile_rows);
     return;
   }
   cpu::pair_act_row_to(src, nb, reinterpret_cast<cpu::ActQ8Pair*>(tile) + row, tile_rows,
-                       q8_0_correction);
+                       layout == ActLayout::kQ8_0);
   if (nb % 2 != 0) tile[cpu::wide_odd_block_index(nb, tile_rows, row)] = src[nb - 1];
 }
 
@@ -181,7 +182,7 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
         const int64_t m0 = s.tile_of(2 * m);
         if (is_wide(s, m0)) {
           pair_token_to_wide_layout(xq + 2 * m * nb, nb, wide_tile(m0), s.tile_end(m0) - m0,
-                                    2 * m - m0, pairs_q8_0, half_sums);
+                                    2 * m - m0, layout);
         } else if (s.pairs) {
           cpu::pair_act_blocks(xq + 2 * m * nb, 2, nb, pairs_q8_0);
         }
@@ -190,8 +191,7 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
         if (half_sums) cpu::store_half_sums(xq + m * nb, nb);
         const int64_t m0 = s.tile_of(m);
         if (is_wide(s, m0)) {
-          row_to_wide_layout(xq + m * nb, nb, wide_tile(m0), s.tile_end(m0) - m0, m - m0,
-                             pairs_q8_0, half_sums);
+          row_to_wide_layout(xq + m * nb, nb, wide_tile(m0), s.tile_end(m0) - m0, m - m0, layout);
         } else if (s.pairs) {
           cpu::pair_act_blocks(xq + m * nb, 1, nb, pairs_q8_0);
         }

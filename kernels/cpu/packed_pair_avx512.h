@@ -224,10 +224,15 @@ __attribute__((always_inline)) inline Q6PairWeights q6_pair_weights(const P* g, 
     }
   }
   const Q6Scales a = q6_scales(s, j), b = q6_scales(s, j + 1);
-  w.pairs = alternate(a.pairs, b.pairs);
   w.lo = alternate(a.lo, b.lo);
   w.hi = alternate(a.hi, b.hi);
-  w.corr = alternate(a.corr, b.corr);
+  if constexpr (kHasHighBits<P>) {
+    w.pairs = _mm512_setzero_si512();  // Q6_K: no min term
+    w.corr = _mm512_setzero_ps();
+  } else {
+    w.pairs = alternate(a.pairs, b.pairs);
+    w.corr = alternate(a.corr, b.corr);
+  }
   return w;
 }
 

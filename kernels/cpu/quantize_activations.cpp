@@ -189,13 +189,13 @@ void q6_token_to_wide(const ActQ8* main, const ActQ8* residual, int64_t nb, ActQ
   for (int64_t p = 0; p + 1 < nb; p += 2) {
     ActQ6WidePair m = q6_wide_pair(main[p], main[p + 1]);
     ActQ6WidePair r = q6_wide_pair(residual[p], residual[p + 1]);
+    auto start = [&](int i, int h) {
+      return -32 * (kQ8x2ResidualRatio * half_sum(main[p + i], h) + half_sum(residual[p + i], h));
+    };
     for (int i = 0; i < 2; ++i) {
       m.start_lo[i] = m.start_hi[i] = 0;
-      for (int h = 0; h < 2; ++h) {
-        const int32_t start =
-            -32 * (kQ8x2ResidualRatio * half_sum(main[p + i], h) + half_sum(residual[p + i], h));
-        (h == 0 ? r.start_lo : r.start_hi)[i] = start;
-      }
+      r.start_lo[i] = start(i, 0);
+      r.start_hi[i] = start(i, 1);
     }
     dst[p / 2 * stride] = m;
     dst[p / 2 * stride + 1] = r;
