@@ -21,7 +21,17 @@ std::string_view to_string(LoadFormat v) {
 }
 
 std::string_view to_string(CpuMatmulPrecision v) {
-  return v == CpuMatmulPrecision::kQ8 ? "q8" : v == CpuMatmulPrecision::kQ8x2 ? "q8x2" : "auto";
+  switch (v) {
+    case CpuMatmulPrecision::kByFormat:
+      return "by_format";
+    case CpuMatmulPrecision::kAuto:
+      return "auto";
+    case CpuMatmulPrecision::kQ8x2:
+      return "q8x2";
+    case CpuMatmulPrecision::kQ8:
+      return "q8";
+  }
+  return "by_format";
 }
 
 std::string_view to_string(CpuIsa v) {

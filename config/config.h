@@ -15,8 +15,8 @@ namespace llmserve {
 enum class LoadFormat { kAuto, kGguf, kSafetensors, kDummy };
 enum class DeviceKind { kAuto, kCpu, kCuda };
 // CPU matmul activations: q8x2 = two 8-bit passes (~16 bits, matches f32), q8 = one pass, auto =
-// q8 for prompt tokens, q8x2 for generated ones.
-enum class CpuMatmulPrecision { kAuto, kQ8x2, kQ8 };
+// q8 for prompt tokens, q8x2 for generated ones; by_format = q8 for K-quant files, else q8x2.
+enum class CpuMatmulPrecision { kByFormat, kAuto, kQ8x2, kQ8 };
 // CPU kernels' instruction set: auto = the widest the CPU has; avx2 / avx512 force one.
 enum class CpuIsa { kAuto, kAvx2, kAvx512 };
 // Element type of the KV cache: f16 halves its memory and the bytes attention reads per token.
@@ -80,7 +80,7 @@ struct ModelSection {
 struct EngineSection {
   DeviceKind device = DeviceKind::kAuto;  // auto = CUDA when a GPU is present, else CPU
   int threads = 0;                        // CPU compute threads; 0 = all cores
-  CpuMatmulPrecision cpu_matmul_precision = CpuMatmulPrecision::kQ8x2;
+  CpuMatmulPrecision cpu_matmul_precision = CpuMatmulPrecision::kByFormat;
   CpuIsa cpu_isa = CpuIsa::kAuto;        // a start-up error when the CPU lacks the one forced
   uint64_t kv_cache_bytes = 1ull << 30;  // CPU KV-cache budget, bytes
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kF16;

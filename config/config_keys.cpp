@@ -137,11 +137,14 @@ std::vector<ConfigKey> build_table() {
                       "CPU compute threads; 0 = all cores.", {"threads"}));
   t.push_back(
       enum_key("engine", "cpu_matmul_precision", &C::engine, &ES::cpu_matmul_precision,
-               {CpuMatmulPrecision::kAuto, CpuMatmulPrecision::kQ8x2, CpuMatmulPrecision::kQ8},
+               {CpuMatmulPrecision::kByFormat, CpuMatmulPrecision::kAuto, CpuMatmulPrecision::kQ8x2,
+                CpuMatmulPrecision::kQ8},
                "Activations of CPU integer matmuls: q8x2 = two 8-bit passes (~16 bits, "
                "matches an f32 reference), q8 = one pass (llama.cpp's precision, faster "
                "prefill, flips near-tie tokens), auto = q8 for prompt tokens and q8x2 for "
-               "generated tokens (prefill at q8's speed, decode exact).",
+               "generated tokens (prefill at q8's speed, decode exact), by_format = q8 when "
+               "K-quants hold most of the quantized weight bytes (llama.cpp's precision, where "
+               "a second pass would cost a third of the prefill speed), else q8x2.",
                {"cpu-matmul-precision"}));
   t.push_back(enum_key("engine", "cpu_isa", &C::engine, &ES::cpu_isa,
                        {CpuIsa::kAuto, CpuIsa::kAvx2, CpuIsa::kAvx512},

@@ -108,12 +108,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.num_threads = options.threads > 0
                        ? options.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto precision = parse_matmul_precision(options.cpu_matmul_precision);
-  if (!precision) {
-    return invalid_argument("engine: cpu_matmul_precision must be auto, q8x2 or q8, got '" +
-                            options.cpu_matmul_precision + "'");
-  }
-  ro.matmul_precision = *precision;
+  LLMSERVE_ASSIGN_OR_RETURN(ro.matmul_precision,
+                            parse_matmul_precision_setting(options.cpu_matmul_precision));
   ro.kv_cache_dtype = *kernels::parse_kv_dtype(options.kv_cache_dtype);
   ro.kv_cache_bytes = options.kv_cache_bytes;
   ro.quantize = options.quantize;
@@ -225,7 +221,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       "engine: {} on {}, {} threads, {} matmul activations, CPU kernels {}, max_model_len {}, "
       "max_num_seqs {}, "
       "max_num_batched_tokens {}, prefix caching {}, chunked prefill {}",
-      options.model_path, runner->backend(), ro.num_threads, options.cpu_matmul_precision,
+      options.model_path, runner->backend(), ro.num_threads,
+      matmul_precision_name(runner->matmul_precision()) +
+          (options.cpu_matmul_precision == "by_format" ? " (by_format)" : ""),
       kernels::cpu_isa_name(kernels::active_cpu_isa()), max_model_len, options.max_num_seqs,
       options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
       options.enable_chunked_prefill ? "on" : "off");

@@ -224,8 +224,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   }
   std::unique_ptr<ModelRunner> r(new ModelRunner());
   r->options_ = options;
+  if (!r->options_.matmul_precision) {
+    r->options_.matmul_precision = matmul_precision_for_weights(model->tensors());
+  }
   r->model_ = std::move(model);
-  auto cpu = std::make_unique<CpuOps>(options.num_threads, options.matmul_precision);
+  auto cpu = std::make_unique<CpuOps>(options.num_threads, *r->options_.matmul_precision);
   CpuOps& cpu_ops = *cpu;
   r->ops_ = std::move(cpu);
   KvCacheSpec spec;

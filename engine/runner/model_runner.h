@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,9 +22,11 @@
 namespace llmserve {
 
 struct ModelRunnerOptions {
-  std::string model_path;                  // .gguf file or HF directory
-  int num_threads = 2;                     // CPU threads, the caller included
-  MatmulPrecision matmul_precision;        // CPU integer matmuls, per row kind (matmul_precision.h)
+  std::string model_path;  // .gguf file or HF directory
+  int num_threads = 2;     // CPU threads, the caller included
+  // CPU integer matmuls, per row kind; nullopt: by the weights after model.quantize
+  // (matmul_precision_for_weights, engine.cpu_matmul_precision by_format).
+  std::optional<MatmulPrecision> matmul_precision = MatmulPrecision{};
   uint64_t kv_cache_bytes = 256ull << 20;  // K + V over all layers; sets num_blocks
   kernels::KvDtype kv_cache_dtype = kernels::KvDtype::kF16;  // f16 is bf16 on CUDA; fp8: CUDA
   int block_size = 16;                                       // tokens per KV block
@@ -84,6 +87,10 @@ class ModelRunner {
   const char* backend() const { return options_.use_cuda ? "cuda" : "cpu"; }
   // The cache's element type (kF16 is bf16 on CUDA: the same bytes).
   kernels::KvDtype kv_dtype() const { return options_.kv_cache_dtype; }
+  // The CPU matmuls' precision in effect (by_format resolved); q8x2 on CUDA, where it is unused.
+  MatmulPrecision matmul_precision() const {
+    return options_.matmul_precision.value_or(MatmulPrecision{});
+  }
   // The CPU backend's weight preparation at start-up (repacking, released source pages); empty
   // on CUDA.
   const CpuWeightStats& weight_stats() const { return weight_stats_; }

@@ -146,9 +146,8 @@ Status run(const GenerateOptions& o) {
   ro.num_threads = o.engine.threads > 0
                        ? o.engine.threads
                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const auto precision = parse_matmul_precision(o.engine.cpu_matmul_precision);
-  if (!precision) return invalid_argument("engine.cpu_matmul_precision must be auto, q8x2 or q8");
-  ro.matmul_precision = *precision;
+  LLMSERVE_ASSIGN_OR_RETURN(ro.matmul_precision,
+                            parse_matmul_precision_setting(o.engine.cpu_matmul_precision));
   const auto kv_dtype = kernels::parse_kv_dtype(o.engine.kv_cache_dtype);
   if (!kv_dtype) return invalid_argument("engine.kv_cache_dtype must be f16, f32, int8 or fp8");
   ro.kv_cache_dtype = *kv_dtype;
@@ -218,7 +217,8 @@ Status run(const GenerateOptions& o) {
                 "stats: prompt %zu tok, generated %d tok, ttft %.1f ms, prefill %.1f tok/s, decode "
                 "%.1f tok/s",
                 prompt.size(), generated, ttft, prefill_tps, decode_tps);
-  std::cerr << line << "\n";
+  std::cerr << line << ", matmul activations " << matmul_precision_name(runner->matmul_precision())
+            << "\n";
   return Status::ok();
 }
 

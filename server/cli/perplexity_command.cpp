@@ -38,7 +38,7 @@ struct PerplexityOptions {
   int32_t threads = 0;
   std::string kv_dtype = "f16";
   std::string device = "cpu";
-  std::string precision = "q8x2";
+  std::string precision = "by_format";
   std::string quantize;         // model.quantize
   uint64_t kv_cache_bytes = 0;  // 0 = what `parallel` windows need
   bool json = false;
@@ -189,8 +189,10 @@ void add_perplexity_command(CLI::App& root, int& exit_code) {
                   "KV cache bytes (default: what --parallel windows need)");
   cmd->add_option("--device", o->device, "cpu (default), cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  cmd->add_option("--cpu-matmul-precision", o->precision, "q8x2 (default) or q8")
-      ->check(CLI::IsMember({"q8x2", "q8"}));
+  cmd->add_option("--cpu-matmul-precision", o->precision,
+                  "by_format (default: as the daemon; q8 for K-quant files, else q8x2), q8x2, q8 "
+                  "or auto (scored tokens are prompt rows, so auto = q8)")
+      ->check(CLI::IsMember({"by_format", "q8x2", "q8", "auto"}));
   cmd->add_option("--quantize", o->quantize,
                   "Quantize F32 / F16 / BF16 matmul weights at load, as model.quantize: q8_0, "
                   "q4_0 or q4_k (default: as stored)")

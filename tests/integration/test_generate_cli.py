@@ -2,6 +2,7 @@
 LLMSERVE_* environment and --config; a bad key is an error naming it (exit 2)."""
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +60,20 @@ def test_speculation_from_config_runs_through_the_engine():
     assert "[info]" not in r.stdout  # the engine's log lines go to stderr: stdout is the text
     measured = generate("--speculative.method", "ngram", "--speculative.num-tokens", "3")
     assert measured.stdout == r.stdout  # speculation never changes the output
+
+
+def test_matmul_precision_by_format_follows_the_file(tmp_path):
+    """The default `by_format`: two-pass activations (q8x2) for the default Q4_1 file, llama.cpp's
+    one-pass precision (q8) for a K-quant file; the logits show which kernels ran."""
+    assert "matmul activations q8x2" in generate().stderr
+    kquant = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_kquant" / "model.gguf"
+    logits = {}
+    for setting in ("by_format", "q8", "q8x2"):
+        out = tmp_path / f"{setting}.f32"
+        r = generate("--model", str(kquant), "--logits-out", str(out),
+                     "--engine.cpu-matmul-precision", setting)
+        expected = "q8x2" if setting == "q8x2" else "q8"
+        assert f"matmul activations {expected}" in r.stderr, r.stderr
+        logits[setting] = out.read_bytes()
+    assert logits["by_format"] == logits["q8"]
+    assert logits["by_format"] != logits["q8x2"]

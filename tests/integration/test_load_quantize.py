@@ -35,6 +35,8 @@ def run(model, tmp, tag, *args, check=True):
     logits = tmp / f"{tag}.f32"
     r = subprocess.run([str(BIN), "generate", "--model", str(model), "--prompt", PROMPT,
                         "--max-tokens", "16", "--ignore-eos", "--engine.threads", "2",
+                        # two-pass activations whatever the weights: the errors are the weights'
+                        "--engine.cpu-matmul-precision", "q8x2",
                         "--logits-out", str(logits), *args],
                        capture_output=True, text=True, timeout=300)
     if check:

@@ -65,3 +65,20 @@ def test_bad_input_is_a_clear_error(oracle, text_file, tmp_path):
     assert r.returncode == 1 and "at least 2 x --ctx = 256" in r.stderr, r.stderr
     r = perplexity(tmp_path / "missing.txt", "--ctx", "128")
     assert r.returncode == 1 and "cannot open" in r.stderr, r.stderr
+
+
+def test_precision_defaults_as_the_daemon(oracle, text_file, f16):
+    """--cpu-matmul-precision by_format (the default) scores the default Q4_1 model as q8x2 does,
+    and a K-quant file as q8 does."""
+    x2 = perplexity(text_file, "--ctx", str(oracle["ctx"]), "--cpu-matmul-precision", "q8x2", "--json")
+    assert x2.returncode == 0, x2.stderr
+    assert json.loads(x2.stdout)["ppl"] == f16["ppl"]
+    kquant = Path(__file__).resolve().parents[1] / "fixtures" / "tiny_kquant" / "model.gguf"
+    ppl = {}
+    for setting in ("by_format", "q8", "q8x2"):
+        r = subprocess.run([str(BIN), "perplexity", "--model", str(kquant), "--file", str(text_file),
+                            "--ctx", "64", "--chunks", "3", "--cpu-matmul-precision", setting,
+                            "--json"], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        ppl[setting] = json.loads(r.stdout)["ppl"]
+    assert ppl["by_format"] == ppl["q8"] != ppl["q8x2"], ppl

@@ -6,13 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/runner/batch_builder.h"
 #include "engine/runner/cpu_ops.h"
 #include "engine/runner/matmul_precision.h"
+#include "engine/runner/model_runner.h"
 #include "llmserve/kernels/packed_weight.h"
 #include "tests/unit/kernels/kernel_test_util.h"
 
@@ -39,6 +43,78 @@ TEST(MatmulPrecision, ParsesTheConfigValues) {
   EXPECT_EQ(q8->prompt, ActPrecision::kQ8);
   EXPECT_FALSE(parse_matmul_precision("Q8").has_value());
   EXPECT_FALSE(parse_matmul_precision("").has_value());
+}
+
+TEST(MatmulPrecision, ParsesTheSettingWithByFormat) {
+  const auto by_format = parse_matmul_precision_setting("by_format");
+  ASSERT_TRUE(by_format.is_ok());
+  EXPECT_FALSE(by_format->has_value());
+  const auto q8 = parse_matmul_precision_setting("q8");
+  ASSERT_TRUE(q8.is_ok() && q8->has_value());
+  EXPECT_EQ(**q8, MatmulPrecision{ActPrecision::kQ8});
+  const auto bad = parse_matmul_precision_setting("fast");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("engine.cpu_matmul_precision"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("'fast'"), std::string::npos);
+}
+
+TensorView matrix(DType type, size_t nbytes, std::vector<int64_t> shape = {64, 256}) {
+  TensorView t;
+  t.type = type;
+  t.shape = std::move(shape);
+  t.nbytes = nbytes;
+  return t;
+}
+
+TEST(MatmulPrecision, ByFormatFollowsTheQuantizedBytes) {
+  const MatmulPrecision one{ActPrecision::kQ8};
+  const MatmulPrecision x2{ActPrecision::kQ8x2};
+  // A Q4_K_M file: Q4_K and Q6_K matrices, its fallback Q8_0 / Q5_0 ones fewer bytes.
+  EXPECT_EQ(matmul_precision_for_weights({matrix(DType::Q4_K, 100), matrix(DType::Q6_K, 50),
+                                          matrix(DType::Q8_0, 120), matrix(DType::Q5_0, 20)}),
+            one);
+  // Mostly Q4_1 (the default model) or Q8_0: two passes.
+  EXPECT_EQ(matmul_precision_for_weights({matrix(DType::Q4_1, 200), matrix(DType::Q6_K, 10)}), x2);
+  EXPECT_EQ(matmul_precision_for_weights({matrix(DType::Q8_0, 60), matrix(DType::Q5_K, 60)}), x2);
+  // Float matrices and vectors do not count.
+  EXPECT_EQ(matmul_precision_for_weights({matrix(DType::BF16, 1000), matrix(DType::Q4_K, 1)}), one);
+  EXPECT_EQ(matmul_precision_for_weights(
+                {matrix(DType::F16, 1000), matrix(DType::F32, 4, {256}), matrix(DType::Q4_0, 2)}),
+            x2);
+  EXPECT_EQ(matmul_precision_for_weights(
+                {matrix(DType::Q8_0, 10, {256}), matrix(DType::Q3_K, 5, {4, 64, 256})}),
+            one);
+  EXPECT_EQ(matmul_precision_for_weights({matrix(DType::F16, 1000)}), x2);
+  EXPECT_EQ(matmul_precision_name(*parse_matmul_precision("auto")), "auto");
+  EXPECT_EQ(matmul_precision_name(one), "q8");
+  EXPECT_EQ(matmul_precision_name(x2), "q8x2");
+  EXPECT_EQ(matmul_precision_name(MatmulPrecision{ActPrecision::kQ8, ActPrecision::kQ8x2}),
+            "prompt q8x2 / output q8");
+}
+
+// The runner resolves by_format (nullopt) from the file it loads; a fixed setting stays.
+TEST(MatmulPrecision, RunnerResolvesByFormatFromTheFile) {
+  auto open = [](const std::string& path, std::optional<MatmulPrecision> p) {
+    ModelRunnerOptions o;
+    o.model_path = path;
+    o.kv_cache_bytes = 4ull << 20;
+    o.max_tokens_per_step = 16;
+    o.max_samples_per_step = 4;
+    o.matmul_precision = p;
+    return ModelRunner::create(o);
+  };
+  const std::string kquant = std::string(LLMSERVE_FIXTURES_DIR) + "/tiny_kquant/model.gguf";
+  auto k = open(kquant, std::nullopt);
+  ASSERT_TRUE(k.is_ok()) << k.status().to_string();
+  EXPECT_EQ(matmul_precision_name((*k)->matmul_precision()), "q8");
+  auto fixed = open(kquant, MatmulPrecision{ActPrecision::kQ8x2});
+  ASSERT_TRUE(fixed.is_ok()) << fixed.status().to_string();
+  EXPECT_EQ(matmul_precision_name((*fixed)->matmul_precision()), "q8x2");
+  const char* model = std::getenv("LLMSERVE_TEST_MODEL");
+  if (model == nullptr || *model == 0) GTEST_SKIP() << "LLMSERVE_TEST_MODEL not set";
+  auto q41 = open(model, std::nullopt);
+  ASSERT_TRUE(q41.is_ok()) << q41.status().to_string();
+  EXPECT_EQ(matmul_precision_name((*q41)->matmul_precision()), "q8x2");
 }
 
 // A step of five requests built by BatchBuilder, and which of its rows hold prompt tokens.

@@ -69,6 +69,11 @@ constexpr std::optional<DTypeInfo> dtype_info(uint32_t id) {
 constexpr DTypeInfo dtype_info(DType t) { return *dtype_info(static_cast<uint32_t>(t)); }
 constexpr std::string_view dtype_name(DType t) { return dtype_info(t).name; }
 
+// Stored in blocks with scales (Q4_0 ... Q8_K), not element by element (floats, integers).
+constexpr bool dtype_is_quantized(DType t) { return dtype_info(t).block_elems > 1; }
+// The K-quants: super-blocks of 256 elements with sub-block scales (Q2_K ... Q6_K, Q8_K).
+constexpr bool dtype_is_k_quant(DType t) { return dtype_info(t).block_elems == 256; }
+
 // Bytes of one row of n elements; precondition: n % block_elems == 0.
 constexpr size_t row_bytes(DType t, int64_t n) {
   const auto info = dtype_info(t);
