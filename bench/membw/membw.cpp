@@ -1,9 +1,11 @@
 // Memory read bandwidth of this machine: every thread sums its share of a buffer much larger
 // than the last-level cache with AVX2 loads; prints the best of several passes in GB/s, by wall
 // clock and by each thread's own CPU time (the second stays meaningful on a loaded machine,
-// where threads are descheduled part of the time).
-//   bench_membw [--threads N] [--mib SIZE] [--passes P]
+// where threads are descheduled part of the time). The buffer is on transparent huge pages, as
+// llmserve's packed weights are (kernels/cpu/host_memory.cpp); --pages 4k for 4 KiB pages.
+//   bench_membw [--threads N] [--mib SIZE] [--passes P] [--pages huge|4k]
 #include <immintrin.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -43,18 +45,23 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::thread::hardware_concurrency());
   size_t mib = 1024;
   int passes = 5;
+  bool huge = true;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--pages")) huge = std::strcmp(argv[i + 1], "4k") != 0;
     if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--mib")) mib = std::strtoull(argv[i + 1], nullptr, 10);
     if (!std::strcmp(argv[i], "--passes")) passes = std::atoi(argv[i + 1]);
   }
   threads = std::max(1, threads);
   const size_t n = mib * 1024 * 1024 / sizeof(float);
-  auto* buf = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
+  constexpr size_t kHuge = size_t{2} << 20;
+  const size_t bytes = (n * sizeof(float) + kHuge - 1) / kHuge * kHuge;
+  auto* buf = static_cast<float*>(std::aligned_alloc(huge ? kHuge : 64, bytes));
   if (buf == nullptr) {
     std::fprintf(stderr, "allocation of %zu MiB failed\n", mib);
     return 1;
   }
+  if (huge) madvise(buf, bytes, MADV_HUGEPAGE);
   // First touch by the thread that reads each part.
   auto part = [&](int t, size_t& b, size_t& e) {
     b = n * t / threads / 32 * 32;
@@ -95,9 +102,9 @@ int main(int argc, char** argv) {
   double check = 0;
   for (double s : sums) check += s;
   std::printf(
-      "read bandwidth: %.2f GB/s wall, %.2f GB/s by thread CPU time (%d threads, %zu MiB buffer, "
-      "best of %d; checksum %.0f)\n",
-      best, best_cpu, threads, mib, passes, check);
+      "read bandwidth: %.2f GB/s wall, %.2f GB/s by thread CPU time (%d threads, %zu MiB buffer "
+      "on %s pages, best of %d; checksum %.0f)\n",
+      best, best_cpu, threads, mib, huge ? "huge" : "4 KiB", passes, check);
   std::free(buf);
   return 0;
 }

@@ -32,7 +32,9 @@ the machine is shared. Each run's CPU share and load average are reported with t
   .venv-bench/bin/python bench/real_sizes/run.py --matrix --layers 2 --check-load             # quick check
 llama.cpp comes from scripts/build-llama-cpp.sh (cached; --llama-bin DIR to use another build).
 Speed does not depend on the weights, so these are the speeds of the real models' downloads.
-llama-bench's tg128 decodes from an empty context; llmserve's decode follows its ~550-token prompt.
+llama-bench's tg decodes from an empty context, and so, by default, does the decode figure of llmserve
+(a second run on a 4-token prompt; --decode-context prompt takes it from the ~550-token prompt's run,
+whose decode also reads that prompt's KV cache each token).
 """
 import argparse
 import datetime
@@ -58,6 +60,8 @@ LOW_BIT = ["Q2_K", "Q3_K_M"]  # held against Q4_K_M: must not be an order of mag
 
 STATS = re.compile(r"stats: prompt (\d+) tok, generated (\d+) tok, ttft ([\d.]+) ms, "
                    r"prefill ([\d.]+) tok/s, decode ([\d.]+) tok/s")
+ACTIVATIONS = re.compile(r"stats: .*, matmul activations (\S+)")
+SHORT_PROMPT = "The history of computing"
 PARAGRAPH = ("The history of computing is a story of layers. Each generation of engineers built "
              "tools on top of the work of the previous one, hiding details that once mattered "
              "and exposing new abstractions that let more people solve harder problems. ")
@@ -185,8 +189,10 @@ def run_ours(a, model, prompt):
     m = STATS.search(p.stderr)
     if p.returncode != 0 or not m:
         raise RuntimeError(f"llmserve generate failed ({p.returncode}): {p.stderr[-2000:]}")
+    act = ACTIVATIONS.search(p.stderr)
     return {"prompt": int(m.group(1)), "generated": int(m.group(2)), "ttft_ms": float(m.group(3)),
-            "prefill": float(m.group(4)), "decode": float(m.group(5)), **t}
+            "prefill": float(m.group(4)), "decode": float(m.group(5)),
+            "activations": act.group(1) if act else "?", **t}
 
 
 def run_llama(a, model):
@@ -302,6 +308,9 @@ def main():
     ap.add_argument("--nice", type=int, default=19, help="niceness of every child (default 19: a shared machine)")
     ap.add_argument("--no-nice", action="store_true", help="run at normal priority (an idle, unshared host)")
     ap.add_argument("--no-membw", action="store_true")
+    ap.add_argument("--decode-context", choices=["empty", "prompt"], default="empty",
+                    help="llmserve's decode figure: from a run on a short prompt, as llama-bench's tg "
+                         "(default), or from the long prompt's run")
     a = ap.parse_args()
 
     if a.no_nice:
@@ -364,9 +373,13 @@ def main():
                 for i in range(a.rounds):
                     log(f"{shape} {fmt} round {i + 1}/{a.rounds}: llmserve")
                     o = run_ours(a, path, prompt)
-                    r["ours"].append(o)
                     log(f"  prefill {o['prefill']:.1f} tok/s, decode {o['decode']:.1f} tok/s ({o['prompt']} tok "
                         f"prompt; {share(o, a.threads)} of {a.threads} cores, load {o['load1']})")
+                    if a.decode_context == "empty":
+                        short = run_ours(a, path, SHORT_PROMPT)
+                        o["decode_after_prompt"], o["decode"] = o["decode"], short["decode"]
+                        log(f"  decode {o['decode']:.1f} tok/s after a {short['prompt']}-token prompt")
+                    r["ours"].append(o)
                     log(f"{shape} {fmt} round {i + 1}/{a.rounds}: llama-bench")
                     l = run_llama(a, path)
                     r["llama"]["pp"] += l["pp"]
@@ -440,14 +453,17 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results):
     out.append(f"Shape `{a.stem}`; host {host.get('cpu', '?')}, {host.get('cpus', '?')} CPUs, L3 {host.get('l3', '?')}"
                f" ({host.get('isa', '')}); {host['date']}; load average {host['load_before']} before, "
                f"{host['load_after']} after; llmserve {host.get('llmserve_rev', '?')}, llama.cpp {commit}.")
-    out.append(f"{a.rounds} alternating rounds per format: llmserve once ({prompt_n}-token prompt, "
-               f"{a.gen_tokens} tokens, EOS ignored), then llama-bench -r {a.llama_reps}. Medians (range).")
+    decode_from = (f"decode from a second run on the prompt \"{SHORT_PROMPT}\" (as llama-bench's tg, from an "
+                   f"empty context)" if a.decode_context == "empty" else "decode from the same run")
+    out.append(f"{a.rounds} alternating rounds per format: llmserve ({prompt_n}-token prompt, "
+               f"{a.gen_tokens} tokens, EOS ignored; {decode_from}), then llama-bench -r {a.llama_reps}. "
+               f"Medians (range).")
     if membw:
         out.append(f"Read bandwidth (`bench_membw`, {a.threads} threads, before each format: "
                    f"{', '.join(f'{x:.1f}' for x in membw_all)} GB/s wall): best {membw[0]:.1f} GB/s, the reference below. "
                    f"Decode bandwidth = bytes of weights read per token (every matrix, the LM head included) x decode tok/s.")
     out.append("")
-    head = ["format", "file GiB", f"llmserve prefill tok/s", "llmserve decode tok/s",
+    head = ["format (llmserve's matmul activations)", "file GiB", f"llmserve prefill tok/s", "llmserve decode tok/s",
             f"llama.cpp pp{a.llama_p}", f"llama.cpp tg{a.gen_tokens}", "ratio prefill / decode"]
     if membw:
         head.append("decode GB/s (of membw): llmserve / llama.cpp")
@@ -462,7 +478,8 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results):
                    fmt_range(lp), fmt_range(lt), f"FAILED: {r.get('error', 'no samples')}"]
             out.append("| " + " | ".join(row + ["-"] * (len(head) - len(row))) + " |")
             continue
-        row = [fmt, f"{r['file_bytes'] / 2**30:.2f}", fmt_range(op), fmt_range(od), fmt_range(lp), fmt_range(lt),
+        acts = sorted({x.get("activations", "?") for x in r["ours"]})
+        row = [f"{fmt} ({', '.join(acts)})", f"{r['file_bytes'] / 2**30:.2f}", fmt_range(op), fmt_range(od), fmt_range(lp), fmt_range(lt),
                f"{med(op) / med(lp):.2f}x / {med(od) / med(lt):.2f}x"]
         if membw:
             wb = r["weight_bytes_per_token"]
@@ -503,9 +520,11 @@ def report(a, host, membw, membw_all, prompt_n, base_cmd, results):
         if not r["ours"]:
             continue
         j = lambda xs: ", ".join(f"{x:.1f}" for x in xs)  # noqa: E731
+        after = [x["decode_after_prompt"] for x in r["ours"] if "decode_after_prompt" in x]
         out.append(f"- {fmt}: llmserve prefill {j(x['prefill'] for x in r['ours'])}, decode "
-                   f"{j(x['decode'] for x in r['ours'])}; llama.cpp pp {j(r['llama']['pp'])}, "
-                   f"tg {j(r['llama']['tg'])}")
+                   f"{j(x['decode'] for x in r['ours'])}"
+                   + (f" (after the {prompt_n}-token prompt: {j(after)})" if after else "")
+                   + f"; llama.cpp pp {j(r['llama']['pp'])}, tg {j(r['llama']['tg'])}")
         shares = [share(x, a.threads) for x in r["ours"] if "cpu_s" in x]
         lshares = [share(x, a.threads) for x in r.get("llama_runs", [])]
         if shares:
