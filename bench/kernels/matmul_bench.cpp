@@ -130,6 +130,19 @@ void packed_format_args(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MatmulPacked)->Name("BM_MatmulPackedFormats")->Apply(packed_format_args);
 
+// The AVX2 kernels (isa 1) of Q4_0 and the K-quants in one pass (llama.cpp's precision, the
+// default for K-quant files) at SmolLM2-1.7B's gate/up and down shapes, prefill and decode.
+void packed_avx2_args(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][2] = {{2048, 8192}, {8192, 2048}};
+  for (DType t : {DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::Q3_K}) {
+    for (auto [k, n] : shapes) {
+      for (int64_t m : {1, 512}) b->Args({static_cast<int64_t>(t), k, n, m, 1, 1});
+    }
+  }
+  b->ArgNames({"type", "K", "N", "M", "isa", "prec"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_MatmulPacked)->Name("BM_MatmulPackedAvx2")->Apply(packed_avx2_args);
+
 // One decode step of matmuls with the model's layout: 30 layers of Q4_1 projections and a
 // Q8_0 LM head, each in its own buffer (as in the real model).
 // packed = 1: the same weights repacked (isa and prec as in BM_MatmulPacked).

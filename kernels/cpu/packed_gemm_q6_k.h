@@ -191,9 +191,50 @@ __attribute__((always_inline)) inline void q6_block_x2(const P* g, int64_t wi, c
   }
 }
 
+// Single-pass Q6_K with vpmaddubsw (AVX2), the operations of q6_block in fewer instructions: two
+// chunks' pair sums add in 16 bits (2 x 2 x 63 x 128 < 2^15) before one vpmaddwd widens them, and
+// the -32 offset starts each sum from one vpmaddwd of the half sums. The same integer sums and
+// float steps as q6_block, so the same bits.
+template <int R>
+__attribute__((always_inline)) inline void q6_block_avx2(const PackQ6_Kx8* g, int64_t wi,
+                                                         const ActQ8* x, int64_t nb, int64_t b,
+                                                         __m256* chain) {
+  const PackQ6_Kx8& s = g[wi / kSubBlocks];
+  const int64_t j = wi % kSubBlocks;
+  const __m256i lo_start = _mm256_set1_epi32(0x0000FFE0), hi_start = _mm256_set1_epi32(-0x200000);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i sl[R], sh[R];
+  for (int r = 0; r < R; ++r) {
+    const __m256i half_sums = bcast_half_sums(x[r * nb + b]);
+    sl[r] = _mm256_madd_epi16(half_sums, lo_start);  // -32 * S_lo
+    sh[r] = _mm256_madd_epi16(half_sums, hi_start);  // -32 * S_hi
+  }
+  const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
+  for (int c = 0; c < 4; c += 2) {
+    __m256i wl0, wh0, wl1, wh1;
+    q6_chunk(s, j, c, hl, hh, wl0, wh0);
+    q6_chunk(s, j, c + 1, hl, hh, wl1, wh1);
+    for (int r = 0; r < R; ++r) {
+      const int8_t* q = x[r * nb + b].qs + 4 * c;
+      const __m256i pl = _mm256_add_epi16(_mm256_maddubs_epi16(wl0, bcast4(q)),
+                                          _mm256_maddubs_epi16(wl1, bcast4(q + 4)));
+      const __m256i ph = _mm256_add_epi16(_mm256_maddubs_epi16(wh0, bcast4(q + 16)),
+                                          _mm256_maddubs_epi16(wh1, bcast4(q + 20)));
+      sl[r] = _mm256_add_epi32(sl[r], _mm256_madd_epi16(pl, ones));
+      sh[r] = _mm256_add_epi32(sh[r], _mm256_madd_epi16(ph, ones));
+    }
+  }
+  const Q6Scales q = q6_scales(s, j);
+  for (int r = 0; r < R; ++r) {
+    chain[r] = q6_float_step<PackQ6_Kx8>(q, sl[r], sh[r], _mm256_setzero_si256(), x[r * nb + b].d,
+                                         chain[r]);
+  }
+}
+
 // Four integer sums per q8x2 token (two per row) take more registers than the 4-bit kernels' two:
-// calls of more tokens (or rows) than Isa::kQ6MaxTokens (kQ6MaxRows) go in slices of at most that
-// many, each reading the group's weights again (from L1 or L2).
+// calls of more tokens (or rows) than Isa::kQ6MaxTokens (kQ6MaxRows; on AVX2, single-pass Q6_K
+// rows in q6_block_avx2, kQ6Avx2MaxRows) go in slices of at most that many, each reading the
+// group's weights again (from L1 or L2).
 template <typename Isa, typename P, int MaxR, int MaxT>
 void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
               unsigned flags) {
@@ -212,14 +253,23 @@ void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64
       });
     }
   } else {
-    constexpr int kMaxR = MaxR < Isa::kQ6MaxRows ? MaxR : Isa::kQ6MaxRows;
+    constexpr bool kAvx2Rows = Isa::kQ6Avx2Rows && kHasHighBits<P>;
+    constexpr int kIsaRows = kAvx2Rows ? Isa::kQ6Avx2MaxRows : Isa::kQ6MaxRows;
+    constexpr int kMaxR = MaxR < kIsaRows ? MaxR : kIsaRows;
     for (int r0 = 0; r0 < R; r0 += kMaxR) {
       const int n = R - r0 < kMaxR ? R - r0 : kMaxR;
       const ActQ8* xs = x + r0 * nb;
       dispatch_count<1, kMaxR>(n, [&](auto r) {
         constexpr int Rc = decltype(r)::value;
         even_odd_rows<Rc>(
-            g, nb, [&](int64_t b, __m256* chain) { q6_block<Isa, P, Rc>(g, b, xs, nb, b, chain); },
+            g, nb,
+            [&](int64_t b, __m256* chain) {
+              if constexpr (kAvx2Rows) {
+                q6_block_avx2<Rc>(g, b, xs, nb, b, chain);
+              } else {
+                q6_block<Isa, P, Rc>(g, b, xs, nb, b, chain);
+              }
+            },
             y + r0 * ys, ys, valid, r0 == 0 ? flags : flags & ~kPrefetchWeights);
       });
     }
