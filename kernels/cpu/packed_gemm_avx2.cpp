@@ -1,5 +1,5 @@
 // Packed micro-kernels, AVX2 baseline: vpmaddubsw pairs summed in 16 bits (exact for 4-bit
-// weights: 8 steps x 2 x 15 x 127 < 2^15), widened once per block.
+// weights: 8 steps x 2 x 15 x 127 < 2^15), widened once per block (Q5_K's twice: kWidenMidBlock).
 #include "kernels/cpu/packed_gemm_q6_k.h"
 
 namespace llmserve::kernels::cpu {
@@ -7,6 +7,7 @@ namespace {
 
 struct Avx2 {
   using Acc4 = __m256i;
+  static constexpr bool kAcc16 = true;
   static constexpr int kQ6MaxRows = 3, kQ6MaxTokens = 2, kQ6Avx2MaxRows = 4;
   static constexpr bool kQ6Avx2Rows = true;
   static __m256i zero4() { return _mm256_setzero_si256(); }

@@ -3,6 +3,7 @@
 // (hence the unnamed namespace: each including file gets its own copy, built with its target).
 // Isa provides:
 //   Acc4 zero4(); Acc4 dot_u4(Acc4, u4 weights, s8 x); __m256i sum4(Acc4) -- for 4-bit weights
+//   kAcc16: Acc4 holds 16-bit sums (kWidenMidBlock)
 //   __m256i dot_s8(__m256i acc32, |w| bytes, sign-adjusted x)                -- for 8-bit weights
 //   __m256i fifth_bits(uint32_t m): 0x10 in byte i where bit i of m is set     -- for Q5_K
 // Every variant gives the exact integer sums, so results match across instruction sets, and each
@@ -114,6 +115,31 @@ __attribute__((always_inline)) inline void q4_chunk(const P* g, int64_t i, int c
   }
 }
 
+// Isa::Acc4 of 16-bit lanes (AVX2) holds 8 steps of 4-bit products (8 x 2 x 15 x 127 < 2^15) but
+// only 4 of Q5_K's 5-bit ones (4 x 2 x 31 x 127 < 2^15): those widen after chunk 1 as well.
+template <typename Isa, typename P>
+inline constexpr bool kWidenMidBlock = Isa::kAcc16&& kHasFifthBits<P>;
+
+// Moves s's sum into the 32-bit part (after chunk 1 where kWidenMidBlock).
+template <typename Isa, typename P>
+__attribute__((always_inline)) inline void widen_mid_block(int c, typename Isa::Acc4& s,
+                                                           __m256i& part) {
+  if constexpr (kWidenMidBlock<Isa, P>) {
+    if (c == 1) {
+      part = Isa::sum4(s);
+      s = Isa::zero4();
+    }
+  }
+}
+template <typename Isa, typename P>
+__attribute__((always_inline)) inline __m256i block_sum(typename Isa::Acc4 s, __m256i part) {
+  if constexpr (kWidenMidBlock<Isa, P>) {
+    return _mm256_add_epi32(Isa::sum4(s), part);
+  } else {
+    return Isa::sum4(s);
+  }
+}
+
 // One group block b for R rows, accumulated into chain[r] as
 // chain = fma(float(isum), dw * d_x, chain); chain = fma(mw, ds_x, chain).
 // Weight block wi of g against activation block b of each row.
@@ -121,6 +147,7 @@ template <typename Isa, typename P, int R>
 __attribute__((always_inline)) inline void q4_block(const P* g, int64_t wi, const ActQ8* x,
                                                     int64_t nb, int64_t b, __m256* chain) {
   typename Isa::Acc4 s[R];
+  __m256i part[R];
   for (int r = 0; r < R; ++r) s[r] = Isa::zero4();
   for (int c = 0; c < 4; ++c) {
     __m256i wl, wh;
@@ -129,6 +156,7 @@ __attribute__((always_inline)) inline void q4_block(const P* g, int64_t wi, cons
       const int8_t* q = x[r * nb + b].qs;
       s[r] = Isa::dot_u4(s[r], wl, bcast4(q + 4 * c));
       s[r] = Isa::dot_u4(s[r], wh, bcast4(q + 16 + 4 * c));
+      widen_mid_block<Isa, P>(c, s[r], part[r]);
     }
   }
   __m256 dw, mw;
@@ -136,7 +164,7 @@ __attribute__((always_inline)) inline void q4_block(const P* g, int64_t wi, cons
   for (int r = 0; r < R; ++r) {
     const ActQ8& a = x[r * nb + b];
     const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
-    chain[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Isa::sum4(s[r])), sc, chain[r]);
+    chain[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum<Isa, P>(s[r], part[r])), sc, chain[r]);
     chain[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a.ds), chain[r]);
   }
 }
@@ -153,6 +181,7 @@ template <typename Isa, typename P, int T>
 __attribute__((always_inline)) inline void q4_block_x2(const P* g, int64_t wi, const ActQ8* x,
                                                        int64_t nb, int64_t b, __m256* chain) {
   typename Isa::Acc4 sm[T], sr[T];
+  __m256i pm[T], pr[T];
   for (int t = 0; t < T; ++t) sm[t] = sr[t] = Isa::zero4();
   for (int c = 0; c < 4; ++c) {
     __m256i wl, wh;
@@ -164,6 +193,8 @@ __attribute__((always_inline)) inline void q4_block_x2(const P* g, int64_t wi, c
       sm[t] = Isa::dot_u4(sm[t], wh, bcast4(qm + 16 + 4 * c));
       sr[t] = Isa::dot_u4(sr[t], wl, bcast4(qr + 4 * c));
       sr[t] = Isa::dot_u4(sr[t], wh, bcast4(qr + 16 + 4 * c));
+      widen_mid_block<Isa, P>(c, sm[t], pm[t]);
+      widen_mid_block<Isa, P>(c, sr[t], pr[t]);
     }
   }
   __m256 dw, mw;
@@ -171,7 +202,7 @@ __attribute__((always_inline)) inline void q4_block_x2(const P* g, int64_t wi, c
   for (int t = 0; t < T; ++t) {
     const ActQ8& m = x[2 * t * nb + b];
     const ActQ8& r = x[(2 * t + 1) * nb + b];
-    const __m256i s = combine_x2(Isa::sum4(sm[t]), Isa::sum4(sr[t]));
+    const __m256i s = combine_x2(block_sum<Isa, P>(sm[t], pm[t]), block_sum<Isa, P>(sr[t], pr[t]));
     const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(r.d));
     chain[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, chain[t]);
     chain[t] = _mm256_fmadd_ps(mw, _mm256_set1_ps(m.ds + r.ds), chain[t]);

@@ -20,6 +20,7 @@ namespace {
 
 struct Avx512Vnni {
   using Acc4 = __m256i;
+  static constexpr bool kAcc16 = false;
   static constexpr int kQ6MaxRows = 8, kQ6MaxTokens = 4, kQ6Avx2MaxRows = 0;
   static constexpr bool kQ6Avx2Rows = false;
   static __m256i zero4() { return _mm256_setzero_si256(); }

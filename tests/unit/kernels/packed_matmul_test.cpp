@@ -118,6 +118,71 @@ TEST_P(PackedTypes, TwoPassActivationsAreFarMorePrecise) {
   EXPECT_LT(q8x2 * 30.0, q8) << "q8 " << q8 << " q8x2 " << q8x2;
 }
 
+// Every quant at its largest value ([first, last) of each GGML block: the quants, not the scales;
+// Q8_0 at +127) against activations of one sign at full scale: the integer sums at their bounds,
+// where a kernel that sums too many products in 16 bits wraps.
+std::pair<size_t, size_t> quant_bytes(DType t) {
+  switch (t) {
+    case DType::Q4_0:
+      return {2, 18};
+    case DType::Q4_1:
+      return {4, 20};
+    case DType::Q8_0:
+      return {2, 34};
+    case DType::Q2_K:
+      return {16, 80};
+    case DType::Q3_K:
+      return {0, 96};
+    case DType::Q4_K:
+      return {16, 144};
+    case DType::Q5_K:
+      return {16, 176};
+    case DType::Q6_K:
+      return {0, 192};
+    default:
+      return {0, 0};
+  }
+}
+
+TEST_P(PackedTypes, LargestQuantsAgainstOneSignedActivationsStayExact) {
+  const DType type = GetParam();
+  const auto [first, last] = quant_bytes(type);
+  ASSERT_LT(first, last) << dtype_name(type);
+  const size_t bb = dtype_info(type).block_bytes;
+  ThreadPool pool(2);
+  std::mt19937 rng(7);
+  const int64_t K = is_k_quant(type) ? 512 : 64, N = 16, M = 5;
+  auto w = random_weights(rng, type, N, K);
+  for (size_t b = 0; b < w.size(); b += bb) {
+    std::memset(w.data() + b + first, type == DType::Q8_0 ? 0x7F : 0xFF, last - first);
+  }
+  const PackedWeight pw = pack_weight(type, w.data(), N, K);
+  std::vector<float> wr(K);
+  for (float sign : {1.0f, -1.0f}) {
+    std::vector<float> x(M * K, sign);
+    for (PackedIsa isa : isas()) {
+      IsaGuard guard(isa);
+      for (ActPrecision p : {ActPrecision::kQ8, ActPrecision::kQ8x2}) {
+        std::vector<float> y(M * N);
+        matmul_packed(pool, x.data(), M, pw, y.data(), p);
+        for (int64_t n = 0; n < N; ++n) {
+          dequantize_row(type, w.data() + n * row_bytes(type, K), wr.data(), K);
+          double ref = 0, mag = 0;
+          for (int64_t i = 0; i < K; ++i) {
+            ref += static_cast<double>(wr[i]) * sign;
+            mag += std::fabs(wr[i]);
+          }
+          for (int64_t m = 0; m < M; ++m) {
+            ASSERT_NEAR(y[m * N + n], ref, 1e-5 * mag + 1e-6)
+                << dtype_name(type) << " isa " << static_cast<int>(isa) << " "
+                << act_precision_name(p) << " sign " << sign << " m " << m << " n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
 class PackedTypesPrecisions : public ::testing::TestWithParam<std::tuple<DType, ActPrecision>> {};
 
 TEST_P(PackedTypesPrecisions, BatchInvariantAcrossShapesThreadsAndIsas) {
