@@ -124,6 +124,8 @@ enum PackFormat {
 struct PackedKernels {
   GroupGemmFn rows[kPackFormats] = {};
   int max_rows = 1;
+  // Where set, single-pass calls of rows[f] (not the pair kernels) take up to this many rows.
+  int max_rows_x1[kPackFormats] = {};
   int max_tokens_x2 = 1;  // row pairs per call with kSumRowPairs
   // Optional kernels over activations re-laid by pair_act_blocks (same results, bit for bit);
   // the Q8_0 one wants them re-laid with q8_0_correction. One call covers up to pair_groups

@@ -77,7 +77,8 @@ struct Job {
   const uint8_t* w;
   size_t gbytes;
   int64_t N, groups, first_task, seg;
-  float* y;  // the output row of the segment's first x row
+  int max_rows;  // rows per call of fn
+  float* y;      // the output row of the segment's first x row
 };
 
 // Every weight takes first's activation layout, not kFloat, and has its K.
@@ -136,6 +137,9 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
       const cpu::PackFormat f = cpu::format_of(w.type());
       Job j{};
       j.fn = pairs ? ks.pairs[f] : ks.rows[f];
+      j.max_rows = pairs                                  ? ks.max_rows_pairs
+                   : passes == 1 && ks.max_rows_x1[f] > 0 ? ks.max_rows_x1[f]
+                                                          : ks.max_rows;
       j.wide = wide_kernels ? wide_table[f] : nullptr;
       j.w = static_cast<const uint8_t*>(w.data());
       j.gbytes = static_cast<size_t>(nb) * cpu::group_block_bytes(w.type());
@@ -219,9 +223,8 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
       // (single-stream decode) the weights' streaming dominates and one group per call keeps it
       // sequential.
       const int64_t groups_per_call = s.pairs && s.tile_m >= 4 ? ks.pair_groups : 1;
-      const int max_rows = s.pairs ? ks.max_rows_pairs : ks.max_rows;
       // Units: rows, or q8x2 tokens (row pairs).
-      const int64_t max_units = passes == 1 ? max_rows
+      const int64_t max_units = passes == 1 ? j.max_rows
                                 : s.pairs   ? ks.max_tokens_x2_pairs
                                             : ks.max_tokens_x2;
       // The tile's units in calls of near-equal size (each of at least min_tokens_wide when wide).
