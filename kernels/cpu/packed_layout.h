@@ -124,8 +124,10 @@ enum PackFormat {
 struct PackedKernels {
   GroupGemmFn rows[kPackFormats] = {};
   int max_rows = 1;
-  // Where set, single-pass calls of rows[f] (not the pair kernels) take up to this many rows.
-  int max_rows_x1[kPackFormats] = {};
+  // Optional single-pass kernels for calls of more than max_rows rows (up to max_rows_many), in
+  // place of rows: each weight block unpacked once for all of them. Same results, bit for bit.
+  GroupGemmFn rows_many[kPackFormats] = {};
+  int max_rows_many = 0;
   int max_tokens_x2 = 1;  // row pairs per call with kSumRowPairs
   // Optional kernels over activations re-laid by pair_act_blocks (same results, bit for bit);
   // the Q8_0 one wants them re-laid with q8_0_correction. One call covers up to pair_groups
@@ -146,6 +148,8 @@ struct PackedKernels {
 };
 
 PackedKernels packed_kernels_avx2();
+// Fills the AVX2 rows_many kernels of k (packed_gemm_avx2_unpacked.cpp).
+void add_unpacked_kernels_avx2(PackedKernels& k);
 // Compiled for AVX-512 VNNI: call only when the CPU has it. `pairs`: with the 512-bit Q4 pair
 // kernels (else the 256-bit kernels alone, kept for comparisons).
 PackedKernels packed_kernels_avx512_vnni(bool pairs = true);

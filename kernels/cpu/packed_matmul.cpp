@@ -73,6 +73,7 @@ struct Segment {
 
 struct Job {
   cpu::GroupGemmFn fn;
+  cpu::GroupGemmFn fn_many;  // for calls of more than PackedKernels::max_rows rows
   cpu::WideGemmFn wide;
   const uint8_t* w;
   size_t gbytes;
@@ -137,9 +138,8 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
       const cpu::PackFormat f = cpu::format_of(w.type());
       Job j{};
       j.fn = pairs ? ks.pairs[f] : ks.rows[f];
-      j.max_rows = pairs                                  ? ks.max_rows_pairs
-                   : passes == 1 && ks.max_rows_x1[f] > 0 ? ks.max_rows_x1[f]
-                                                          : ks.max_rows;
+      j.fn_many = !pairs && passes == 1 ? ks.rows_many[f] : nullptr;
+      j.max_rows = pairs ? ks.max_rows_pairs : j.fn_many ? ks.max_rows_many : ks.max_rows;
       j.wide = wide_kernels ? wide_table[f] : nullptr;
       j.w = static_cast<const uint8_t*>(w.data());
       j.gbytes = static_cast<size_t>(nb) * cpu::group_block_bytes(w.type());
@@ -243,7 +243,8 @@ void run_segments(ThreadPool& pool, const float* x, std::span<const PackedSegmen
           if (wide) {
             j.wide(j.w + g * j.gbytes, wide_tile(m0), m1 - m0, m - m0, nb, R, y, j.N, valid, flags);
           } else {
-            j.fn(j.w + g * j.gbytes, xq + m * nb, nb, R, y, j.N, valid, flags);
+            const cpu::GroupGemmFn fn = R > ks.max_rows && j.fn_many ? j.fn_many : j.fn;
+            fn(j.w + g * j.gbytes, xq + m * nb, nb, R, y, j.N, valid, flags);
           }
           m += R;
         }
