@@ -218,11 +218,12 @@ __attribute__((always_inline)) inline Q6PairWeights q6_pair_weights(const P* g, 
                                         : _mm512_srli_epi16(h, static_cast<unsigned>(-left)),
                               m);
     };
-    w.wl[c] = _mm512_and_si512(v, lo);
-    w.wh[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
     if constexpr (kHasHighBits<P>) {
-      w.wl[c] = _mm512_or_si512(w.wl[c], high(hl));
-      w.wh[c] = _mm512_or_si512(w.wh[c], high(hh));
+      w.wl[c] = _mm512_ternarylogic_epi32(lo, v, high(hl), 0xCA);  // lo ? v : high
+      w.wh[c] = _mm512_ternarylogic_epi32(lo, _mm512_srli_epi16(v, 4), high(hh), 0xCA);
+    } else {
+      w.wl[c] = _mm512_and_si512(v, lo);
+      w.wh[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), lo);
     }
   }
   const Q6Scales a = q6_scales(s, j), b = q6_scales(s, j + 1);
