@@ -62,35 +62,21 @@ __attribute__((always_inline)) inline void q4_block_unpacked(const UnpackedBlock
 template <int R>
 __attribute__((always_inline)) inline void q6_block_unpacked(const UnpackedBlock& u, const ActQ8* x,
                                                              int64_t nb, int64_t b, __m256* chain) {
-  const __m256i lo_start = _mm256_set1_epi32(0x0000FFE0), hi_start = _mm256_set1_epi32(-0x200000);
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i sl[R], sh[R];
-  for (int r = 0; r < R; ++r) {
-    const __m256i half_sums = bcast_half_sums(x[r * nb + b]);
-    sl[r] = _mm256_madd_epi16(half_sums, lo_start);
-    sh[r] = _mm256_madd_epi16(half_sums, hi_start);
-  }
-  for (int c = 0; c < 4; c += 2) {
-    const __m256i wl0 = _mm256_load_si256(&u.w[2 * c]), wh0 = _mm256_load_si256(&u.w[2 * c + 1]);
-    const __m256i wl1 = _mm256_load_si256(&u.w[2 * c + 2]);
-    const __m256i wh1 = _mm256_load_si256(&u.w[2 * c + 3]);
-    for (int r = 0; r < R; ++r) {
-      const int8_t* q = x[r * nb + b].qs + 4 * c;
-      const __m256i pl = _mm256_add_epi16(_mm256_maddubs_epi16(wl0, bcast4(q)),
-                                          _mm256_maddubs_epi16(wl1, bcast4(q + 4)));
-      const __m256i ph = _mm256_add_epi16(_mm256_maddubs_epi16(wh0, bcast4(q + 16)),
-                                          _mm256_maddubs_epi16(wh1, bcast4(q + 20)));
-      sl[r] = _mm256_add_epi32(sl[r], _mm256_madd_epi16(pl, ones));
-      sh[r] = _mm256_add_epi32(sh[r], _mm256_madd_epi16(ph, ones));
-    }
-  }
-  Q6Scales q;
-  q.lo = u.s0;
-  q.hi = u.s1;
-  for (int r = 0; r < R; ++r) {
-    chain[r] = q6_float_step<PackQ6_Kx8>(q, sl[r], sh[r], _mm256_setzero_si256(), x[r * nb + b].d,
-                                         chain[r]);
-  }
+  q6_rows_avx2<R>(
+      [&](int c, __m256i& wl0, __m256i& wh0, __m256i& wl1, __m256i& wh1)
+          __attribute__((always_inline)) {
+            wl0 = _mm256_load_si256(&u.w[2 * c]);
+            wh0 = _mm256_load_si256(&u.w[2 * c + 1]);
+            wl1 = _mm256_load_si256(&u.w[2 * c + 2]);
+            wh1 = _mm256_load_si256(&u.w[2 * c + 3]);
+          },
+      [&]() __attribute__((always_inline)) {
+        Q6Scales q;
+        q.lo = u.s0;
+        q.hi = u.s1;
+        return q;
+      },
+      x, nb, b, chain);
 }
 
 constexpr int kRowsPerSlice = 4;

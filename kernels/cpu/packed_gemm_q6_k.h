@@ -195,12 +195,12 @@ __attribute__((always_inline)) inline void q6_block_x2(const P* g, int64_t wi, c
 // chunks' pair sums add in 16 bits (2 x 2 x 63 x 128 < 2^15) before one vpmaddwd widens them, and
 // the -32 offset starts each sum from one vpmaddwd of the half sums. The same integer sums and
 // float steps as q6_block, so the same bits.
-template <int R>
-__attribute__((always_inline)) inline void q6_block_avx2(const PackQ6_Kx8* g, int64_t wi,
-                                                         const ActQ8* x, int64_t nb, int64_t b,
-                                                         __m256* chain) {
-  const PackQ6_Kx8& s = g[wi / kSubBlocks];
-  const int64_t j = wi % kSubBlocks;
+// load(c, wl0, wh0, wl1, wh1) gives chunks c and c + 1, scales() the block's Q6Scales: from the
+// pack here, from a scratch in packed_gemm_avx2_unpacked.cpp.
+template <int R, typename LoadChunkPair, typename LoadScales>
+__attribute__((always_inline)) inline void q6_rows_avx2(LoadChunkPair&& load, LoadScales&& scales,
+                                                        const ActQ8* x, int64_t nb, int64_t b,
+                                                        __m256* chain) {
   const __m256i lo_start = _mm256_set1_epi32(0x0000FFE0), hi_start = _mm256_set1_epi32(-0x200000);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i sl[R], sh[R];
@@ -209,11 +209,9 @@ __attribute__((always_inline)) inline void q6_block_avx2(const PackQ6_Kx8* g, in
     sl[r] = _mm256_madd_epi16(half_sums, lo_start);  // -32 * S_lo
     sh[r] = _mm256_madd_epi16(half_sums, hi_start);  // -32 * S_hi
   }
-  const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
   for (int c = 0; c < 4; c += 2) {
     __m256i wl0, wh0, wl1, wh1;
-    q6_chunk(s, j, c, hl, hh, wl0, wh0);
-    q6_chunk(s, j, c + 1, hl, hh, wl1, wh1);
+    load(c, wl0, wh0, wl1, wh1);
     for (int r = 0; r < R; ++r) {
       const int8_t* q = x[r * nb + b].qs + 4 * c;
       const __m256i pl = _mm256_add_epi16(_mm256_maddubs_epi16(wl0, bcast4(q)),
@@ -224,11 +222,27 @@ __attribute__((always_inline)) inline void q6_block_avx2(const PackQ6_Kx8* g, in
       sh[r] = _mm256_add_epi32(sh[r], _mm256_madd_epi16(ph, ones));
     }
   }
-  const Q6Scales q = q6_scales(s, j);
+  const Q6Scales q = scales();
   for (int r = 0; r < R; ++r) {
     chain[r] = q6_float_step<PackQ6_Kx8>(q, sl[r], sh[r], _mm256_setzero_si256(), x[r * nb + b].d,
                                          chain[r]);
   }
+}
+
+template <int R>
+__attribute__((always_inline)) inline void q6_block_avx2(const PackQ6_Kx8* g, int64_t wi,
+                                                         const ActQ8* x, int64_t nb, int64_t b,
+                                                         __m256* chain) {
+  const PackQ6_Kx8& s = g[wi / kSubBlocks];
+  const int64_t j = wi % kSubBlocks;
+  const __m256i hl = load_qh(s, j, 0), hh = load_qh(s, j, 1);
+  q6_rows_avx2<R>(
+      [&](int c, __m256i& wl0, __m256i& wh0, __m256i& wl1, __m256i& wh1)
+          __attribute__((always_inline)) {
+            q6_chunk(s, j, c, hl, hh, wl0, wh0);
+            q6_chunk(s, j, c + 1, hl, hh, wl1, wh1);
+          },
+      [&]() __attribute__((always_inline)) { return q6_scales(s, j); }, x, nb, b, chain);
 }
 
 // Four integer sums per q8x2 token (two per row) take more registers than the 4-bit kernels' two:
