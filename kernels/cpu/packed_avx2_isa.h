@@ -11,8 +11,8 @@ namespace {
 struct Avx2 {
   using Acc4 = __m256i;
   static constexpr bool kAcc16 = true;
-  static constexpr int kQ6MaxRows = 3, kQ6MaxTokens = 2, kQ6Avx2MaxRows = 4;
-  static constexpr bool kQ6Avx2Rows = true;
+  // Q6_K rows run q6_block_avx2 (one integer sum pair per row); Q2_K's three sums fit 3 rows.
+  static constexpr int kQ6MaxRows = 4, kQ2MaxRows = 3, kQ6MaxTokens = 2;
   static __m256i zero4() { return _mm256_setzero_si256(); }
   static __m256i dot_u4(__m256i s, __m256i w, __m256i x) {
     return _mm256_add_epi16(s, _mm256_maddubs_epi16(w, x));

@@ -39,23 +39,16 @@ void unpack_block(const P* g, int64_t i, UnpackedBlock& u) {
 template <typename P, int R>
 __attribute__((always_inline)) inline void q4_block_unpacked(const UnpackedBlock& u, const ActQ8* x,
                                                              int64_t nb, int64_t b, __m256* chain) {
-  __m256i s[R], part[R];
-  for (int r = 0; r < R; ++r) s[r] = Avx2::zero4();
-  for (int c = 0; c < 4; ++c) {
-    const __m256i wl = _mm256_load_si256(&u.w[2 * c]), wh = _mm256_load_si256(&u.w[2 * c + 1]);
-    for (int r = 0; r < R; ++r) {
-      const int8_t* q = x[r * nb + b].qs;
-      s[r] = Avx2::dot_u4(s[r], wl, bcast4(q + 4 * c));
-      s[r] = Avx2::dot_u4(s[r], wh, bcast4(q + 16 + 4 * c));
-      widen_mid_block<Avx2, P>(c, s[r], part[r]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    const ActQ8& a = x[r * nb + b];
-    const __m256 sc = _mm256_mul_ps(u.s0, _mm256_set1_ps(a.d));
-    chain[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum<Avx2, P>(s[r], part[r])), sc, chain[r]);
-    chain[r] = _mm256_fmadd_ps(u.s1, _mm256_set1_ps(a.ds), chain[r]);
-  }
+  q4_rows_block<Avx2, P, R>(
+      [&](int c, __m256i& wl, __m256i& wh) __attribute__((always_inline)) {
+        wl = _mm256_load_si256(&u.w[2 * c]);
+        wh = _mm256_load_si256(&u.w[2 * c + 1]);
+      },
+      [&](__m256 & dw, __m256 & mw) __attribute__((always_inline)) {
+        dw = u.s0;
+        mw = u.s1;
+      },
+      x, nb, b, chain);
 }
 
 // q6_block_avx2's operations on an unpacked block.

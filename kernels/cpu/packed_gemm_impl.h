@@ -140,18 +140,20 @@ __attribute__((always_inline)) inline __m256i block_sum(typename Isa::Acc4 s, __
   }
 }
 
-// One group block b for R rows, accumulated into chain[r] as
-// chain = fma(float(isum), dw * d_x, chain); chain = fma(mw, ds_x, chain).
-// Weight block wi of g against activation block b of each row.
-template <typename Isa, typename P, int R>
-__attribute__((always_inline)) inline void q4_block(const P* g, int64_t wi, const ActQ8* x,
-                                                    int64_t nb, int64_t b, __m256* chain) {
+// R rows against one block whose chunk c load(c, wl, wh) gives and whose scales(dw, mw) gives
+// (x = dw * q + mw per row), accumulated into chain[r] as
+// chain = fma(float(isum), dw * d_x, chain); chain = fma(mw, ds_x, chain). From the pack in
+// q4_block, from a scratch in packed_gemm_avx2_unpacked.cpp.
+template <typename Isa, typename P, int R, typename LoadChunk, typename LoadScales>
+__attribute__((always_inline)) inline void q4_rows_block(LoadChunk&& load, LoadScales&& scales,
+                                                         const ActQ8* x, int64_t nb, int64_t b,
+                                                         __m256* chain) {
   typename Isa::Acc4 s[R];
   __m256i part[R];
   for (int r = 0; r < R; ++r) s[r] = Isa::zero4();
   for (int c = 0; c < 4; ++c) {
     __m256i wl, wh;
-    q4_chunk<Isa>(g, wi, c, wl, wh);
+    load(c, wl, wh);
     for (int r = 0; r < R; ++r) {
       const int8_t* q = x[r * nb + b].qs;
       s[r] = Isa::dot_u4(s[r], wl, bcast4(q + 4 * c));
@@ -160,13 +162,24 @@ __attribute__((always_inline)) inline void q4_block(const P* g, int64_t wi, cons
     }
   }
   __m256 dw, mw;
-  q4_scales(g, wi, dw, mw);
+  scales(dw, mw);
   for (int r = 0; r < R; ++r) {
     const ActQ8& a = x[r * nb + b];
     const __m256 sc = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
     chain[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sum<Isa, P>(s[r], part[r])), sc, chain[r]);
     chain[r] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a.ds), chain[r]);
   }
+}
+
+// Weight block wi of g against activation block b of each row.
+template <typename Isa, typename P, int R>
+__attribute__((always_inline)) inline void q4_block(const P* g, int64_t wi, const ActQ8* x,
+                                                    int64_t nb, int64_t b, __m256* chain) {
+  q4_rows_block<Isa, P, R>(
+      [&](int c, __m256i& wl, __m256i& wh)
+          __attribute__((always_inline)) { q4_chunk<Isa>(g, wi, c, wl, wh); },
+      [&](__m256 & dw, __m256 & mw) __attribute__((always_inline)) { q4_scales(g, wi, dw, mw); }, x,
+      nb, b, chain);
 }
 
 // q8x2, T tokens: x rows 2t (main) and 2t + 1 (residual, scale main.d / 256). Each token's integer

@@ -246,9 +246,8 @@ __attribute__((always_inline)) inline void q6_block_avx2(const PackQ6_Kx8* g, in
 }
 
 // Four integer sums per q8x2 token (two per row) take more registers than the 4-bit kernels' two:
-// calls of more tokens (or rows) than Isa::kQ6MaxTokens (kQ6MaxRows; on AVX2, single-pass Q6_K
-// rows in q6_block_avx2, kQ6Avx2MaxRows) go in slices of at most that many, each reading the
-// group's weights again (from L1 or L2).
+// calls of more tokens (or rows) than Isa::kQ6MaxTokens (kQ6MaxRows for Q6_K, kQ2MaxRows for Q2_K)
+// go in slices of at most that many, each reading the group's weights again (from L1 or L2).
 template <typename Isa, typename P, int MaxR, int MaxT>
 void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64_t ys, int valid,
               unsigned flags) {
@@ -267,8 +266,8 @@ void q6_group(const void* gv, const ActQ8* x, int64_t nb, int R, float* y, int64
       });
     }
   } else {
-    constexpr bool kAvx2Rows = Isa::kQ6Avx2Rows && kHasHighBits<P>;
-    constexpr int kIsaRows = kAvx2Rows ? Isa::kQ6Avx2MaxRows : Isa::kQ6MaxRows;
+    constexpr bool kAvx2Rows = Isa::kAcc16 && kHasHighBits<P>;  // vpmaddubsw: q6_block_avx2
+    constexpr int kIsaRows = kHasHighBits<P> ? Isa::kQ6MaxRows : Isa::kQ2MaxRows;
     constexpr int kMaxR = MaxR < kIsaRows ? MaxR : kIsaRows;
     for (int r0 = 0; r0 < R; r0 += kMaxR) {
       const int n = R - r0 < kMaxR ? R - r0 : kMaxR;

@@ -21,8 +21,7 @@ namespace {
 struct Avx512Vnni {
   using Acc4 = __m256i;
   static constexpr bool kAcc16 = false;
-  static constexpr int kQ6MaxRows = 8, kQ6MaxTokens = 4, kQ6Avx2MaxRows = 0;
-  static constexpr bool kQ6Avx2Rows = false;
+  static constexpr int kQ6MaxRows = 8, kQ2MaxRows = 8, kQ6MaxTokens = 4;
   static __m256i zero4() { return _mm256_setzero_si256(); }
   static __m256i dot_u4(__m256i s, __m256i w, __m256i x) { return _mm256_dpbusd_epi32(s, w, x); }
   static __m256i sum4(__m256i s) { return s; }
