@@ -29,15 +29,21 @@ inline __m256i bcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Software prefetch of the bytes of 32-element block i + kPrefetchAhead of a group (all its cache
-// lines; a K-quant super-block's bytes spread evenly over its 8 blocks): the weights stream from
-// DRAM once per call, and this keeps more lines in flight than the hardware prefetchers do for an
-// 8-row interleaved stream.
-inline constexpr int kPrefetchAhead = 16;
+// Software prefetch of 32-element block i + kPrefetchNear of a group into L1 and of block
+// i + kPrefetchFar into L2 (all their cache lines; a K-quant super-block's bytes spread evenly over
+// its 8 blocks): the weights stream from DRAM once per call, and the two stages keep more lines in
+// flight than the hardware prefetchers do for an 8-row interleaved stream, or than one L1 stage
+// does (bench/RESULTS.md, "Real model sizes": decode +3-14 % over one stage 16 blocks ahead).
+inline constexpr int kPrefetchNear = 8, kPrefetchFar = 20;
 template <typename P>
 inline void prefetch_block(const P* g, int64_t i) {
-  const char* c = reinterpret_cast<const char*>(g) + (i + kPrefetchAhead) * kBlockBytes<P>;
-  for (size_t off = 0; off < kBlockBytes<P>; off += 64) _mm_prefetch(c + off, _MM_HINT_T0);
+  const char* base = reinterpret_cast<const char*>(g);
+  const char* near = base + (i + kPrefetchNear) * kBlockBytes<P>;
+  const char* far = base + (i + kPrefetchFar) * kBlockBytes<P>;
+  for (size_t off = 0; off < kBlockBytes<P>; off += 64) {
+    _mm_prefetch(near + off, _MM_HINT_T0);
+    _mm_prefetch(far + off, _MM_HINT_T1);
+  }
 }
 
 inline __m256 load_halves(const uint16_t* p) {
