@@ -14,7 +14,10 @@ endif()
 set(LLMSERVE_CPU_ARCH_FLAGS -mavx2 -mfma -mf16c -mbmi2)
 
 if(LLMSERVE_SANITIZE)
-  add_compile_options(-fsanitize=${LLMSERVE_SANITIZE} -fno-omit-frame-pointer)
+  # RelWithDebInfo keeps line tables only (-g1 after its -g): reports keep function, file and
+  # line, and a sanitized tree is under half the size of a full -g one (docs/RELIABILITY.md).
+  add_compile_options(-fsanitize=${LLMSERVE_SANITIZE} -fno-omit-frame-pointer
+                      $<$<CONFIG:RelWithDebInfo>:-g1>)
   add_link_options(-fsanitize=${LLMSERVE_SANITIZE})
 endif()
 

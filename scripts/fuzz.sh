@@ -46,11 +46,9 @@ fi
 CC_BIN=${CXX_BIN/clang++/clang}
 if [ ! -f "$BUILD/build.ninja" ]; then
   flags="-fsanitize=fuzzer-no-link -fno-sanitize-recover=all"
-  line_tables="-O2 -g1 -DNDEBUG"  # reports keep file:line; a fraction of a full -g tree
   mkdir -p "$BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS_RELWITHDEBINFO="$line_tables" \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$line_tables" -DLLMSERVE_FUZZ=ON -DLLMSERVE_SANITIZE=address,undefined \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLLMSERVE_FUZZ=ON -DLLMSERVE_SANITIZE=address,undefined \
     -DLLMSERVE_CUDA=OFF -DLLMSERVE_BUILD_BENCH=OFF \
     -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" > "$BUILD/configure.log" 2>&1 ||
     { cat "$BUILD/configure.log" >&2; exit 2; }

@@ -17,13 +17,10 @@ case "$LIST" in
 esac
 JOBS=${SANITIZE_JOBS:-$(nproc)}
 
-# Line tables only (-g1): the reports keep file:line, and the tree is a fraction of a full -g one.
-LINE_TABLES="-O2 -g1 -DNDEBUG"
 start=$(date +%s)
 if [ ! -f "$BUILD/build.ninja" ]; then
   mkdir -p "$BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_FLAGS_RELWITHDEBINFO="$LINE_TABLES" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$LINE_TABLES" \
     -DLLMSERVE_SANITIZE="$LIST" -DLLMSERVE_CUDA=OFF -DLLMSERVE_BUILD_BENCH=OFF \
     -DCMAKE_C_FLAGS="-fno-sanitize-recover=all" -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=all" \
     > "$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log" >&2; exit 2; }
