@@ -128,12 +128,18 @@ struct KvEventsSection {
 };
 
 struct KvTransferSection {
-  std::string role = "none";         // none | producer | consumer | both
-  std::string host = "127.0.0.1";    // the UCX transport listens here (producer)
-  std::string advertise_host;        // remote_host in handoffs; "" = host
-  int port = 5600;                   // 0 = any free port
-  double lease_seconds = 30;         // pinned prefill kept this long without a release
-  double pull_timeout_seconds = 10;  // a consumer's pull gives up (local prefill) after this
+  std::string role = "none";           // none | producer | consumer | both
+  std::string host = "127.0.0.1";      // the UCX transport listens here (producer)
+  std::string advertise_host;          // remote_host in handoffs; "" = host
+  int port = 5600;                     // 0 = any free port
+  double lease_seconds = 30;           // pinned prefill kept this long without a release
+  double pull_timeout_seconds = 10;    // a consumer's pull gives up (local prefill) after this
+  double connect_timeout_seconds = 2;  // a consumer's connect + open gives up after this
+  std::string secret;                  // the deployment's shared secret (>= 16 bytes)
+  std::string secret_file;             // the secret's first line; "" = none
+  std::vector<std::string> peers;      // "host" or "host:port" of the other daemons; [] = any
+  bool accept_client_params = false;   // pull unsigned handoffs naming a peer
+  int64_t max_pinned_blocks = 0;       // producer's pin budget; 0 = half the KV cache
 };
 
 struct LoggingSection {

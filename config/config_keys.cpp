@@ -317,8 +317,40 @@ std::vector<ConfigKey> build_table() {
                          "releases them, or this long."));
   t.push_back(double_key("kv_transfer", "pull_timeout_seconds", &C::kv_transfer,
                          &TS::pull_timeout_seconds, 0, 3600, true,
-                         "A consumer's pull that takes longer is abandoned: the request is "
-                         "prefilled locally."));
+                         "A consumer's reads of a pulled prefill that take longer are abandoned: "
+                         "the request is prefilled locally."));
+  t.push_back(double_key("kv_transfer", "connect_timeout_seconds", &C::kv_transfer,
+                         &TS::connect_timeout_seconds, 0, 600, true,
+                         "A consumer waits this long for the producer to connect and answer "
+                         "for its lease (holding no KV block or sequence slot meanwhile), then "
+                         "prefills locally."));
+  {
+    ConfigKey secret = string_key(
+        "kv_transfer", "secret", &C::kv_transfer, &TS::secret, false,
+        "Shared secret of one deployment's daemons (at least 16 bytes), required with a role: "
+        "producer and consumer prove they hold it (HMAC-SHA256 over nonces of both sides) before "
+        "any KV moves, and producers sign their handoffs with it. Prefer secret_file.");
+    secret.secret = true;
+    t.push_back(std::move(secret));
+  }
+  t.push_back(string_key("kv_transfer", "secret_file", &C::kv_transfer, &TS::secret_file, false,
+                         "File whose first line is kv_transfer.secret (e.g. a mounted "
+                         "Kubernetes Secret); \"\" = none."));
+  t.push_back(list_key("kv_transfer", "peers", &C::kv_transfer, &TS::peers,
+                       "The deployment's other daemons, \"host\" or \"host:port\": a producer "
+                       "accepts transfer connections only from these hosts, a consumer pulls only "
+                       "from these. Empty = any daemon that holds the secret."));
+  t.push_back(bool_key("kv_transfer", "accept_client_params", &C::kv_transfer,
+                       &TS::accept_client_params,
+                       "Consumer: also pull a handoff that carries no producer signature (a "
+                       "client's own kv_transfer_params) when it names a host in "
+                       "kv_transfer.peers. Off: only handoffs signed by a producer holding the "
+                       "secret are pulled; others prefill locally."));
+  t.push_back(int_key("kv_transfer", "max_pinned_blocks", &C::kv_transfer, &TS::max_pinned_blocks,
+                      int64_t{0}, int64_t{1} << 40,
+                      "Producer: KV blocks kept pinned for consumers at most, over all leases; "
+                      "past it a prefill answers no handoff and its consumer prefills locally. "
+                      "0 = half of the KV cache."));
   return t;
 }
 

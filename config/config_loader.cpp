@@ -62,13 +62,16 @@ Status apply_env(Config& config, const std::map<std::string, std::string>& env) 
   static constexpr std::string_view kPrefix = "LLMSERVE_";
   for (const auto& [var, value] : env) {
     if (var.rfind(kPrefix, 0) != 0) continue;
-    const std::string rest = var.substr(kPrefix.size());
-    const size_t us = rest.find('_');
-    if (us == std::string::npos) continue;
-    const std::string section = lower(rest.substr(0, us));
-    const auto& sections = config_sections();
-    if (std::find(sections.begin(), sections.end(), section) == sections.end()) continue;
-    const std::string name = lower(rest.substr(us + 1));
+    const std::string rest = lower(var.substr(kPrefix.size()));
+    // The longest section whose name and "_" start the rest: sections may hold "_" themselves
+    // (LLMSERVE_KV_TRANSFER_ROLE is kv_transfer.role).
+    std::string section;
+    for (const auto& s : config_sections()) {
+      const std::string head = std::string(s) + "_";
+      if (rest.rfind(head, 0) == 0 && head.size() > section.size() + 1) section = s;
+    }
+    if (section.empty()) continue;
+    const std::string name = rest.substr(section.size() + 1);
     const std::string full = section + "." + name;
     const ConfigKey* key = find_config_key(section, name);
     if (key == nullptr) {
@@ -142,6 +145,27 @@ Status finalize_config(Config& config) {
       auto& list = config.server.api_keys;
       if (std::find(list.begin(), list.end(), k) == list.end()) list.push_back(std::move(k));
     }
+  }
+  KvTransferSection& kt = config.kv_transfer;
+  if (!kt.secret_file.empty()) {
+    std::ifstream in(kt.secret_file);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      return not_found(named(config, "kv_transfer.secret_file") + ": cannot read \"" +
+                       kt.secret_file + "\"");
+    }
+    kt.secret = std::string(trim(line));
+    config.sources["kv_transfer.secret"] = "kv_transfer.secret_file";
+  }
+  if (kt.role != "none" && kt.secret.empty()) {
+    return invalid_argument(
+        named(config, "kv_transfer.secret") + ": must be set (or kv_transfer.secret_file) when " +
+        named(config, "kv_transfer.role") + " is " + kt.role +
+        ": the deployment's daemons prove it to each other before any KV moves");
+  }
+  if (kt.role != "none" && kt.secret.size() < 16) {
+    return invalid_argument(named(config, "kv_transfer.secret") +
+                            ": must be at least 16 bytes, got " + std::to_string(kt.secret.size()));
   }
   if (config.server.http_threads == 0) {
     config.server.http_threads = e.max_num_seqs + 16;

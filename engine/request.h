@@ -66,9 +66,12 @@ struct Request {
   // prefilled in chunks of at most SchedulerConfig::max_scored_tokens_per_step.
   bool score_prompt = false;
   // Disaggregated prefill (engine/kv_transfer). remote_kv: at admission the request takes blocks
-  // for its whole prompt and waits in kRemoteKv until Scheduler::finish_remote_kv. hold_kv: when
-  // it ends normally, its prompt's blocks stay pinned for a consumer (take_held_blocks).
+  // for its whole prompt and waits in kRemoteKv until Scheduler::finish_remote_kv; it is not
+  // admitted (holds no block or slot) until remote_kv_open says the producer answered
+  // (Scheduler::open_remote_kv). hold_kv: when it ends normally, its prompt's blocks stay pinned
+  // for a consumer (take_held_blocks).
   bool remote_kv = false;
+  bool remote_kv_open = false;
   bool hold_kv = false;
   // Opaque handle to state kept by others (the sampler's slot); the scheduler never reads it.
   uint64_t user_handle = 0;

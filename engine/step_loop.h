@@ -128,9 +128,15 @@ class StepLoop {
   // After runner_ and scheduler_: destroyed first, so no transfer outlives the cache memory.
   std::unique_ptr<KvTransferAgent> kv_agent_;
   struct RemotePull {
+    enum class Stage { kOpening, kOpened, kReading };  // kReading: admitted to kRemoteKv
     KvHandoff handoff;
-    bool started = false;  // admitted to kRemoteKv, the transport has the job
+    uint64_t prompt_hash = 0;  // this request's own prompt
+    int32_t num_prompt_tokens = 0;
+    Stage stage = Stage::kOpening;
+    bool cancelled = false;  // its kDone result is still to come
+    bool counted = false;    // its fallback is already counted
   };
+  void on_lease_opened(uint64_t seq_id, RemotePull& pull, const KvLeaseInfo& lease);
   std::unordered_map<uint64_t, RemotePull> remote_pulls_;  // consumer requests, by seq id
   const Tokenizer& tokenizer_;
   EngineMetrics& metrics_;

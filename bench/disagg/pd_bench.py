@@ -27,6 +27,7 @@ from pathlib import Path
 import requests
 
 ROOT = Path(__file__).resolve().parents[2]
+SECRET = "--kv-transfer.secret=pd-bench-deployment-secret"
 BIN = Path(os.environ.get("LLMSERVE_BIN", ROOT / "build" / "llmserve"))
 MODEL = Path(os.environ.get("LLMSERVE_TEST_MODEL",
                             ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"))
@@ -141,8 +142,8 @@ def workload(legs, n_streams, stream_tokens, n_long, long_gap_s):
 
 def transfer(tls, n):
     env = {"UCX_TLS": tls}
-    p = Daemon(1, "--kv-transfer.role=producer", f"--kv-transfer.port={free_port()}", env=env)
-    c = Daemon(1, "--kv-transfer.role=consumer", "--kv-transfer.port=0", env=env)
+    p = Daemon(1, "--kv-transfer.role=producer", f"--kv-transfer.port={free_port()}", SECRET, env=env)
+    c = Daemon(1, "--kv-transfer.role=consumer", "--kv-transfer.port=0", SECRET, env=env)
     try:
         legs = Legs(producer=p, consumer=c)
         for i in range(n):
@@ -175,8 +176,8 @@ def main():
                                                a.long, a.long_gap)
     finally:
         single.stop()
-    p = Daemon(1, "--kv-transfer.role=producer", f"--kv-transfer.port={free_port()}")
-    c = Daemon(1, "--kv-transfer.role=consumer", "--kv-transfer.port=0")
+    p = Daemon(1, "--kv-transfer.role=producer", f"--kv-transfer.port={free_port()}", SECRET)
+    c = Daemon(1, "--kv-transfer.role=consumer", "--kv-transfer.port=0", SECRET)
     try:
         out["pd_1_plus_1_threads"] = workload(Legs(producer=p, consumer=c), a.streams,
                                               a.stream_tokens, a.long, a.long_gap)

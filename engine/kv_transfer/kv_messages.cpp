@@ -7,9 +7,16 @@ namespace llmserve {
 namespace {
 
 constexpr uint32_t kMagic = 0x54564b4c;  // "LKVT" little-endian
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
 
-enum class Type : uint8_t { kHello = 1, kHelloReply = 2, kRelease = 3, kReleaseAck = 4 };
+enum class Type : uint8_t {
+  kHello = 1,
+  kHelloReply = 2,
+  kRelease = 3,
+  kReleaseAck = 4,
+  kOpen = 5,
+  kOpenReply = 6
+};
 
 class Writer {
  public:
@@ -112,42 +119,123 @@ Result<KvMessage> read_body(Reader& r, Type type) {
     case Type::kHello: {
       KvHello m;
       LLMSERVE_RETURN_IF_ERROR(r.num(&m.cookie, "cookie"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.nonce, kKvMaxString, "nonce"));
       LLMSERVE_RETURN_IF_ERROR(read_layout(r, &m.layout));
       return KvMessage(std::move(m));
     }
     case Type::kHelloReply: {
       KvHelloReply m;
+      LLMSERVE_RETURN_IF_ERROR(r.num(&m.cookie, "cookie"));
+      LLMSERVE_RETURN_IF_ERROR(r.flag(&m.accepted, "accepted"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.reason, kKvMaxString, "reason"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.nonce, kKvMaxString, "nonce"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.mac, kKvMaxString, "mac"));
+      return KvMessage(std::move(m));
+    }
+    case Type::kOpen: {
+      KvOpen m;
+      LLMSERVE_RETURN_IF_ERROR(r.num(&m.cookie, "cookie"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.lease_token, kKvMaxString, "lease_token"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.mac, kKvMaxString, "mac"));
+      return KvMessage(std::move(m));
+    }
+    case Type::kOpenReply: {
+      KvOpenReply m;
       uint32_t n = 0;
       LLMSERVE_RETURN_IF_ERROR(r.num(&m.cookie, "cookie"));
       LLMSERVE_RETURN_IF_ERROR(r.flag(&m.accepted, "accepted"));
       LLMSERVE_RETURN_IF_ERROR(r.str(&m.reason, kKvMaxString, "reason"));
-      LLMSERVE_RETURN_IF_ERROR(r.num(&m.base, "base"));
-      LLMSERVE_RETURN_IF_ERROR(r.num(&n, "array count"));
-      if (n > kKvMaxArrays) return invalid_argument("kv message: too many arrays in the reply");
-      for (uint32_t i = 0; i < n; ++i) {
-        KvArraySpan a;
-        LLMSERVE_RETURN_IF_ERROR(r.num(&a.offset, "array offset"));
-        LLMSERVE_RETURN_IF_ERROR(r.num(&a.block_bytes, "array block bytes"));
-        m.arrays.push_back(a);
+      LLMSERVE_RETURN_IF_ERROR(r.num(&m.num_tokens, "num_tokens"));
+      LLMSERVE_RETURN_IF_ERROR(r.num(&m.prompt_hash, "prompt_hash"));
+      LLMSERVE_RETURN_IF_ERROR(r.num(&m.num_blocks, "num_blocks"));
+      if (m.num_blocks > kKvMaxLeaseBlocks) {
+        return invalid_argument("kv message: too many blocks in the lease");
       }
-      LLMSERVE_RETURN_IF_ERROR(r.str(&m.rkey, kKvMaxKeyBytes, "rkey"));
+      LLMSERVE_RETURN_IF_ERROR(r.num(&n, "region count"));
+      if (n > kKvMaxRegions) return invalid_argument("kv message: too many regions in the reply");
+      for (uint32_t i = 0; i < n; ++i) {
+        KvRegion g;
+        LLMSERVE_RETURN_IF_ERROR(r.num(&g.first, "region first"));
+        LLMSERVE_RETURN_IF_ERROR(r.num(&g.count, "region count"));
+        LLMSERVE_RETURN_IF_ERROR(r.num(&g.array, "region array"));
+        LLMSERVE_RETURN_IF_ERROR(r.num(&g.addr, "region address"));
+        LLMSERVE_RETURN_IF_ERROR(r.str(&g.rkey, kKvMaxKeyBytes, "region rkey"));
+        m.regions.push_back(std::move(g));
+      }
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.mac, kKvMaxString, "mac"));
       return KvMessage(std::move(m));
     }
     case Type::kRelease: {
       KvRelease m;
       LLMSERVE_RETURN_IF_ERROR(r.num(&m.cookie, "cookie"));
-      LLMSERVE_RETURN_IF_ERROR(r.str(&m.lease_id, kKvMaxString, "lease_id"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.lease_token, kKvMaxString, "lease_token"));
       LLMSERVE_RETURN_IF_ERROR(r.flag(&m.pulled, "pulled"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.mac, kKvMaxString, "mac"));
       return KvMessage(std::move(m));
     }
     case Type::kReleaseAck: {
       KvReleaseAck m;
       LLMSERVE_RETURN_IF_ERROR(r.num(&m.cookie, "cookie"));
       LLMSERVE_RETURN_IF_ERROR(r.flag(&m.was_pinned, "was_pinned"));
+      LLMSERVE_RETURN_IF_ERROR(r.str(&m.mac, kKvMaxString, "mac"));
       return KvMessage(std::move(m));
     }
   }
   return invalid_argument("kv message: unknown type " + std::to_string(static_cast<int>(type)));
+}
+
+void write_body(Writer& w, const KvMessage& m) {
+  std::visit(
+      [&w](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, KvHello>) {
+          w.num(static_cast<uint8_t>(Type::kHello));
+          w.num(v.cookie);
+          w.str(v.nonce);
+          write_layout(w, v.layout);
+        } else if constexpr (std::is_same_v<T, KvHelloReply>) {
+          w.num(static_cast<uint8_t>(Type::kHelloReply));
+          w.num(v.cookie);
+          w.num(static_cast<uint8_t>(v.accepted));
+          w.str(v.reason);
+          w.str(v.nonce);
+          w.str(v.mac);
+        } else if constexpr (std::is_same_v<T, KvOpen>) {
+          w.num(static_cast<uint8_t>(Type::kOpen));
+          w.num(v.cookie);
+          w.str(v.lease_token);
+          w.str(v.mac);
+        } else if constexpr (std::is_same_v<T, KvOpenReply>) {
+          w.num(static_cast<uint8_t>(Type::kOpenReply));
+          w.num(v.cookie);
+          w.num(static_cast<uint8_t>(v.accepted));
+          w.str(v.reason);
+          w.num(v.num_tokens);
+          w.num(v.prompt_hash);
+          w.num(v.num_blocks);
+          w.num(static_cast<uint32_t>(v.regions.size()));
+          for (const KvRegion& g : v.regions) {
+            w.num(g.first);
+            w.num(g.count);
+            w.num(g.array);
+            w.num(g.addr);
+            w.str(g.rkey);
+          }
+          w.str(v.mac);
+        } else if constexpr (std::is_same_v<T, KvRelease>) {
+          w.num(static_cast<uint8_t>(Type::kRelease));
+          w.num(v.cookie);
+          w.str(v.lease_token);
+          w.num(static_cast<uint8_t>(v.pulled));
+          w.str(v.mac);
+        } else {
+          w.num(static_cast<uint8_t>(Type::kReleaseAck));
+          w.num(v.cookie);
+          w.num(static_cast<uint8_t>(v.was_pinned));
+          w.str(v.mac);
+        }
+      },
+      m);
 }
 
 }  // namespace
@@ -156,38 +244,34 @@ std::string encode_kv_message(const KvMessage& m) {
   Writer w;
   w.num(kMagic);
   w.num(kVersion);
-  std::visit(
-      [&w](const auto& v) {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, KvHello>) {
-          w.num(static_cast<uint8_t>(Type::kHello));
-          w.num(v.cookie);
-          write_layout(w, v.layout);
-        } else if constexpr (std::is_same_v<T, KvHelloReply>) {
-          w.num(static_cast<uint8_t>(Type::kHelloReply));
-          w.num(v.cookie);
-          w.num(static_cast<uint8_t>(v.accepted));
-          w.str(v.reason);
-          w.num(v.base);
-          w.num(static_cast<uint32_t>(v.arrays.size()));
-          for (const KvArraySpan& a : v.arrays) {
-            w.num(a.offset);
-            w.num(a.block_bytes);
-          }
-          w.str(v.rkey);
-        } else if constexpr (std::is_same_v<T, KvRelease>) {
-          w.num(static_cast<uint8_t>(Type::kRelease));
-          w.num(v.cookie);
-          w.str(v.lease_id);
-          w.num(static_cast<uint8_t>(v.pulled));
+  write_body(w, m);
+  return w.take();
+}
+
+std::string kv_message_mac_input(KvMessage m) {
+  set_kv_message_mac(m, {});
+  return encode_kv_message(m);
+}
+
+const std::string& kv_message_mac(const KvMessage& m) {
+  static const std::string kNone;
+  return std::visit(
+      [](const auto& v) -> const std::string& {
+        if constexpr (requires { v.mac; }) {
+          return v.mac;
         } else {
-          w.num(static_cast<uint8_t>(Type::kReleaseAck));
-          w.num(v.cookie);
-          w.num(static_cast<uint8_t>(v.was_pinned));
+          return kNone;
         }
       },
       m);
-  return w.take();
+}
+
+void set_kv_message_mac(KvMessage& m, std::string mac) {
+  std::visit(
+      [&mac](auto& v) {
+        if constexpr (requires { v.mac; }) v.mac = std::move(mac);
+      },
+      m);
 }
 
 Result<KvMessage> decode_kv_message(std::span<const uint8_t> bytes) {

@@ -1,7 +1,9 @@
 #include "engine/kv_transfer/kv_transfer_agent.h"
 
-#include <random>
+#include <algorithm>
+#include <numeric>
 
+#include <spdlog/spdlog.h>
 #include <xxhash.h>
 
 #include "engine/kv_transfer/ucx_transport.h"
@@ -9,9 +11,9 @@
 namespace llmserve {
 
 const char* kv_fallback_name(KvFallback f) {
-  static constexpr const char* kNames[] = {"disabled", "unsupported", "layout",
-                                           "prompt",   "connect",     "transfer",
-                                           "timeout",  "lease",       "cancelled"};
+  static constexpr const char* kNames[] = {"disabled",  "unsupported", "layout",   "prompt",
+                                           "connect",   "transfer",    "timeout",  "lease",
+                                           "cancelled", "auth",        "untrusted"};
   static_assert(std::size(kNames) == static_cast<size_t>(KvFallback::kCount));
   return kNames[static_cast<size_t>(f)];
 }
@@ -37,6 +39,8 @@ KvFallback KvTransferAgent::fallback_of(KvPullError e) {
       return KvFallback::kLease;
     case KvPullError::kCancelled:
       return KvFallback::kCancelled;
+    case KvPullError::kAuth:
+      return KvFallback::kAuth;
     case KvPullError::kNone:
     case KvPullError::kTransfer:
       break;
@@ -46,22 +50,22 @@ KvFallback KvTransferAgent::fallback_of(KvPullError e) {
 
 namespace {
 
-std::string random_engine_id() {
-  std::random_device rd;
-  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd();
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
-  return buf;
+// "host" or "host:port" -> (host, port or 0).
+std::pair<std::string, int32_t> split_peer(const std::string& peer) {
+  const auto colon = peer.rfind(':');
+  if (colon == std::string::npos) return {peer, 0};
+  return {peer.substr(0, colon), std::atoi(peer.c_str() + colon + 1)};
 }
 
 }  // namespace
 
 KvTransferAgent::KvTransferAgent(const KvTransferOptions& options, KvLayout layout,
-                                 std::string engine_id)
+                                 std::string engine_id, KvAuth auth, int64_t max_pinned_blocks)
     : options_(options),
       layout_(std::move(layout)),
       engine_id_(std::move(engine_id)),
-      leases_(engine_id_) {}
+      auth_(std::move(auth)),
+      leases_(max_pinned_blocks) {}
 
 Result<std::unique_ptr<KvTransferAgent>> KvTransferAgent::create(
     const KvTransferOptions& options, KvLayout layout, const std::optional<KvHostMemory>& memory,
@@ -71,12 +75,27 @@ Result<std::unique_ptr<KvTransferAgent>> KvTransferAgent::create(
         "kv_transfer.role " + options.role +
         " needs the KV cache in host memory (the CPU backend); this engine keeps it on the GPU");
   }
+  LLMSERVE_ASSIGN_OR_RETURN(KvAuth auth, KvAuth::create(options.secret));
+  uint64_t block_bytes = 0;
+  for (const KvHostArray& arr : memory->arrays) block_bytes += arr.block_bytes;
+  const auto num_blocks = static_cast<int64_t>(block_bytes > 0 ? memory->bytes / block_bytes : 0);
+  const int64_t budget = options.max_pinned_blocks > 0 ? options.max_pinned_blocks
+                                                       : std::max<int64_t>(1, num_blocks / 2);
+  const std::string engine_id = kv_random_token().substr(0, 16);
+  if (engine_id.empty()) return unavailable("kv transfer: the system's random generator failed");
   std::unique_ptr<KvTransferAgent> a(
-      new KvTransferAgent(options, std::move(layout), random_engine_id()));
+      new KvTransferAgent(options, std::move(layout), engine_id, auth, budget));
   UcxTransportOptions t;
   t.listen = options.produces();
   t.listen_host = options.host;
   t.listen_port = options.port;
+  t.net_devices = kv_interface_of(options.host);
+  for (const std::string& p : options.peers) {
+    const std::string ip = kv_resolve_ipv4(split_peer(p).first);
+    if (ip.empty()) return invalid_argument("kv_transfer.peers: cannot resolve " + p);
+    t.allowed_peers.push_back(ip);
+  }
+  t.auth = std::move(auth);
   t.base = memory->base;
   t.bytes = memory->bytes;
   for (const KvHostArray& arr : memory->arrays) {
@@ -87,11 +106,23 @@ Result<std::unique_ptr<KvTransferAgent>> KvTransferAgent::create(
   t.leases = options.produces() ? &a->leases_ : nullptr;
   t.on_result = std::move(wake);
   LLMSERVE_ASSIGN_OR_RETURN(a->transport_, UcxTransport::create(std::move(t)));
+  spdlog::info("kv transfer: {} on {}:{} (UCX devices: {}), pinned-block budget {}", options.role,
+               options.host, a->transport_->port(),
+               kv_interface_of(options.host).empty() ? "all" : kv_interface_of(options.host),
+               budget);
   return a;
 }
 
-KvHandoff KvTransferAgent::make_lease(std::vector<int32_t> blocks, int32_t num_tokens,
-                                      uint64_t prompt_hash) {
+bool KvTransferAgent::has_pin_room(int32_t num_tokens) {
+  const int64_t blocks = (static_cast<int64_t>(num_tokens) + layout_.block_size - 1) /
+                         std::max<int32_t>(1, layout_.block_size);
+  if (leases_.has_room(blocks)) return true;
+  ++stats_.leases_refused;
+  return false;
+}
+
+std::optional<KvHandoff> KvTransferAgent::make_lease(std::vector<int32_t> blocks,
+                                                     int32_t num_tokens, uint64_t prompt_hash) {
   KvHandoff h;
   h.engine_id = engine_id_;
   h.host = options_.advertise_host.empty() ? options_.host : options_.advertise_host;
@@ -103,22 +134,52 @@ KvHandoff KvTransferAgent::make_lease(std::vector<int32_t> blocks, int32_t num_t
   h.layout.array_block_bytes.clear();
   const auto expiry = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                          std::chrono::duration<double>(options_.lease_seconds));
-  h.lease_id = leases_.add(std::move(blocks), expiry);
+  auto token = leases_.add({std::move(blocks), num_tokens, prompt_hash}, expiry);
+  if (!token) {
+    ++stats_.leases_refused;
+    return std::nullopt;
+  }
+  h.lease_id = std::move(*token);
+  h.signature = kv_hex(auth_.mac("llmserve-kv/2 handoff", {kv_handoff_signed_bytes(h)}));
   ++stats_.leases;
   return h;
+}
+
+bool KvTransferAgent::signed_by_us(const KvHandoff& h) const {
+  if (h.signature.size() != 2 * kKvMacBytes) return false;
+  const std::string want = kv_hex(auth_.mac("llmserve-kv/2 handoff", {kv_handoff_signed_bytes(h)}));
+  return kv_equal_ct(h.signature, want);
+}
+
+bool KvTransferAgent::is_peer(const std::string& host, int32_t port) const {
+  const std::string ip = kv_resolve_ipv4(host);
+  if (ip.empty()) return false;
+  for (const std::string& p : options_.peers) {
+    const auto [peer_host, peer_port] = split_peer(p);
+    if ((peer_port == 0 || peer_port == port) && kv_resolve_ipv4(peer_host) == ip) return true;
+  }
+  return false;
 }
 
 std::optional<KvFallback> KvTransferAgent::check_handoff(const KvHandoff& h,
                                                          std::span<const int32_t> prompt, int32_t n,
                                                          bool prompt_logprobs) {
+  if (!consumes()) return KvFallback::kDisabled;
+  const bool is_signed = signed_by_us(h);
+  // A handoff is a claim: only a producer of this deployment signs it, and no connection goes to
+  // an address a client made up unless the operator configured it as a peer.
+  if (!is_signed && !(options_.accept_client_params && is_peer(h.host, h.port))) {
+    return KvFallback::kUntrusted;
+  }
+  if (is_signed && !options_.peers.empty() && !is_peer(h.host, h.port)) {
+    return KvFallback::kUntrusted;
+  }
   std::optional<KvFallback> why;
   KvLayout mine = layout_;
   mine.array_block_bytes.clear();
   const auto blocks = static_cast<size_t>(
       (static_cast<int64_t>(prompt.size()) + layout_.block_size - 1) / layout_.block_size);
-  if (!consumes()) {
-    why = KvFallback::kDisabled;
-  } else if (n > 1 || prompt_logprobs) {
+  if (n > 1 || prompt_logprobs) {
     why = KvFallback::kUnsupported;
   } else if (!layout_mismatch(mine, h.layout).empty()) {
     why = KvFallback::kLayout;
@@ -130,23 +191,41 @@ std::optional<KvFallback> KvTransferAgent::check_handoff(const KvHandoff& h,
   return why;
 }
 
+void KvTransferAgent::open(uint64_t request_id, const KvHandoff& handoff) {
+  KvOpenJob job;
+  job.id = request_id;
+  job.host = handoff.host;
+  job.port = handoff.port;
+  job.lease_token = handoff.lease_id;
+  job.deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options_.connect_timeout_seconds));
+  transport_->open(std::move(job));
+}
+
+bool KvTransferAgent::attests(const KvLeaseInfo& lease, int32_t num_prompt_tokens,
+                              uint64_t prompt_hash) const {
+  const auto blocks = static_cast<uint32_t>(
+      (static_cast<int64_t>(num_prompt_tokens) + layout_.block_size - 1) / layout_.block_size);
+  return lease.num_tokens == num_prompt_tokens && lease.prompt_hash == prompt_hash &&
+         lease.num_blocks == blocks;
+}
+
 void KvTransferAgent::reject(const KvHandoff& h) {
+  if (!signed_by_us(h) && !(options_.accept_client_params && is_peer(h.host, h.port))) return;
   if (!h.host.empty() && h.port > 0 && !h.lease_id.empty()) {
     transport_->reject(h.host, h.port, h.lease_id);
   }
 }
 
-void KvTransferAgent::start_pull(const RemoteKvStart& start, const KvHandoff& handoff) {
-  KvPullJob job;
+void KvTransferAgent::start_pull(const RemoteKvStart& start) {
+  KvReadJob job;
   job.id = start.request_id;
-  job.host = handoff.host;
-  job.port = handoff.port;
-  job.lease_id = handoff.lease_id;
   job.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(options_.pull_timeout_seconds));
-  const size_t n = std::min(start.block_ids.size(), handoff.block_ids.size());
-  for (size_t i = static_cast<size_t>(start.num_cached_blocks); i < n; ++i) {
-    const int32_t remote = handoff.block_ids[i], local = start.block_ids[i];
+  for (size_t i = static_cast<size_t>(start.num_cached_blocks); i < start.block_ids.size(); ++i) {
+    const auto remote = static_cast<int32_t>(i);
+    const int32_t local = start.block_ids[i];
     if (!job.runs.empty()) {
       KvBlockRun& last = job.runs.back();
       if (last.remote_first + last.count == remote && last.local_first + last.count == local) {
@@ -156,7 +235,7 @@ void KvTransferAgent::start_pull(const RemoteKvStart& start, const KvHandoff& ha
     }
     job.runs.push_back({remote, local, 1});
   }
-  transport_->pull(std::move(job));
+  transport_->read(std::move(job));
 }
 
 void KvTransferAgent::count_transfer(const KvPullResult& r) {

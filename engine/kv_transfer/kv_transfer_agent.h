@@ -1,10 +1,11 @@
 // The engine side of disaggregated prefill/decode, driven by the step loop on the engine thread:
-// a producer turns a finished prefill's pinned blocks into a lease and its handoff; a consumer
-// checks a handoff, starts the pull of the blocks its prefix cache lacks, and collects results;
+// a producer turns a finished prefill's pinned blocks into a lease (within its pinned-block
+// budget) and a signed handoff; a consumer checks a handoff (signature or a configured peer,
+// layout, prompt), opens the lease (holding no blocks while it waits), checks what the producer
+// attests against its own prompt, reads the blocks its prefix cache lacks, and collects results;
 // leases released or expired are unpinned here. Counters for the metrics.
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/kv_transfer/kv_auth.h"
 #include "engine/kv_transfer/kv_handoff.h"
 #include "engine/kv_transfer/kv_lease_table.h"
 #include "engine/kv_transfer/kv_transfer_options.h"
@@ -34,8 +36,8 @@ class KvTransferAgent {
 
   // Starts the UCX transport over the host KV cache (listening when a producer). `wake` is
   // called from the transport thread when a pull result waits or a consumer released a lease.
-  // FAILED_PRECONDITION without a host cache (the CUDA backend), UNAVAILABLE when UCX cannot start
-  // or listen.
+  // FAILED_PRECONDITION without a host cache (the CUDA backend) or without a valid secret,
+  // UNAVAILABLE when UCX cannot start or listen.
   static Result<std::unique_ptr<KvTransferAgent>> create(const KvTransferOptions& options,
                                                          KvLayout layout,
                                                          const std::optional<KvHostMemory>& memory,
@@ -48,17 +50,27 @@ class KvTransferAgent {
   int32_t port() const { return transport_->port(); }
   const KvLayout& layout() const { return layout_; }
 
-  // Producer: a lease over blocks the scheduler kept pinned, and its handoff.
-  KvHandoff make_lease(std::vector<int32_t> blocks, int32_t num_tokens, uint64_t prompt_hash);
-  // Consumer: nullopt when the handoff can be pulled for this request, else why not (the
-  // producer is then told to let its lease go).
+  // Producer: whether a prompt of `num_tokens` fits the pinned-block budget now (counted as a
+  // refused lease when not).
+  bool has_pin_room(int32_t num_tokens);
+  // Producer: a lease over blocks the scheduler kept pinned, and its signed handoff; nullopt
+  // when the budget is spent (the caller unpins the blocks; the consumer prefills locally).
+  std::optional<KvHandoff> make_lease(std::vector<int32_t> blocks, int32_t num_tokens,
+                                      uint64_t prompt_hash);
+  // Consumer: nullopt when the handoff may be pulled for this request, else why not (a signed
+  // handoff's producer is then told to let its lease go; an untrusted one gets no connection).
   std::optional<KvFallback> check_handoff(const KvHandoff& h, std::span<const int32_t> prompt,
                                           int32_t n, bool prompt_logprobs);
-  // Pulls the blocks `start` lacks (those after its prefix-cache hit) from the handoff's.
-  void start_pull(const RemoteKvStart& start, const KvHandoff& handoff);
+  // Consumer: opens the handoff's lease for scheduler request `request_id` (a kOpened result, or
+  // a kDone one with an error, follows).
+  void open(uint64_t request_id, const KvHandoff& handoff);
+  // Consumer: whether the producer's attested lease is this prompt's (tokens, hash, blocks).
+  bool attests(const KvLeaseInfo& lease, int32_t num_prompt_tokens, uint64_t prompt_hash) const;
+  // Reads the blocks `start` lacks (those after its prefix-cache hit) of its opened lease.
+  void start_pull(const RemoteKvStart& start);
   void cancel(uint64_t request_id) { transport_->cancel(request_id); }
   std::vector<KvPullResult> take_results() { return transport_->take_results(); }
-  // Tells the handoff's producer to let its lease go (a refused handoff, a failed pull).
+  // Tells a signed handoff's producer to let its lease go (a refused handoff).
   void reject(const KvHandoff& h);
   void count_fallback(KvFallback f) { ++stats_.fallbacks[static_cast<size_t>(f)]; }
   void count_transfer(const KvPullResult& r);
@@ -69,11 +81,15 @@ class KvTransferAgent {
   static KvFallback fallback_of(KvPullError e);
 
  private:
-  KvTransferAgent(const KvTransferOptions& options, KvLayout layout, std::string engine_id);
+  KvTransferAgent(const KvTransferOptions& options, KvLayout layout, std::string engine_id,
+                  KvAuth auth, int64_t max_pinned_blocks);
+  bool signed_by_us(const KvHandoff& h) const;
+  bool is_peer(const std::string& host, int32_t port) const;
 
   KvTransferOptions options_;
   KvLayout layout_;
   std::string engine_id_;
+  KvAuth auth_;
   KvLeaseTable leases_;
   std::unique_ptr<KvTransport> transport_;
   KvTransferStats stats_;

@@ -19,6 +19,8 @@ enum class KvFallback {
   kTimeout,
   kLease,      // the producer's lease had ended
   kCancelled,  // the request ended first
+  kAuth,       // the producer failed to prove it holds the deployment's secret
+  kUntrusted,  // the handoff carries no valid signature and names no configured peer
   kCount
 };
 const char* kv_fallback_name(KvFallback f);
@@ -28,7 +30,8 @@ struct KvTransferStats {
   uint64_t bytes = 0;
   std::array<uint64_t, static_cast<size_t>(KvFallback::kCount)> fallbacks{};
   uint64_t leases = 0, leases_released = 0, leases_expired = 0;
-  int64_t pinned_blocks = 0;  // producer: blocks held for consumers now
+  uint64_t leases_refused = 0;  // producer: prefills answered without a handoff (budget spent)
+  int64_t pinned_blocks = 0;    // producer: blocks held for consumers now
 };
 
 }  // namespace llmserve

@@ -16,6 +16,8 @@ const char* kv_pull_error_name(KvPullError e) {
       return "timeout";
     case KvPullError::kLease:
       return "lease";
+    case KvPullError::kAuth:
+      return "auth";
     case KvPullError::kCancelled:
       break;
   }

@@ -1,5 +1,8 @@
 #include "engine/kv_transfer/ucx_transport.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -9,7 +12,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+
+#include <spdlog/spdlog.h>
 
 #include "engine/kv_transfer/ucx_transport_impl.h"
 
@@ -36,14 +42,39 @@ Result<sockaddr_storage> resolve_ipv4(const std::string& host, int32_t port, soc
   return out;
 }
 
+std::string kv_resolve_ipv4(const std::string& host) {
+  socklen_t len = 0;
+  auto addr = resolve_ipv4(host, 0, &len);
+  if (!addr.is_ok()) return {};
+  char buf[INET_ADDRSTRLEN] = {};
+  const auto* in = reinterpret_cast<const sockaddr_in*>(&*addr);
+  return inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf)) != nullptr ? buf : "";
+}
+
+std::string kv_interface_of(const std::string& host) {
+  socklen_t len = 0;
+  auto addr = resolve_ipv4(host, 0, &len);
+  if (!addr.is_ok()) return {};
+  const in_addr want = reinterpret_cast<const sockaddr_in*>(&*addr)->sin_addr;
+  if (want.s_addr == htonl(INADDR_ANY)) return {};
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return {};
+  std::string name;
+  for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == want.s_addr) {
+      name = i->ifa_name;
+      break;
+    }
+  }
+  freeifaddrs(list);
+  return name;
+}
+
 namespace {
 
 constexpr auto kRejectTimeout = std::chrono::seconds(2);
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
-
-void on_server_ep_error(void* arg, ucp_ep_h ep, ucs_status_t) {
-  static_cast<UcxTransport::Impl*>(arg)->failed_server_eps.push_back(ep);
-}
 
 void on_conn_request(ucp_conn_request_h req, void* arg) {
   static_cast<UcxTransport::Impl*>(arg)->conn_requests.push_back(req);
@@ -53,6 +84,7 @@ ucs_status_t on_am(void* arg, const void*, size_t, void* data, size_t length,
                    const ucp_am_recv_param_t* param) {
   // Control messages are sent eager; a rendezvous one is not ours and is dropped.
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) return UCS_OK;
+  if (length > (size_t{1} << 26)) return UCS_OK;  // far past any message of ours
   auto* impl = static_cast<UcxTransport::Impl*>(arg);
   UcxTransport::Impl::Inbound in;
   if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0) in.reply_ep = param->reply_ep;
@@ -64,10 +96,31 @@ ucs_status_t on_am(void* arg, const void*, size_t, void* data, size_t length,
 }  // namespace
 
 Status UcxTransport::Impl::init() {
+  ucp_config_t* config = nullptr;
+  ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
+  if (st != UCS_OK) return ucx_error("config", st);
+  if (!opt.net_devices.empty() && std::getenv("UCX_NET_DEVICES") == nullptr) {
+    st = ucp_config_modify(config, "NET_DEVICES", opt.net_devices.c_str());
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return ucx_error("NET_DEVICES=" + opt.net_devices, st);
+    }
+  }
+  // A producer restarted right after its connections closed binds its port again at once (the
+  // closed connections sit in TIME_WAIT on it).
+  if (std::getenv("UCX_CM_REUSEADDR") == nullptr &&
+      std::getenv("UCX_TCP_CM_REUSEADDR") == nullptr) {
+    st = ucp_config_modify(config, "CM_REUSEADDR", "y");
+    if (st != UCS_OK) {
+      ucp_config_release(config);
+      return ucx_error("CM_REUSEADDR", st);
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
   params.features = UCP_FEATURE_AM | UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
-  ucs_status_t st = ucp_init(&params, nullptr, &context);
+  st = ucp_init(&params, config, &context);
+  ucp_config_release(config);
   if (st != UCS_OK) return ucx_error("init", st);
   ucp_worker_params_t wp{};
   wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -88,20 +141,6 @@ Status UcxTransport::Impl::init() {
   if ((st = ucp_worker_set_am_recv_handler(worker, &am)) != UCS_OK) {
     return ucx_error("active-message handler", st);
   }
-  if (opt.base != nullptr && opt.bytes > 0) {
-    ucp_mem_map_params_t mp{};
-    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
-    mp.address = opt.base;
-    mp.length = opt.bytes;
-    if ((st = ucp_mem_map(context, &mp, &memh)) != UCS_OK) return ucx_error("mem_map", st);
-    void* key = nullptr;
-    size_t key_size = 0;
-    if ((st = ucp_rkey_pack(context, memh, &key, &key_size)) != UCS_OK) {
-      return ucx_error("rkey_pack", st);
-    }
-    packed_rkey.assign(static_cast<const char*>(key), key_size);
-    ucp_rkey_buffer_release(key);
-  }
   if (!opt.listen) return Status::ok();
   socklen_t len = 0;
   LLMSERVE_ASSIGN_OR_RETURN(sockaddr_storage addr,
@@ -120,72 +159,122 @@ Status UcxTransport::Impl::init() {
 
 UcxTransport::Impl::~Impl() {
   for (void* r : closing) ucp_request_free(r);
+  for (auto& [token, m] : lease_maps) {
+    for (ucp_mem_h h : m.memhs) ucp_mem_unmap(context, h);
+  }
   if (listener != nullptr) ucp_listener_destroy(listener);
-  if (memh != nullptr) ucp_mem_unmap(context, memh);
   if (worker != nullptr) ucp_worker_destroy(worker);
   if (context != nullptr) ucp_cleanup(context);
   if (wake_fd >= 0) ::close(wake_fd);
 }
 
+void ucx_on_send_done(void* request, ucs_status_t, void* user_data) {
+  delete static_cast<std::string*>(user_data);
+  ucp_request_free(request);
+}
+
+bool UcxTransport::Impl::send(ucp_ep_h ep, KvMessage m, const std::string& nonce_c,
+                              const std::string& nonce_p) {
+  if (ep == nullptr) return false;
+  if (!std::holds_alternative<KvHello>(m)) {
+    set_kv_message_mac(m, opt.auth.mac(kKvMacLabel, {nonce_c, nonce_p, kv_message_mac_input(m)}));
+  }
+  auto* buf = new std::string(encode_kv_message(m));
+  ucp_request_param_t p{};
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  p.flags = UCP_AM_SEND_FLAG_REPLY | UCP_AM_SEND_FLAG_EAGER;
+  p.cb.send = ucx_on_send_done;
+  p.user_data = buf;
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep, kUcxAmId, nullptr, 0, buf->data(), buf->size(), &p);
+  if (r == nullptr || UCS_PTR_IS_ERR(r)) delete buf;
+  return !UCS_PTR_IS_ERR(r);
+}
+
+bool UcxTransport::Impl::verify(const KvMessage& m, const std::string& nonce_c,
+                                const std::string& nonce_p) const {
+  return opt.auth.verify(kv_message_mac(m), kKvMacLabel,
+                         {nonce_c, nonce_p, kv_message_mac_input(m)});
+}
+
+void UcxTransport::Impl::on_message(const Inbound& in) {
+  auto decoded = decode_kv_message(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(in.bytes.data()), in.bytes.size()));
+  if (!decoded.is_ok()) {
+    spdlog::warn("kv transfer: dropped a message: {}", decoded.status().message());
+    return;
+  }
+  const KvMessage& m = *decoded;
+  if (const auto* hello = std::get_if<KvHello>(&m)) {
+    on_hello(in.reply_ep, *hello);
+  } else if (const auto* open = std::get_if<KvOpen>(&m)) {
+    on_open(in.reply_ep, *open);
+  } else if (const auto* rel = std::get_if<KvRelease>(&m)) {
+    on_release(in.reply_ep, *rel);
+  } else if (const auto* reply = std::get_if<KvHelloReply>(&m)) {
+    on_hello_reply(*reply);
+  } else if (const auto* oreply = std::get_if<KvOpenReply>(&m)) {
+    on_open_reply(*oreply);
+  } else if (const auto* ack = std::get_if<KvReleaseAck>(&m)) {
+    on_release_ack(*ack);
+  }
+}
+
+void UcxTransport::Impl::close_ep(ucp_ep_h ep, bool force) {
+  if (ep == nullptr) return;
+  ucp_request_param_t rp{};
+  rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  rp.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &rp);
+  if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+}
+
 bool UcxTransport::Impl::tick() {
   bool busy = false;
   while (ucp_worker_progress(worker) != 0) busy = true;
-  std::vector<KvPullJob> jobs;
+  std::vector<KvOpenJob> opens;
+  std::vector<KvReadJob> reads;
   std::vector<uint64_t> cancel_ids;
   std::vector<Reject> rej;
   {
     std::lock_guard<std::mutex> lock(mu);
-    jobs.swap(new_jobs);
+    opens.swap(new_opens);
+    reads.swap(new_reads);
     cancel_ids.swap(cancels);
     rej.swap(rejects);
   }
-  for (KvPullJob& j : jobs) {
-    auto p = std::make_unique<Pull>();
-    p->job = std::move(j);
-    start_pull(std::move(p));
+  for (KvOpenJob& j : opens) {
+    add_pull(j.id, j.host, j.port, std::move(j.lease_token), j.deadline, false);
     busy = true;
   }
   for (Reject& r : rej) {
-    auto p = std::make_unique<Pull>();
-    p->reject_only = true;
-    p->job.host = std::move(r.host);
-    p->job.port = r.port;
-    p->job.lease_id = std::move(r.lease_id);
-    p->job.deadline = UcxClock::now() + kRejectTimeout;
-    start_pull(std::move(p));
+    add_pull(0, r.host, r.port, std::move(r.lease_token), UcxClock::now() + kRejectTimeout, true);
     busy = true;
+  }
+  for (KvReadJob& j : reads) {
+    for (auto& [cookie, p] : pulls) {
+      if (p->reject_only || p->id != j.id || p->read_requested) continue;
+      p->read_requested = true;
+      p->runs = std::move(j.runs);
+      p->deadline = j.deadline;
+      busy = true;
+      break;
+    }
   }
   for (uint64_t id : cancel_ids) {
     for (auto& [cookie, p] : pulls) {
-      if (!p->reject_only && p->job.id == id) fail(*p, KvPullError::kCancelled, "cancelled");
+      if (!p->reject_only && p->id == id) p->cancel_requested = true;
     }
   }
-  for (ucp_conn_request_h req : conn_requests) {
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    ep.conn_request = req;
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ep.err_handler.cb = on_server_ep_error;
-    ep.err_handler.arg = this;
-    ucp_ep_h h = nullptr;
-    if (ucp_ep_create(worker, &ep, &h) == UCS_OK) server_eps.push_back(h);
-    busy = true;
-  }
+  for (ucp_conn_request_h req : conn_requests) accept(req);
+  busy = busy || !conn_requests.empty();
   conn_requests.clear();
   std::vector<Inbound> msgs;
   msgs.swap(inbox);
   for (const Inbound& in : msgs) on_message(in);
   busy = busy || !msgs.empty();
   for (ucp_ep_h ep : failed_server_eps) {
-    auto it = std::find(server_eps.begin(), server_eps.end(), ep);
-    if (it == server_eps.end()) continue;
-    server_eps.erase(it);
-    ucp_request_param_t rp{};
-    rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    rp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &rp);
-    if (r != nullptr && !UCS_PTR_IS_ERR(r)) closing.push_back(r);
+    if (conns.erase(ep) != 0) close_ep(ep, true);
   }
   failed_server_eps.clear();
   for (auto it = closing.begin(); it != closing.end();) {
@@ -204,6 +293,8 @@ bool UcxTransport::Impl::tick() {
       ++it;
     }
   }
+  sweep_peers();
+  sweep_lease_maps();
   return busy;
 }
 
@@ -248,15 +339,25 @@ void UcxTransport::run() {
   for (auto& [cookie, p] : im.pulls) im.fail(*p, KvPullError::kCancelled, "shutting down");
   const auto until = UcxClock::now() + kShutdownGrace;
   while (!im.pulls.empty() && UcxClock::now() < until) im.tick();
-  for (ucp_ep_h ep : im.server_eps) im.failed_server_eps.push_back(ep);
-  im.tick();
+  for (auto& [key, peer] : im.peers) im.close_ep(peer->ep, true);
+  im.peers.clear();
+  for (auto& [ep, conn] : im.conns) im.close_ep(ep, true);
+  im.conns.clear();
   while (!im.closing.empty() && UcxClock::now() < until) im.tick();
 }
 
-void UcxTransport::pull(KvPullJob job) {
+void UcxTransport::open(KvOpenJob job) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->new_jobs.push_back(std::move(job));
+    impl_->new_opens.push_back(std::move(job));
+  }
+  impl_->wake();
+}
+
+void UcxTransport::read(KvReadJob job) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->new_reads.push_back(std::move(job));
   }
   impl_->wake();
 }
@@ -269,12 +370,16 @@ void UcxTransport::cancel(uint64_t id) {
   impl_->wake();
 }
 
-void UcxTransport::reject(std::string host, int32_t port, std::string lease_id) {
+void UcxTransport::reject(std::string host, int32_t port, std::string lease_token) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->rejects.push_back({std::move(host), port, std::move(lease_id)});
+    impl_->rejects.push_back({std::move(host), port, std::move(lease_token)});
   }
   impl_->wake();
+}
+
+uint64_t UcxTransport::connections_accepted() const {
+  return impl_->accepted.load();
 }
 
 std::vector<KvPullResult> UcxTransport::take_results() {

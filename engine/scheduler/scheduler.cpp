@@ -258,6 +258,10 @@ void Scheduler::schedule_waiting(int32_t& budget) {
     if (num_running() + num_remote_kv() >= config_.max_num_seqs) break;
     Request& r = **it;
     if (r.remote_kv && r.status == RequestStatus::kWaiting) {
+      if (!r.remote_kv_open) {
+        ++it;  // waits for its producer's answer without a block or a slot
+        continue;
+      }
       const CachedPrefix prefix = kv_.find_cached_prefix(r);
       if (!kv_.allocate(r, r.num_prompt_tokens() - prefix.num_tokens, prefix)) break;
       it = waiting_.erase(it);
@@ -334,6 +338,21 @@ Status Scheduler::finish_remote_kv(uint64_t id, bool pulled) {
   }
   r.status = RequestStatus::kRunning;
   running_.insert(std::upper_bound(running_.begin(), running_.end(), &r, ArrivalOrder{}), &r);
+  return Status::ok();
+}
+
+Status Scheduler::open_remote_kv(uint64_t id, bool opened) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() || it->second->status != RequestStatus::kWaiting ||
+      !it->second->remote_kv) {
+    return not_found("request " + std::to_string(id) + ": not waiting to open remote KV");
+  }
+  Request& r = *it->second;
+  if (opened) {
+    r.remote_kv_open = true;
+  } else {
+    r.remote_kv = false;
+  }
   return Status::ok();
 }
 

@@ -75,6 +75,10 @@ class Scheduler {
   // and prefills the rest. Either way it runs from the next schedule(). For a request that ended
   // while its blocks were being filled, the blocks are let go now. kNotFound for neither.
   Status finish_remote_kv(uint64_t id, bool pulled);
+  // A waiting remote_kv request's lease was opened (true: it may now be admitted to kRemoteKv)
+  // or could not be (false: it prefills locally like any request). kNotFound when it is not a
+  // waiting remote_kv request.
+  Status open_remote_kv(uint64_t id, bool opened);
   // The prompt blocks a Request::hold_kv request kept pinned when it ended (empty when it ended
   // otherwise); the caller owns them and gives them back with release_blocks.
   std::vector<int32_t> take_held_blocks(uint64_t id);

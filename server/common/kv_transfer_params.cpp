@@ -89,6 +89,9 @@ Status read_handoff(const Reader& r, const json& obj, KvHandoff* h) {
   LLMSERVE_RETURN_IF_ERROR(r.int_field("num_layers", 1, 1 << 20, &l.num_layers));
   LLMSERVE_RETURN_IF_ERROR(r.int_field("num_kv_heads", 1, 1 << 20, &l.num_kv_heads));
   LLMSERVE_RETURN_IF_ERROR(r.int_field("head_dim", 1, 1 << 20, &l.head_dim));
+  if (auto sig = obj.find("signature"); sig != obj.end() && !sig->is_null()) {
+    LLMSERVE_RETURN_IF_ERROR(r.string("signature", &h->signature, 64));
+  }
   return Status::ok();
 }
 
@@ -113,7 +116,7 @@ Result<KvTransferRequest> parse_kv_transfer_params(const json& v, std::string_vi
 json kv_transfer_params_json(const KvHandoff& h) {
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016" PRIx64, h.prompt_hash);
-  return {{"do_remote_prefill", true},
+  json out = {{"do_remote_prefill", true},
           {"do_remote_decode", false},
           {"remote_engine_id", h.engine_id},
           {"remote_request_id", h.lease_id},
@@ -130,6 +133,8 @@ json kv_transfer_params_json(const KvHandoff& h) {
           {"head_dim", h.layout.head_dim},
           {"num_tokens", h.num_tokens},
           {"prompt_hash", hash}};
+  if (!h.signature.empty()) out["signature"] = h.signature;
+  return out;
 }
 
 }  // namespace llmserve

@@ -2,7 +2,8 @@
 // decode leg (HTTP: a top-level field; gRPC: kv_transfer_params_json), read into the engine's
 // KvTransferRequest and written from its KvHandoff. The shape follows vLLM's NIXL handoff
 // (do_remote_prefill, remote_engine_id, remote_request_id, remote_host, remote_port,
-// remote_block_ids, tp_size) plus llmserve's pairing_protocol, KV layout and prompt check.
+// remote_block_ids, tp_size) plus llmserve's pairing_protocol, KV layout, prompt check and the
+// producer's signature (HMAC-SHA256 hex with the deployment's kv_transfer.secret).
 #pragma once
 
 #include <string_view>

@@ -46,6 +46,11 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.kv_transfer.port = c.kv_transfer.port;
   o.kv_transfer.lease_seconds = c.kv_transfer.lease_seconds;
   o.kv_transfer.pull_timeout_seconds = c.kv_transfer.pull_timeout_seconds;
+  o.kv_transfer.connect_timeout_seconds = c.kv_transfer.connect_timeout_seconds;
+  o.kv_transfer.secret = c.kv_transfer.secret;
+  o.kv_transfer.peers = c.kv_transfer.peers;
+  o.kv_transfer.accept_client_params = c.kv_transfer.accept_client_params;
+  o.kv_transfer.max_pinned_blocks = c.kv_transfer.max_pinned_blocks;
   const SpeculativeSection& sp = c.speculative;
   o.speculative.method = sp.method == SpeculativeMethod::kNgram   ? SpecMethod::kNgram
                          : sp.method == SpeculativeMethod::kDraft ? SpecMethod::kDraft

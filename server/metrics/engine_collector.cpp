@@ -164,6 +164,10 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
   f.counter("llmserve_kv_transfer_leases_expired_total",
             "Producer: leases no consumer released within kv_transfer.lease_seconds.",
             d(kt.leases_expired));
+  f.counter("llmserve_kv_transfer_leases_refused_total",
+            "Producer: prefills answered without a handoff because kv_transfer.max_pinned_blocks "
+            "was spent (their consumers prefill locally).",
+            d(kt.leases_refused));
   f.gauge("llmserve_kv_transfer_pinned_blocks", "Producer: KV blocks pinned for consumers now.",
           d(kt.pinned_blocks));
   if (m != nullptr) {

@@ -1,6 +1,7 @@
 // What a peer or a router hands a KV consumer: the first byte picks the parser. 0: the KV
-// transfer's binary control messages (Hello with a layout, HelloReply with a remote key, Release,
-// ReleaseAck), which must decode within the bytes given and re-encode to exactly those bytes.
+// transfer's binary control messages (Hello with a layout, HelloReply, Open, OpenReply with its
+// regions and remote keys, Release, ReleaseAck), which must decode within the bytes given and
+// re-encode to exactly those bytes.
 // Otherwise: the rest as JSON kv_transfer_params, whose accepted handoffs must survive being
 // written back and read again unchanged.
 #include <cstddef>
@@ -37,6 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!back.is_ok() || !back->consume || back->handoff.block_ids != kt->handoff.block_ids ||
       back->handoff.lease_id != kt->handoff.lease_id || back->handoff.port != kt->handoff.port ||
       back->handoff.prompt_hash != kt->handoff.prompt_hash ||
+      back->handoff.signature != kt->handoff.signature ||
       !(back->handoff.layout == kt->handoff.layout)) {
     std::abort();
   }

@@ -19,6 +19,7 @@ from conftest import WORKER_ARGS, Daemon, free_port, serve_available, venv_bin
 from router_requests import path, text_of
 
 LEASE_S = 4
+SECRET = ("--kv-transfer.secret=router-test-deployment-secret",)
 
 
 def daemon(*extra):
@@ -32,7 +33,7 @@ def daemon(*extra):
 
 def producer_args(port):
     return ("--kv-transfer.role=producer", f"--kv-transfer.port={port}",
-            f"--kv-transfer.lease-seconds={LEASE_S}")
+            f"--kv-transfer.lease-seconds={LEASE_S}", *SECRET)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +45,7 @@ def pd():
     try:
         ds["producer"] = daemon(*producer_args(free_port()))
         ds["consumer"] = daemon("--kv-transfer.role=consumer", "--kv-transfer.port=0",
-                                "--kv-transfer.pull-timeout-seconds=3")
+                                "--kv-transfer.pull-timeout-seconds=3", *SECRET)
         ds["single"] = daemon()
         yield ds
     finally:
@@ -224,7 +225,7 @@ def test_handoff_never_pulled_expires(pd, model):
     producer = pd["producer"]
     expired = metric(producer, "llmserve_kv_transfer_leases_expired_total")
     params = prefill_leg(producer, "completion", model, {"prompt": LONG})
-    assert params["do_remote_prefill"] is True and params["pairing_protocol"] == "llmserve-kv/1"
+    assert params["do_remote_prefill"] is True and params["pairing_protocol"] == "llmserve-kv/2"
     assert metric(producer, "llmserve_kv_transfer_pinned_blocks") == len(params["remote_block_ids"])
     wait_all_free(producer, timeout=LEASE_S + 10)
     assert metric(producer, "llmserve_kv_transfer_leases_expired_total") == expired + 1
@@ -240,7 +241,8 @@ def test_handoff_never_pulled_expires(pd, model):
 
 def test_consumer_of_another_layout_refuses_and_prefills_locally(pd, model):
     producer = pd["producer"]
-    other = daemon("--kv-transfer.role=consumer", "--kv-transfer.port=0", "--block-size", "32")
+    other = daemon("--kv-transfer.role=consumer", "--kv-transfer.port=0", "--block-size", "32",
+                   *SECRET)
     try:
         expired = metric(producer, "llmserve_kv_transfer_leases_expired_total")
         params = prefill_leg(producer, "chat", model,
@@ -300,7 +302,7 @@ def test_client_gone_between_and_during_legs(pd, model):
 
 
 def test_bad_handoff_is_a_400_naming_the_field(pd, model):
-    bad = {"do_remote_prefill": True, "pairing_protocol": "llmserve-kv/1",
+    bad = {"do_remote_prefill": True, "pairing_protocol": "llmserve-kv/2",
            "remote_host": "127.0.0.1", "remote_port": 70000}
     r = requests.post(pd["consumer"].url("/v1/completions"), timeout=30, json={
         "model": model, "prompt": "hi", "max_tokens": 2, "kv_transfer_params": bad})
@@ -326,4 +328,4 @@ def test_server_info_reports_role_and_pairing(pd):
         with grpc.insecure_channel(pd[name].grpc_target) as ch:
             info = pbg.VllmEngineStub(ch).GetServerInfo(pb.GetServerInfoRequest(), timeout=10)
         assert info.kv_role == role and info.kv_connector == "LlmserveConnector"
-        assert info.pairing_protocol == "llmserve-kv/1" and len(info.kv_engine_id) == 16
+        assert info.pairing_protocol == "llmserve-kv/2" and len(info.kv_engine_id) == 16

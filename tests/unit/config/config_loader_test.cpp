@@ -317,6 +317,52 @@ TEST(OverrideLayer, ErrorsNameTheFlag) {
             "flag --x: engine.nope: unknown key");
 }
 
+// Sections whose names hold "_" are reachable from the environment (LLMSERVE_KV_TRANSFER_ROLE was
+// silently ignored: the section was taken to end at the first "_").
+TEST(Env, SectionsWithUnderscoresAreRead) {
+  Result<Config> c = load_config("",
+                                 {{"LLMSERVE_KV_TRANSFER_PORT", "6100"},
+                                  {"LLMSERVE_KV_EVENTS_TOPIC", "kv@x"},
+                                  {"LLMSERVE_ENGINE_MAX_NUM_SEQS", "7"}},
+                                 {});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->kv_transfer.port, 6100);
+  EXPECT_EQ(c->kv_events.topic, "kv@x");
+  EXPECT_EQ(c->engine.max_num_seqs, 7);
+  EXPECT_EQ(c->sources.at("kv_transfer.port"), "env LLMSERVE_KV_TRANSFER_PORT");
+  c = load_config("", {{"LLMSERVE_KV_TRANSFER_NOPE", "1"}}, {});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("kv_transfer.nope: unknown key"), std::string::npos)
+      << c.status().message();
+}
+
+// Issue 51: a KV transfer role runs only with the deployment's secret (or its file).
+TEST(Finalize, KvTransferRoleNeedsTheSecret) {
+  Result<Config> c = load_config("", {{"LLMSERVE_KV_TRANSFER_ROLE", "consumer"}}, {});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("kv_transfer.secret (default): must be set"),
+            std::string::npos)
+      << c.status().message();
+  c = load_config(
+      "", {{"LLMSERVE_KV_TRANSFER_ROLE", "producer"}, {"LLMSERVE_KV_TRANSFER_SECRET", "short"}},
+      {});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("at least 16 bytes"), std::string::npos);
+  const std::string path = ::testing::TempDir() + "/kv_secret";
+  std::ofstream(path) << "  file-secret-0123456789  \n# second line ignored\n";
+  c = load_config(
+      "", {{"LLMSERVE_KV_TRANSFER_ROLE", "both"}, {"LLMSERVE_KV_TRANSFER_SECRET_FILE", path}}, {});
+  ASSERT_TRUE(c.is_ok()) << c.status().message();
+  EXPECT_EQ(c->kv_transfer.secret, "file-secret-0123456789");
+  EXPECT_EQ(describe(*c).find("file-secret-0123456789"), std::string::npos);  // masked
+  c = load_config("",
+                  {{"LLMSERVE_KV_TRANSFER_ROLE", "both"},
+                   {"LLMSERVE_KV_TRANSFER_SECRET_FILE", path + ".missing"}},
+                  {});
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().message().find("kv_transfer.secret_file"), std::string::npos);
+}
+
 TEST(Finalize, CrossKeyRulesNameBothKeysAndSources) {
   Result<Config> c = load_config("", {{"LLMSERVE_SERVER_TLS_CERT_FILE", "/etc/cert.pem"}}, {});
   ASSERT_FALSE(c.is_ok());

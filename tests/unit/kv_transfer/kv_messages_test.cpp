@@ -16,18 +16,29 @@ KvLayout layout() {
 }
 
 std::vector<KvMessage> samples() {
-  KvHelloReply reply;
-  reply.cookie = 7;
-  reply.accepted = true;
-  reply.base = 0x7f0000001000;
-  reply.arrays = {{0, 3072}, {1 << 20, 3072}};
-  reply.rkey = std::string("\x00\x01\x02key", 6);
-  KvHelloReply refused;
-  refused.cookie = 8;
-  refused.reason = "KV layouts differ: block_size 16 != 32";
-  return {
-      KvHello{42, layout()},  reply, refused, KvRelease{9, "abcd-1", true}, KvReleaseAck{9, true},
-      KvReleaseAck{10, false}};
+  KvHelloReply reply{7, true, "", std::string(16, 'n'), std::string(32, 'm')};
+  KvHelloReply refused{8, false, "KV layouts differ: block_size 16 != 32", "0123456789abcdef", ""};
+  KvOpenReply open_reply;
+  open_reply.cookie = 11;
+  open_reply.accepted = true;
+  open_reply.num_tokens = 40;
+  open_reply.prompt_hash = 0x1234567890abcdefULL;
+  open_reply.num_blocks = 3;
+  open_reply.regions = {{0, 2, 0, 0x7f0000001000, std::string("\x00\x01\x02key", 6)},
+                        {2, 1, 1, 0x7f0000009000, "k2"}};
+  open_reply.mac = std::string(32, 'x');
+  KvOpenReply open_refused;
+  open_refused.cookie = 12;
+  open_refused.reason = "no such lease";
+  return {KvHello{42, std::string(16, 'c'), layout()},
+          reply,
+          refused,
+          KvOpen{11, "0123456789abcdef0123456789abcdef", std::string(32, 'o')},
+          open_reply,
+          open_refused,
+          KvRelease{9, "abcd-1", true, "mac"},
+          KvReleaseAck{9, true, "mac"},
+          KvReleaseAck{10, false, ""}};
 }
 
 TEST(KvMessages, RoundTrip) {
@@ -38,7 +49,8 @@ TEST(KvMessages, RoundTrip) {
     EXPECT_EQ(encode_kv_message(*back), wire);
     EXPECT_EQ(back->index(), m.index());
   }
-  auto hello = decode_kv_message(bytes_of(encode_kv_message(KvHello{42, layout()})));
+  auto hello =
+      decode_kv_message(bytes_of(encode_kv_message(KvHello{42, std::string(16, 'c'), layout()})));
   ASSERT_TRUE(hello.is_ok());
   EXPECT_EQ(std::get<KvHello>(*hello).layout, layout());
   EXPECT_EQ(std::get<KvHello>(*hello).cookie, 42u);
@@ -55,12 +67,12 @@ TEST(KvMessages, EveryTruncationAndExtensionIsRefused) {
 }
 
 TEST(KvMessages, BadHeaderAndOversizedLengthsAreRefused) {
-  std::string wire = encode_kv_message(KvRelease{1, "lease", false});
+  std::string wire = encode_kv_message(KvRelease{1, "lease", false, ""});
   std::string bad = wire;
   bad[0] ^= 1;
   EXPECT_NE(decode_kv_message(bytes_of(bad)).status().message().find("magic"), std::string::npos);
   bad = wire;
-  bad[4] = 2;
+  bad[4] = 1;  // the version before the authenticated protocol
   EXPECT_NE(decode_kv_message(bytes_of(bad)).status().message().find("version"), std::string::npos);
   bad = wire;
   bad[5] = 99;
@@ -69,13 +81,38 @@ TEST(KvMessages, BadHeaderAndOversizedLengthsAreRefused) {
   bad = wire;
   for (size_t i = 14; i < 18; ++i) bad[i] = '\xff';
   const Status st = decode_kv_message(bytes_of(bad)).status();
-  EXPECT_NE(st.message().find("lease_id"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("lease_token"), std::string::npos) << st.message();
 }
 
 TEST(KvMessages, FlagsAreZeroOrOne) {
-  std::string wire = encode_kv_message(KvReleaseAck{3, true});
-  wire.back() = 2;
+  std::string wire = encode_kv_message(KvReleaseAck{3, true, ""});
+  wire[wire.size() - 5] = 2;  // the flag, before the empty mac's 4-byte length
   EXPECT_NE(decode_kv_message(bytes_of(wire)).status().message().find("was_pinned"),
+            std::string::npos);
+}
+
+// The MAC covers the message with its mac field empty: every other byte changes it.
+TEST(KvMessages, MacInputCoversEveryFieldButTheMac) {
+  for (KvMessage m : samples()) {
+    const std::string input = kv_message_mac_input(m);
+    set_kv_message_mac(m, "other");
+    EXPECT_EQ(kv_message_mac_input(m), input);
+    if (std::holds_alternative<KvHello>(m)) {
+      EXPECT_EQ(kv_message_mac(m), "");
+      continue;
+    }
+    EXPECT_EQ(kv_message_mac(m), "other");
+  }
+  KvOpenReply r = std::get<KvOpenReply>(samples()[4]);
+  const std::string before = kv_message_mac_input(r);
+  r.regions[1].addr += 16;
+  EXPECT_NE(kv_message_mac_input(r), before);
+}
+
+TEST(KvMessages, RegionCountPastTheCapIsRefused) {
+  KvOpenReply r = std::get<KvOpenReply>(samples()[4]);
+  r.num_blocks = kKvMaxLeaseBlocks + 1;
+  EXPECT_NE(decode_kv_message(bytes_of(encode_kv_message(r))).status().message().find("blocks"),
             std::string::npos);
 }
 

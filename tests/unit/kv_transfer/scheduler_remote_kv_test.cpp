@@ -27,6 +27,7 @@ Request req(uint64_t id, int32_t prompt_len, int32_t first_token = 100, bool rem
   for (int32_t i = 0; i < prompt_len; ++i) r.prompt_token_ids.push_back(first_token + i);
   r.max_tokens = 4;
   r.remote_kv = remote;
+  r.remote_kv_open = remote;  // the producer has answered (the usual case below)
   return r;
 }
 
@@ -87,6 +88,49 @@ TEST(SchedulerRemoteKv, AbortedWhilePullingKeepsBlocksUntilTheTransferReports) {
   ASSERT_TRUE(s->finish_remote_kv(1, false).is_ok());
   EXPECT_EQ(s->kv_cache().num_free_blocks(), s->kv_cache().num_usable_blocks());
   EXPECT_FALSE(s->finish_remote_kv(1, false).is_ok());
+}
+
+// While its producer has not answered, a remote-KV request holds no block and no sequence slot:
+// another request runs in the only slot (issue 51: a hanging producer held both for 10 s).
+TEST(SchedulerRemoteKv, UnopenedRequestHoldsNoBlockOrSlot) {
+  SchedulerConfig c;
+  c.max_num_batched_tokens = 64;
+  c.max_num_seqs = 1;
+  c.max_model_len = 128;
+  auto made = Scheduler::create(c, KvCacheManager(16, kBs));
+  ASSERT_TRUE(made.is_ok());
+  auto s = std::move(made).value();
+  Request waiting = req(1, 12, 100, true);
+  waiting.remote_kv_open = false;
+  ASSERT_TRUE(s->add_request(std::move(waiting)).is_ok());
+  ASSERT_TRUE(s->add_request(req(2, 5, 300)).is_ok());
+  const SchedulerOutput& a = s->schedule();
+  EXPECT_TRUE(a.remote_kv_starts.empty());
+  ASSERT_EQ(a.scheduled.size(), 1u);
+  EXPECT_EQ(a.scheduled[0].request_id, 2u);
+  EXPECT_EQ(s->kv_cache().num_free_blocks(), s->kv_cache().num_usable_blocks() - 2);  // 5 tokens
+  ASSERT_TRUE(s->check_invariants().is_ok());
+  ASSERT_TRUE(s->abort_request(2).is_ok());
+  // Opened: admitted to wait for its pull.
+  ASSERT_TRUE(s->open_remote_kv(1, true).is_ok());
+  const SchedulerOutput& b = s->schedule();
+  ASSERT_EQ(b.remote_kv_starts.size(), 1u);
+  EXPECT_EQ(b.remote_kv_starts[0].request_id, 1u);
+  EXPECT_FALSE(s->open_remote_kv(1, true).is_ok());  // no longer waiting to open
+}
+
+TEST(SchedulerRemoteKv, LeaseThatCannotBeOpenedPrefillsLocally) {
+  auto s = make();
+  Request waiting = req(1, 10, 100, true);
+  waiting.remote_kv_open = false;
+  ASSERT_TRUE(s->add_request(std::move(waiting)).is_ok());
+  EXPECT_TRUE(s->schedule().scheduled.empty());
+  ASSERT_TRUE(s->open_remote_kv(1, false).is_ok());
+  const SchedulerOutput& b = s->schedule();
+  EXPECT_TRUE(b.remote_kv_starts.empty());
+  ASSERT_EQ(b.scheduled.size(), 1u);
+  EXPECT_EQ(b.scheduled[0].num_new_tokens, 10);  // the whole prompt, computed here
+  EXPECT_FALSE(s->open_remote_kv(7, true).is_ok());
 }
 
 TEST(SchedulerRemoteKv, ProducerKeepsItsPromptBlocksPinnedWhenItEnds) {
