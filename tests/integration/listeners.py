@@ -50,3 +50,10 @@ def listening_sockets(pid):
 
 def is_every_interface(address):
     return ipaddress.ip_address(address).is_unspecified
+
+
+def is_loopback(address):
+    """127.0.0.0/8, ::1, or ::ffff:127.x (gRPC binds 127.0.0.1 on an IPv6 socket, v4-mapped)."""
+    ip = ipaddress.ip_address(address)
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)

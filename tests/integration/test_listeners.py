@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from conftest import Daemon, free_port, serve_available
-from listeners import is_every_interface, listening_sockets
+from listeners import is_every_interface, is_loopback, listening_sockets
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def test_nothing_listens_on_every_interface(events_daemon):
         assert port in ports, (port, socks)
     wide = [s for s in socks if is_every_interface(s[0])]
     assert not wide, f"listening on every interface: {wide} (all: {socks})"
-    assert all(addr == "127.0.0.1" for addr, _ in socks), socks
+    assert all(is_loopback(addr) for addr, _ in socks), socks
 
 
 def test_events_follow_server_host_by_default(events_daemon):
