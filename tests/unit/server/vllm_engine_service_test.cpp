@@ -394,7 +394,7 @@ TEST_F(VllmEngineServiceTest, KvEventSubscribersAreCappedAndCostNoThreadEach) {
   }
   ASSERT_TRUE(wait_subscribers(kCap));
   // Seven more subscribers: no thread each (a thread per subscriber made this +7).
-  EXPECT_LE(thread_count(), threads_with_one + 2);
+  EXPECT_LE(thread_count(), threads_with_one + 2) << "with one subscriber: " << threads_with_one;
 
   // One past the cap: RESOURCE_EXHAUSTED, naming the setting.
   auto extra = subscribe();
