@@ -118,13 +118,16 @@ struct MetricsSection {
 };
 
 struct KvEventsSection {
-  bool enabled = false;                   // publish KV-cache events on ZeroMQ
-  std::string endpoint = "tcp://*:5557";  // PUB socket: bound with a wildcard, else connected
-  std::string replay_endpoint;            // ROUTER socket for replays; "" = none
-  std::string topic;                      // first frame of each message; "" as vLLM
-  int buffer_steps = 10000;               // batches kept for replay and lagging readers
-  int hwm = 100000;                       // PUB high-water mark, messages
-  std::string layout = "map";             // events as tagged maps (vLLM now) or arrays (before)
+  bool enabled = false;  // publish KV-cache events on ZeroMQ
+  std::string host;      // PUB socket's interface when endpoint is ""; "" = server.host
+  int port = 5557;       // PUB socket's TCP port when endpoint is ""; 0 = any free port
+  std::string endpoint;  // explicit ZeroMQ endpoint (vLLM's bind/connect rule); "" = host:port
+  std::string replay_endpoint;    // ROUTER socket for replays (bound); "" = none
+  std::string topic;              // first frame of each message; "" as vLLM
+  int buffer_steps = 10000;       // batches kept for replay and lagging readers
+  int hwm = 100000;               // PUB high-water mark, messages
+  std::string layout = "map";     // events as tagged maps (vLLM now) or arrays (before)
+  int max_grpc_subscribers = 16;  // VllmEngine.SubscribeKvEvents streams open at once
 };
 
 struct KvTransferSection {

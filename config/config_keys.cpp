@@ -266,12 +266,22 @@ std::vector<ConfigKey> build_table() {
   t.push_back(bool_key("kv_events", "enabled", &C::kv_events, &KS::enabled,
                        "Publish KV-cache events (blocks stored in / removed from the prefix "
                        "cache) on ZeroMQ in vLLM's format, for KV-aware routers."));
-  t.push_back(string_key("kv_events", "endpoint", &C::kv_events, &KS::endpoint, true,
-                         "ZeroMQ PUB endpoint of the events: bound when it holds * (or is ipc:// "
-                         "or inproc://), else connected to."));
+  t.push_back(string_key("kv_events", "host", &C::kv_events, &KS::host, false,
+                         "Interface the events' PUB socket binds when endpoint is \"\"; \"\" = "
+                         "server.host. Anyone who reaches it reads the token ids of every cached "
+                         "prompt: keep it private to the routers (docs/SECURITY.md)."));
+  t.push_back(int_key("kv_events", "port", &C::kv_events, &KS::port, 0, 65535,
+                      "TCP port of the events' PUB socket when endpoint is \"\"; 0 = a free "
+                      "port chosen by the OS (logged)."));
+  t.push_back(string_key("kv_events", "endpoint", &C::kv_events, &KS::endpoint, false,
+                         "Explicit ZeroMQ endpoint instead of host and port, with vLLM's rule: "
+                         "bound when it holds * or :: (or is ipc:// or inproc://), else "
+                         "connected to a subscriber that binds. \"\" = bind tcp://host:port. "
+                         "tcp://*:N binds every interface (a warning at start-up)."));
   t.push_back(string_key("kv_events", "replay_endpoint", &C::kv_events, &KS::replay_endpoint, false,
                          "ZeroMQ ROUTER endpoint (bound) answering replay requests with the "
-                         "buffered batches; \"\" = none."));
+                         "buffered batches; \"\" = none. Name an interface (tcp://10.0.0.5:5558): "
+                         "tcp://*:N binds every interface (a warning at start-up)."));
   t.push_back(
       string_key("kv_events", "topic", &C::kv_events, &KS::topic, false,
                  "Topic frame of every message; \"\" = none, as vLLM sends by default (and "
@@ -287,6 +297,10 @@ std::vector<ConfigKey> build_table() {
                          "Layout of each event in a batch: map = vLLM's current one (tagged maps "
                          "{\"type\": \"BlockStored\", ...}, read by vllm-router and smg), array = "
                          "vLLM's earlier array_like one ([\"BlockStored\", ...])."));
+  t.push_back(int_key("kv_events", "max_grpc_subscribers", &C::kv_events, &KS::max_grpc_subscribers,
+                      1, 4096,
+                      "VllmEngine.SubscribeKvEvents streams (smg's gateways) open at once; "
+                      "beyond it a new one gets RESOURCE_EXHAUSTED."));
   // logging
   t.push_back(enum_key(
       "logging", "level", &C::logging, &LS::level,

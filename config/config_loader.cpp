@@ -135,6 +135,13 @@ Status finalize_config(Config& config) {
   if (m.load_format != LoadFormat::kDummy && trim(m.path).empty()) {
     return invalid_argument(named(config, "model.path") + ": must not be empty");
   }
+  // An explicit endpoint replaces host and port; one of those changed too is a contradiction.
+  const KvEventsSection& ke = config.kv_events;
+  if (!ke.endpoint.empty() && (!ke.host.empty() || ke.port != KvEventsSection{}.port)) {
+    return invalid_argument(named(config, "kv_events.endpoint") + ": set it or " +
+                            named(config, "kv_events.host") + " / " +
+                            named(config, "kv_events.port") + ", not both");
+  }
   if (!s.api_key_file.empty()) {
     Result<std::vector<std::string>> keys = read_key_file(s.api_key_file);
     if (!keys.is_ok()) {

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <utility>
 
@@ -17,6 +18,10 @@ struct KvEventBus::State {
     return ring[static_cast<size_t>(seq - oldest())];
   }
   uint64_t oldest() const { return next_seq - ring.size(); }
+  void wake_listeners() {
+    std::lock_guard<std::mutex> lock(listeners_mu);
+    for (const auto& [id, wake] : listeners) wake();
+  }
 
   const size_t capacity;
   mutable std::mutex mu;
@@ -26,6 +31,10 @@ struct KvEventBus::State {
   uint64_t dropped = 0;
   size_t subscribers = 0;
   bool closed = false;
+  // Held while the listeners run, so unregistering waits for a running call.
+  std::mutex listeners_mu;
+  std::map<uint64_t, std::function<void()>> listeners;
+  uint64_t next_listener = 0;
 };
 
 KvEventBus::KvEventBus(size_t buffer_steps) : state_(std::make_shared<State>(buffer_steps)) {}
@@ -51,6 +60,7 @@ uint64_t KvEventBus::publish(std::vector<KvEvent> events, double timestamp) {
     }
   }
   state_->cv.notify_all();
+  state_->wake_listeners();
   return seq;
 }
 
@@ -76,9 +86,26 @@ std::vector<std::shared_ptr<const KvEventBatch>> KvEventBus::buffered_since(
 void KvEventBus::close() {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->closed) return;
     state_->closed = true;
   }
   state_->cv.notify_all();
+  state_->wake_listeners();
+}
+
+std::unique_ptr<KvEventListener> KvEventBus::listen(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(state_->listeners_mu);
+  const uint64_t id = state_->next_listener++;
+  state_->listeners.emplace(id, std::move(wake));
+  return std::unique_ptr<KvEventListener>(new KvEventListener(state_, id));
+}
+
+KvEventListener::KvEventListener(std::shared_ptr<KvEventBus::State> state, uint64_t id)
+    : state_(std::move(state)), id_(id) {}
+
+KvEventListener::~KvEventListener() {
+  std::lock_guard<std::mutex> lock(state_->listeners_mu);
+  state_->listeners.erase(id_);
 }
 
 uint64_t KvEventBus::next_sequence_number() const {

@@ -12,6 +12,9 @@
 // Thread safety: every member is safe from any thread. A KvEventSubscription may outlive the bus
 // (it then reads as closed).
 //
+// A reader that serves many subscriptions from one thread (gRPC SubscribeKvEvents) reads them
+// with a zero timeout and sleeps on its own condition variable, woken by listen().
+//
 // Typical reader (one thread per reader):
 //   auto sub = bus->subscribe(start_sequence_number);
 //   while (true) {
@@ -24,6 +27,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -41,6 +45,7 @@ struct KvEventRead {
 };
 
 class KvEventSubscription;
+class KvEventListener;
 
 class KvEventBus {
  public:
@@ -61,6 +66,11 @@ class KvEventBus {
   // The buffered batches with sequence >= start_sequence_number, oldest first (replay).
   std::vector<std::shared_ptr<const KvEventBatch>> buffered_since(
       uint64_t start_sequence_number) const;
+
+  // Calls `wake` on the publishing thread (the engine's) after every published batch and once
+  // at close(). `wake` must be cheap and must not block or call into the bus: set a flag and
+  // notify a condition variable. Destroying the returned handle unregisters it.
+  std::unique_ptr<KvEventListener> listen(std::function<void()> wake);
 
   // Wakes every reader; reads return closed from then on; publish() drops batches.
   void close();
@@ -101,6 +111,21 @@ class KvEventSubscription {
   uint64_t cursor_;
   uint64_t unreported_missed_;  // history asked for but no longer buffered, until first read
   bool cancelled_ = false;
+};
+
+// A registered wake-up (KvEventBus::listen). Once the destructor returns, the function is not
+// running and is never called again. May outlive the bus.
+class KvEventListener {
+ public:
+  ~KvEventListener();
+  KvEventListener(const KvEventListener&) = delete;
+  KvEventListener& operator=(const KvEventListener&) = delete;
+
+ private:
+  friend class KvEventBus;
+  KvEventListener(std::shared_ptr<KvEventBus::State> state, uint64_t id);
+  std::shared_ptr<KvEventBus::State> state_;
+  uint64_t id_;
 };
 
 }  // namespace llmserve

@@ -12,8 +12,8 @@ Result<std::unique_ptr<GenerationJob>> GenerationJob::start(Engine& engine,
     auto stream = engine.submit(std::move(r));
     if (!stream.is_ok()) {
       for (auto& s : streams) {
+        engine.abort(s->request_id());  // before the cancel, as in cancel()
         s->cancel();
-        engine.abort(s->request_id());
       }
       return stream.status();
     }
@@ -37,8 +37,11 @@ void GenerationJob::cancel() {
   if (cancelled_.exchange(true)) return;
   for (auto& s : streams_) {
     if (s->finished()) continue;
-    s->cancel();
+    // Abort before cancelling the stream: an engine may end the request as soon as it sees the
+    // stream cancelled, and whoever then finds the engine idle must also find the abort
+    // (grpc_server_test's ClientCancelAbortsTheRequest read aborted() == {} in that window).
     engine_.abort(s->request_id());
+    s->cancel();
   }
 }
 

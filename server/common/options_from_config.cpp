@@ -99,6 +99,7 @@ ServerOptions server_options_from_config(const Config& c) {
   o.max_header_count = c.server.max_header_count;
   o.max_pending_connections = c.server.max_pending_connections;
   o.max_prompt_logprob_entries = c.server.max_prompt_logprob_entries;
+  o.max_kv_event_subscribers = c.kv_events.max_grpc_subscribers;
   return o;
 }
 

@@ -37,6 +37,8 @@ struct ServerOptions {
   int max_pending_connections = 1024;          // connections still sending a request
   // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
   int64_t max_prompt_logprob_entries = 1 << 20;
+  // VllmEngine.SubscribeKvEvents streams open at once; beyond: RESOURCE_EXHAUSTED.
+  int max_kv_event_subscribers = 16;
   // The model's sampling defaults for requests' omitted fields (default_sampling_from_config).
   SamplingDefaults default_sampling;
 

@@ -1,5 +1,6 @@
 #include "server/grpc/vllm_engine_service.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <google/protobuf/descriptor.h>
@@ -7,7 +8,6 @@
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/vllm_generate_call.h"
 #include "server/grpc/vllm_info.h"
-#include "server/grpc/vllm_kv_events_call.h"
 #include "server/grpc/vllm_request.h"
 #include "server/grpc/vllm_tokenizer_call.h"
 #include "server/grpc/wire_codec.h"
@@ -209,8 +209,21 @@ VllmEngineService::Writer* VllmEngineService::SubscribeKvEvents(Ctx* ctx, const 
                        grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
                                     "SubscribeKvEvents: KV events are off on this worker"));
   }
-  return start_kv_events_call(metrics_, *bus, req.start_sequence_number(),
-                              engine->options().block_size);
+  KvEventsFanout* fanout = nullptr;
+  {
+    std::lock_guard lock(kv_events_mu_);
+    if (!kv_events_) {
+      kv_events_ = std::make_unique<KvEventsFanout>(
+          *bus, engine->options().block_size,
+          static_cast<size_t>(std::max(state_.options().max_kv_event_subscribers, 1)), metrics_);
+    }
+    fanout = kv_events_.get();
+  }
+  Result<KvEventsFanout::Writer*> stream = fanout->open(req.start_sequence_number());
+  if (!stream.is_ok()) {
+    return fail_stream(ctx, "SubscribeKvEvents", to_grpc_status(stream.status()));
+  }
+  return *stream;
 }
 
 }  // namespace llmserve

@@ -4,8 +4,10 @@
 // Generate runs a GenerationJob (vllm_generate_call.h); Abort cancels requests by their id;
 // GetModelInfo / GetServerInfo / GetLoads describe the engine (vllm_info.h); GetTokenizer
 // streams the tokenizer files as a zip (tokenizer_bundle.h); FlushCache drops the prefix cache.
-// Embed and the profiler calls are UNIMPLEMENTED, as is SubscribeKvEvents until the engine
-// publishes KV events. Metrics label each method "VllmEngine/<name>".
+// SubscribeKvEvents streams the engine's KV events (kv_events_fanout.h: one thread for every
+// subscriber, at most ServerOptions::max_kv_event_subscribers). Embed and the profiler calls are
+// UNIMPLEMENTED, as is SubscribeKvEvents when the engine publishes no KV events. Metrics label
+// each method "VllmEngine/<name>".
 #pragma once
 
 #include <atomic>
@@ -16,6 +18,7 @@
 
 #include "server/common/server_state.h"
 #include "server/grpc/generation_service.h"
+#include "server/grpc/kv_events_fanout.h"
 #include "server/grpc/tokenizer_bundle.h"
 #include "server/metrics/server_metrics.h"
 #include "vllm/grpc/engine/vllm_engine.grpc.pb.h"
@@ -68,6 +71,8 @@ class VllmEngineService final : public vllm_raw::Service {
   std::atomic<double> last_receive_{0.0};
   std::mutex bundle_mu_;
   std::shared_ptr<const TokenizerBundle> bundle_;
+  std::mutex kv_events_mu_;
+  std::unique_ptr<KvEventsFanout> kv_events_;  // made with the first SubscribeKvEvents
 };
 
 }  // namespace llmserve

@@ -1,67 +1,11 @@
 #include "server/grpc/vllm_kv_events_call.h"
 
-#include <memory>
 #include <type_traits>
 #include <variant>
 
-#include "server/grpc/grpc_status.h"
-#include "server/grpc/pumped_writer.h"
-#include "server/grpc/wire_codec.h"
-
 namespace llmserve {
 
-namespace {
-
 namespace cpb = ::smg::grpc::common;
-
-class KvEventsReactor : public PumpedWriter {
- public:
-  KvEventsReactor(ServerMetrics& metrics, KvEventBus& bus, uint64_t start, int32_t block_size)
-      : metrics_(metrics),
-        sub_(bus.subscribe(start == 0 ? bus.next_sequence_number() : start)),
-        block_size_(block_size) {
-    // Answer at once: the gateway gives up on a subscription whose headers take seconds, and
-    // the first batch may be far off on an idle engine.
-    StartSendInitialMetadata();
-    start_pump();
-  }
-  void OnSendInitialMetadataDone(bool ok) override {
-    if (!ok) mark_broken();
-  }
-
- private:
-  void on_cancel() override { sub_->cancel(); }
-
-  void pump() override {
-    uint64_t next_event_id = 1;
-    bool stop = false;
-    while (!stop) {
-      KvEventRead r = sub_->next(64, std::chrono::milliseconds(500));
-      if (r.closed) break;
-      for (const auto& batch : r.batches) {
-        msg_.Clear();
-        fill_kv_event_batch(*batch, block_size_, &next_event_id, &msg_);
-        if (!serialize_response(msg_, &bytes_).ok()) continue;
-        if (!send(&bytes_)) break;
-      }
-      stop = broken();
-    }
-    // The bus closed (the engine is shutting down) or the client went away.
-    const grpc::Status status =
-        stop ? grpc::Status(grpc::StatusCode::CANCELLED, "the client went away")
-             : grpc::Status(grpc::StatusCode::UNAVAILABLE, "the engine is shutting down");
-    metrics_.count_grpc("VllmEngine/SubscribeKvEvents", grpc_code_name(status.error_code()));
-    Finish(status);
-  }
-
-  ServerMetrics& metrics_;
-  std::unique_ptr<KvEventSubscription> sub_;
-  const int32_t block_size_;
-  cpb::KvEventBatch msg_;
-  grpc::ByteBuffer bytes_;
-};
-
-}  // namespace
 
 void fill_kv_event_batch(const KvEventBatch& batch, int32_t block_size, uint64_t* next_event_id,
                          cpb::KvEventBatch* out) {
@@ -100,13 +44,6 @@ void fill_kv_event_batch(const KvEventBatch& batch, int32_t block_size, uint64_t
         },
         ev);
   }
-}
-
-grpc::ServerWriteReactor<grpc::ByteBuffer>* start_kv_events_call(ServerMetrics& metrics,
-                                                                 KvEventBus& bus,
-                                                                 uint64_t start_sequence_number,
-                                                                 int32_t block_size) {
-  return new KvEventsReactor(metrics, bus, start_sequence_number, block_size);
 }
 
 }  // namespace llmserve

@@ -24,14 +24,24 @@ std::array<unsigned char, 8> big_endian(uint64_t v) {
   return out;
 }
 
-// vLLM's rule: bind "stable" endpoints (wildcards, ipc, inproc), connect to the others.
-bool binds(const std::string& endpoint) {
-  return endpoint.find('*') != std::string::npos || endpoint.find("::") != std::string::npos ||
-         endpoint.starts_with("ipc://") || endpoint.starts_with("inproc://");
-}
-
 void set_int(void* socket, int option, int value) {
   zmq_setsockopt(socket, option, &value, sizeof(value));
+}
+
+// Binds or connects `socket` at `e` (IPv6 on for an IPv6 host); "" on success, else the error.
+std::string attach(void* socket, const KvEventsEndpoint& e) {
+  if (e.ipv6) set_int(socket, ZMQ_IPV6, 1);
+  const int rc =
+      e.bind ? zmq_bind(socket, e.endpoint.c_str()) : zmq_connect(socket, e.endpoint.c_str());
+  return rc == 0 ? std::string() : std::string(zmq_strerror(zmq_errno()));
+}
+
+// ZMQ_LAST_ENDPOINT: the endpoint with the port a wildcard bind got.
+std::string last_endpoint(void* socket) {
+  char buf[512];
+  size_t size = sizeof(buf);
+  if (zmq_getsockopt(socket, ZMQ_LAST_ENDPOINT, buf, &size) != 0 || size == 0) return "";
+  return std::string(buf, size - 1);
 }
 
 // Receives every frame of one message; empty on error.
@@ -64,19 +74,18 @@ Result<std::unique_ptr<ZmqKvPublisher>> ZmqKvPublisher::start(
   p->pub_ = zmq_socket(p->context_, ZMQ_PUB);
   set_int(p->pub_, ZMQ_SNDHWM, options.hwm);
   set_int(p->pub_, ZMQ_LINGER, 0);
-  const int rc = binds(options.endpoint) ? zmq_bind(p->pub_, options.endpoint.c_str())
-                                         : zmq_connect(p->pub_, options.endpoint.c_str());
-  if (rc != 0) {
-    return invalid_argument("kv_events.endpoint '" + options.endpoint +
-                            "': " + zmq_strerror(zmq_errno()));
+  if (const std::string err = attach(p->pub_, options.endpoint); !err.empty()) {
+    return invalid_argument("kv_events.endpoint '" + options.endpoint.endpoint + "': " + err);
   }
-  if (!options.replay_endpoint.empty()) {
+  p->pub_endpoint_ = last_endpoint(p->pub_);
+  if (!options.replay.endpoint.empty()) {
     p->replay_ = zmq_socket(p->context_, ZMQ_ROUTER);
     set_int(p->replay_, ZMQ_LINGER, 0);
-    if (zmq_bind(p->replay_, options.replay_endpoint.c_str()) != 0) {
-      return invalid_argument("kv_events.replay_endpoint '" + options.replay_endpoint +
-                              "': " + zmq_strerror(zmq_errno()));
+    if (const std::string err = attach(p->replay_, options.replay); !err.empty()) {
+      return invalid_argument("kv_events.replay_endpoint '" + options.replay.endpoint +
+                              "': " + err);
     }
+    p->replay_endpoint_ = last_endpoint(p->replay_);
   }
   p->subscription_ = bus.subscribe(0);
   ZmqKvPublisher* raw = p.get();

@@ -2,10 +2,11 @@
 // vllm/distributed/kv_events.py), for routers that mirror worker caches (llm-d's precise prefix
 // scorer, vllm-router's kv_aware policy, Dynamo).
 //
-// - PUB socket on `endpoint`: bound when it holds "*", "::", or is ipc:// or inproc://, else
-//   connected (vLLM's rule). Each batch is one 3-frame message: topic, the batch's sequence
-//   number as 8 bytes big-endian, the msgpack payload (kv_event_msgpack.h).
-// - Optional ROUTER socket on `replay_endpoint` (always bound): a request [identity, "", 8-byte
+// - PUB socket on `endpoint`, bound or connected as kv_events_endpoint.h decided (by default
+//   bound on server.host only: the events carry every cached prompt's token ids). Each batch is
+//   one 3-frame message: topic, the batch's sequence number as 8 bytes big-endian, the msgpack
+//   payload (kv_event_msgpack.h).
+// - Optional ROUTER socket on `replay` (always bound): a request [identity, "", 8-byte
 //   big-endian start sequence] is answered with [identity, "", seq, payload] for every batch
 //   still buffered with seq >= start, then [identity, "", -1 as 8 bytes, ""].
 //
@@ -23,15 +24,16 @@
 #include "engine/core/status.h"
 #include "engine/kv_events/kv_event_bus.h"
 #include "server/kv_events/kv_event_msgpack.h"
+#include "server/kv_events/kv_events_endpoint.h"
 
 namespace llmserve {
 
 struct ZmqKvPublisherOptions {
-  std::string endpoint = "tcp://*:5557";
-  std::string replay_endpoint;  // "" = no replay socket
-  std::string topic;            // first frame of every message
-  std::string medium = "GPU";   // BlockStored / BlockRemoved medium field
-  int32_t hwm = 100000;         // ZMQ_SNDHWM of the PUB socket, messages
+  KvEventsEndpoint endpoint{"tcp://127.0.0.1:5557"};
+  KvEventsEndpoint replay;     // endpoint "" = no replay socket
+  std::string topic;           // first frame of every message
+  std::string medium = "GPU";  // BlockStored / BlockRemoved medium field
+  int32_t hwm = 100000;        // ZMQ_SNDHWM of the PUB socket, messages
   int32_t data_parallel_rank = 0;
   KvEventLayout layout = KvEventLayout::kMap;  // kv_event_msgpack.h
 };
@@ -46,6 +48,9 @@ class ZmqKvPublisher {
   ZmqKvPublisher(const ZmqKvPublisher&) = delete;
   ZmqKvPublisher& operator=(const ZmqKvPublisher&) = delete;
 
+  // The endpoints as ZeroMQ reports them (a port the OS picked filled in); "" = no socket.
+  const std::string& pub_endpoint() const { return pub_endpoint_; }
+  const std::string& replay_endpoint() const { return replay_endpoint_; }
   uint64_t batches_sent() const { return sent_.load(); }
   uint64_t replays_served() const { return replays_.load(); }
 
@@ -61,6 +66,8 @@ class ZmqKvPublisher {
   void* context_ = nullptr;
   void* pub_ = nullptr;
   void* replay_ = nullptr;
+  std::string pub_endpoint_;
+  std::string replay_endpoint_;
   std::unique_ptr<KvEventSubscription> subscription_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> sent_{0};

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -68,15 +69,27 @@ Result<std::unique_ptr<ZmqKvPublisher>> start_kv_events(const Config& c, Engine&
   if (!c.kv_events.enabled || engine.kv_event_bus() == nullptr) {
     return std::unique_ptr<ZmqKvPublisher>();
   }
+  const KvEventsSection& k = c.kv_events;
   ZmqKvPublisherOptions o;
-  o.endpoint = c.kv_events.endpoint;
-  o.replay_endpoint = c.kv_events.replay_endpoint;
-  o.topic = c.kv_events.topic;
-  o.hwm = c.kv_events.hwm;
-  o.layout = c.kv_events.layout == "array" ? KvEventLayout::kArray : KvEventLayout::kMap;
+  o.endpoint = kv_events_pub_endpoint(c.server.host, k.host, k.port, k.endpoint);
+  if (!k.replay_endpoint.empty()) o.replay = kv_events_replay_endpoint(k.replay_endpoint);
+  o.topic = k.topic;
+  o.hwm = k.hwm;
+  o.layout = k.layout == "array" ? KvEventLayout::kArray : KvEventLayout::kMap;
+  for (const auto& [e, key] : {std::pair{&o.endpoint, "kv_events.endpoint"},
+                               std::pair{&o.replay, "kv_events.replay_endpoint"}}) {
+    if (e->every_interface) {
+      spdlog::warn(
+          "{} {} binds every interface: whoever reaches it reads the token ids of "
+          "every cached prompt. Bind an interface only the routers reach "
+          "(docs/SECURITY.md).",
+          key, e->endpoint);
+    }
+  }
   LLMSERVE_ASSIGN_OR_RETURN(auto publisher, ZmqKvPublisher::start(*engine.kv_event_bus(), o));
-  spdlog::info("KV events on {} (topic '{}', replay {})", o.endpoint, o.topic,
-               o.replay_endpoint.empty() ? "off" : o.replay_endpoint);
+  spdlog::info("KV events {} {} (topic '{}', replay {})", o.endpoint.bind ? "bound at" : "sent to",
+               publisher->pub_endpoint(), o.topic,
+               o.replay.endpoint.empty() ? "off" : publisher->replay_endpoint());
   return publisher;
 }
 

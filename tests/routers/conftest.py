@@ -43,15 +43,15 @@ def venv_bin(name: str) -> str:
 
 
 class Worker(Daemon):
-    """An llmserve daemon publishing KV events on free ports."""
+    """An llmserve daemon publishing KV events on free ports of server.host (127.0.0.1)."""
 
     def __init__(self, extra_args=(), kv_cache_bytes="64MiB"):
         self.kv_port = free_port()
         self.replay_port = free_port()
         super().__init__((*WORKER_ARGS, "--kv-cache-bytes", kv_cache_bytes,
                           "--kv-events.enabled=true",
-                          f"--kv-events.endpoint=tcp://*:{self.kv_port}",
-                          f"--kv-events.replay-endpoint=tcp://*:{self.replay_port}",
+                          f"--kv-events.port={self.kv_port}",
+                          f"--kv-events.replay-endpoint=tcp://127.0.0.1:{self.replay_port}",
                           *extra_args))
         self.kv_endpoint = f"tcp://127.0.0.1:{self.kv_port}"
         self.replay_endpoint = f"tcp://127.0.0.1:{self.replay_port}"

@@ -115,5 +115,30 @@ TEST(KvEventBus, SubscriptionOutlivesTheBus) {
   EXPECT_TRUE(sub->next(1, milliseconds(0)).closed);
 }
 
+// listen(): the wake-up a one-thread reader of many subscriptions sleeps on (gRPC
+// SubscribeKvEvents' fanout).
+TEST(KvEventBus, ListenersAreWokenByPublishAndCloseUntilUnregistered) {
+  std::unique_ptr<KvEventListener> outliving;
+  int outliving_calls = 0;
+  {
+    KvEventBus bus(4);
+    int calls = 0;
+    auto listener = bus.listen([&] { ++calls; });
+    outliving = bus.listen([&] { ++outliving_calls; });
+    bus.publish(removed(1), 0);
+    EXPECT_EQ(calls, 1);
+    bus.publish({}, 0);  // empty: no batch, no wake-up
+    EXPECT_EQ(calls, 1);
+    listener.reset();
+    bus.publish(removed(2), 0);
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(outliving_calls, 2);
+    bus.close();
+    EXPECT_EQ(outliving_calls, 3);
+  }
+  outliving.reset();  // after the bus: still safe
+  EXPECT_EQ(outliving_calls, 3);
+}
+
 }  // namespace
 }  // namespace llmserve

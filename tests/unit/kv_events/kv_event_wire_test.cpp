@@ -106,8 +106,8 @@ std::string be64(uint64_t v) {
 TEST(ZmqKvPublisher, PublishesThreeFramesAndReplaysFromASequenceNumber) {
   const std::string dir = "/tmp/llmserve-kv-wire-" + std::to_string(getpid());
   ZmqKvPublisherOptions o;
-  o.endpoint = "ipc://" + dir + "-pub";
-  o.replay_endpoint = "ipc://" + dir + "-replay";
+  o.endpoint = kv_events_pub_endpoint("127.0.0.1", "", 5557, "ipc://" + dir + "-pub");
+  o.replay = kv_events_replay_endpoint("ipc://" + dir + "-replay");
   o.topic = "kv@127.0.0.1:8000@model";
   KvEventBus bus(8);
   auto pub = ZmqKvPublisher::start(bus, o);
@@ -116,7 +116,7 @@ TEST(ZmqKvPublisher, PublishesThreeFramesAndReplaysFromASequenceNumber) {
   void* ctx = zmq_ctx_new();
   void* sub = zmq_socket(ctx, ZMQ_SUB);
   zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "kv@", 3);
-  ASSERT_EQ(zmq_connect(sub, o.endpoint.c_str()), 0);
+  ASSERT_EQ(zmq_connect(sub, o.endpoint.endpoint.c_str()), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // PUB/SUB joins late
 
   const KvEventBatch b = sample_batch();
@@ -132,7 +132,7 @@ TEST(ZmqKvPublisher, PublishesThreeFramesAndReplaysFromASequenceNumber) {
   EXPECT_EQ(second[1], be64(1));
 
   void* dealer = zmq_socket(ctx, ZMQ_DEALER);
-  ASSERT_EQ(zmq_connect(dealer, o.replay_endpoint.c_str()), 0);
+  ASSERT_EQ(zmq_connect(dealer, o.replay.endpoint.c_str()), 0);
   const std::string start = be64(1);
   zmq_send(dealer, "", 0, ZMQ_SNDMORE);
   zmq_send(dealer, start.data(), start.size(), 0);
@@ -154,7 +154,7 @@ TEST(ZmqKvPublisher, PublishesThreeFramesAndReplaysFromASequenceNumber) {
 TEST(ZmqKvPublisher, ABadEndpointIsAnErrorNamingIt) {
   KvEventBus bus(2);
   ZmqKvPublisherOptions o;
-  o.endpoint = "bogus://*:1";
+  o.endpoint = kv_events_pub_endpoint("127.0.0.1", "", 5557, "bogus://*:1");
   auto pub = ZmqKvPublisher::start(bus, o);
   ASSERT_FALSE(pub.is_ok());
   EXPECT_NE(pub.status().message().find("kv_events.endpoint 'bogus://*:1'"), std::string::npos)

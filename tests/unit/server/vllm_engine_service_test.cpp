@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "engine/kv_events/kv_event_bus.h"
 #include "server/grpc/grpc_server.h"
@@ -54,8 +55,7 @@ std::map<std::string, std::string> stored_entries(const std::string& zip) {
 
 class VllmEngineServiceTest : public ::testing::Test {
  protected:
-  void start() {
-    ServerOptions o;
+  void start(ServerOptions o = {}) {
     o.host = "127.0.0.1";
     o.grpc_port = 0;
     state_ = std::make_unique<ServerState>(&engine_, o);
@@ -353,6 +353,106 @@ TEST_F(VllmEngineServiceTest, KvEventsStreamFromTheBus) {
   ctx.TryCancel();
   while (reader->Read(&b)) {
   }
+}
+
+size_t thread_count() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// Issue 51, finding 12: a thread per subscriber and no cap (400 subscribers, +400 threads).
+TEST_F(VllmEngineServiceTest, KvEventSubscribersAreCappedAndCostNoThreadEach) {
+  constexpr int kCap = 8;
+  ServerOptions o;
+  o.max_kv_event_subscribers = kCap;
+  start(o);
+  struct Sub {
+    grpc::ClientContext ctx;
+    std::unique_ptr<grpc::ClientReader<cpb::KvEventBatch>> reader;
+  };
+  auto subscribe = [&] {
+    auto s = std::make_unique<Sub>();
+    s->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    s->reader = stub_->SubscribeKvEvents(&s->ctx, cpb::SubscribeKvEventsRequest());
+    return s;
+  };
+  auto wait_subscribers = [&](size_t n) {
+    for (int i = 0; i < 500 && engine_.bus.num_subscribers() != n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return engine_.bus.num_subscribers() == n;
+  };
+  std::vector<std::unique_ptr<Sub>> subs;
+  subs.push_back(subscribe());
+  subs.back()->reader->WaitForInitialMetadata();
+  ASSERT_TRUE(wait_subscribers(1));
+  const size_t threads_with_one = thread_count();
+  while (subs.size() < kCap) {
+    subs.push_back(subscribe());
+    subs.back()->reader->WaitForInitialMetadata();
+  }
+  ASSERT_TRUE(wait_subscribers(kCap));
+  // Seven more subscribers: no thread each (a thread per subscriber made this +7).
+  EXPECT_LE(thread_count(), threads_with_one + 2) << "with one subscriber: " << threads_with_one;
+
+  // One past the cap: RESOURCE_EXHAUSTED, naming the setting.
+  auto extra = subscribe();
+  cpb::KvEventBatch b;
+  EXPECT_FALSE(extra->reader->Read(&b));
+  const grpc::Status refused = extra->reader->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_NE(refused.error_message().find("kv_events.max_grpc_subscribers"), std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(engine_.bus.num_subscribers(), static_cast<size_t>(kCap));
+
+  // Every subscriber gets every batch, from the one shared thread.
+  engine_.bus.publish({KvBlockRemoved{{5}}}, 1.0);
+  engine_.bus.publish({KvBlockRemoved{{6}}}, 2.0);
+  for (auto& s : subs) {
+    ASSERT_TRUE(s->reader->Read(&b));
+    EXPECT_EQ(b.sequence_number(), 0u);
+    ASSERT_TRUE(s->reader->Read(&b));
+    EXPECT_EQ(b.sequence_number(), 1u);
+    EXPECT_EQ(b.events(0).removed().block_hashes(0), 6);
+  }
+
+  // A subscriber that leaves frees its slot.
+  subs.front()->ctx.TryCancel();
+  while (subs.front()->reader->Read(&b)) {
+  }
+  EXPECT_EQ(subs.front()->reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  subs.erase(subs.begin());
+  ASSERT_TRUE(wait_subscribers(kCap - 1));
+  subs.push_back(subscribe());
+  subs.back()->reader->WaitForInitialMetadata();
+  ASSERT_TRUE(wait_subscribers(kCap));
+  engine_.bus.publish({KvAllBlocksCleared{}}, 3.0);
+  ASSERT_TRUE(subs.back()->reader->Read(&b));
+  EXPECT_EQ(b.sequence_number(), 2u);
+  EXPECT_TRUE(b.events(0).has_cleared());
+  for (auto& s : subs) s->ctx.TryCancel();
+  for (auto& s : subs) {
+    while (s->reader->Read(&b)) {
+    }
+    s->reader->Finish();
+  }
+}
+
+// The engine's bus closing ends every stream UNAVAILABLE (the gateway resubscribes elsewhere).
+TEST_F(VllmEngineServiceTest, KvEventStreamsEndWhenTheBusCloses) {
+  start();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto reader = stub_->SubscribeKvEvents(&ctx, cpb::SubscribeKvEventsRequest());
+  reader->WaitForInitialMetadata();
+  for (int i = 0; i < 200 && engine_.bus.num_subscribers() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  engine_.bus.close();
+  cpb::KvEventBatch b;
+  EXPECT_FALSE(reader->Read(&b));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAVAILABLE);
 }
 
 }  // namespace
