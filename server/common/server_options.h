@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "server/common/bounded_json.h"
 #include "server/common/default_sampling.h"
 
 namespace llmserve {
@@ -37,6 +38,9 @@ struct ServerOptions {
   int max_pending_connections = 1024;          // connections still sending a request
   // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
   int64_t max_prompt_logprob_entries = 1 << 20;
+  // JSON a request carries: levels of nesting and the parsed tree's bytes
+  // (server.max_json_depth, server.max_json_memory); beyond: 400 / INVALID_ARGUMENT.
+  JsonBounds json_bounds;
   // The model's sampling defaults for requests' omitted fields (default_sampling_from_config).
   SamplingDefaults default_sampling;
 

@@ -205,11 +205,9 @@ Status refuse_state(const json& body) {
 
 }  // namespace
 
-Result<ResponsesTranslation> translate_responses_request(std::string_view body_text) {
-  json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object()) {
-    return json_fields::parse_object(body_text).status();  // its message says what is wrong
-  }
+Result<ResponsesTranslation> translate_responses_request(std::string_view body_text,
+                                                         const JsonBounds& bounds) {
+  LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text, bounds));
   LLMSERVE_RETURN_IF_ERROR(refuse_state(body));
   ResponsesTranslation t;
   json& chat = t.chat_body;
@@ -316,7 +314,8 @@ Result<GenerationRequest> parse_responses_request(std::string_view body, const T
                                                   const ChatRenderer& render,
                                                   const RequestLimits& limits,
                                                   ResponsesTranslation* out) {
-  LLMSERVE_ASSIGN_OR_RETURN(ResponsesTranslation t, translate_responses_request(body));
+  LLMSERVE_ASSIGN_OR_RETURN(ResponsesTranslation t,
+                            translate_responses_request(body, limits.json_bounds));
   // Dumped in order: schemas keep the caller's property order.
   const std::string chat_text =
       t.chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
