@@ -207,7 +207,12 @@ Status refuse_state(const json& body) {
 
 Result<ResponsesTranslation> translate_responses_request(std::string_view body_text,
                                                          const JsonBounds& bounds) {
-  LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text, bounds));
+  // Ordered: schemas keep the caller's property order.
+  LLMSERVE_ASSIGN_OR_RETURN(json body, parse_bounded_ordered_json(body_text, bounds));
+  if (!body.is_object()) {
+    return invalid_argument(std::string("request body must be a JSON object, got ") +
+                            body.type_name());
+  }
   LLMSERVE_RETURN_IF_ERROR(refuse_state(body));
   ResponsesTranslation t;
   json& chat = t.chat_body;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -28,12 +29,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!maybe.is_ok() || !maybe->has_value() || **maybe != *parsed) std::abort();
     return 0;
   }
-  // Refused: either not JSON (and then if_valid gives nullopt), or JSON past a bound.
-  const bool bound = shape.status().message().find("(server.max_json_") != std::string::npos;
+  // Refused: either not JSON (if_valid then gives nullopt, and nlohmann refuses it too), or past
+  // a bound (if_valid refuses it as well, with the same message).
   auto maybe = llmserve::parse_bounded_json_if_valid(text, bounds, "f");
-  if (bound == maybe.is_ok()) std::abort();
-  if (!bound && (maybe->has_value() || nlohmann::json::accept(text.begin(), text.end()))) {
-    std::abort();
+  const std::string& why = shape.status().message();
+  if (!maybe.is_ok()) {
+    if (maybe.status().message() != why) std::abort();
+    if (why.rfind("f: nests ", 0) != 0 && why.rfind("f: would take ", 0) != 0) std::abort();
+    return 0;
   }
+  if (why.rfind("f: is not valid JSON", 0) != 0) std::abort();
+  if (maybe->has_value() || nlohmann::json::accept(text.begin(), text.end())) std::abort();
   return 0;
 }

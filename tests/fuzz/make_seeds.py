@@ -472,6 +472,8 @@ def bounded_json_seeds():
     seed("long_keys", 4, 4, json.dumps({("k%d" % i) * 20: "v" * 30 for i in range(40)}))
     seed("not_json", 8, 64, "{\"a\" 1}")
     seed("scalar_trailing", 8, 64, "1 2")
+    # Found by the fuzzer: a syntax error's message quotes the text, which may name a limit.
+    seed("syntax_error_quotes_a_key", 8, 64, '{"f"" [[[(server.max_json_depth)')
 
 
 def main():
