@@ -19,9 +19,9 @@ namespace llmserve {
 
 struct JsonBounds {
   // Arrays and objects open at once; the top-level container is level 1 (config
-  // server.max_json_depth). Above the JSON depth of the deepest schema the grammar check
-  // accepts (engine.grammar_max_schema_depth subschemas) inside a request body.
-  int32_t max_depth = 256;
+  // server.max_json_depth). Above the 4 x 64 + 8 JSON levels engine/grammar's schema check lets
+  // a schema have (engine.grammar_max_schema_depth 64), plus the levels a body wraps it in.
+  int32_t max_depth = 320;
   // Heap bytes the parsed tree may take, as measure_json estimates them (config
   // server.max_json_memory).
   uint64_t max_tree_bytes = 64ull << 20;

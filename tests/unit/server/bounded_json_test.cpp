@@ -149,14 +149,14 @@ TEST(BoundedJson, IfValidKeepsTextThatIsNotJsonButRefusesTextPastABound) {
 }
 
 TEST(BoundedJson, RejectedInputAllocatesNoTree) {
-  const JsonBounds bounds;  // defaults: 256 levels, 64 MiB
+  const JsonBounds bounds;  // defaults: 320 levels, 64 MiB
   // 4 MiB of '[': nlohmann::json::parse builds ~2M nested arrays (~200 MB) before it fails.
   const std::string deep(4u << 20, '[');
   Status st;
   const uint64_t bytes = peak_heap_of([&] { st = parse_bounded_json(deep, bounds).status(); });
   EXPECT_FALSE(st.is_ok());
-  EXPECT_THAT(st.message(), HasSubstr("deeper than 256 levels"));
-  EXPECT_LT(bytes, 64u << 10) << "the pass stops at level 257";
+  EXPECT_THAT(st.message(), HasSubstr("deeper than 320 levels"));
+  EXPECT_LT(bytes, 64u << 10) << "the pass stops at level 321";
 
   // Flat and wide instead of deep: 2 MiB of "[]," is ~700k arrays, ~33 MB as a tree; a budget
   // of 8 MiB stops the pass before any tree is built.
