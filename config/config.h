@@ -46,6 +46,8 @@ struct ServerSection {
   std::string tls_key_file;                     // PEM
   std::vector<std::string> cors_allow_origins;  // empty = CORS off; "*" = any origin
   uint64_t max_body_bytes = 8ull << 20;         // bytes; larger bodies get 413
+  int max_json_depth = 320;                     // nested arrays/objects in request JSON; 400
+  uint64_t max_json_memory = 64ull << 20;       // a request JSON's parsed tree, bytes; 400
   int max_waiting_requests = 1024;              // queue bound; beyond it 429
   int64_t max_waiting_tokens = 0;               // prompt tokens queued; 0 = no limit
   double shutdown_grace_seconds = 30.0;         // drain time for in-flight streams

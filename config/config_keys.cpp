@@ -43,6 +43,16 @@ std::vector<ConfigKey> build_table() {
                        "Origins allowed by CORS (\"*\" = any). Empty = CORS off."));
   t.push_back(size_key("server", "max_body_bytes", &C::server, &SS::max_body_bytes, KiB, GiB,
                        "Largest request body, bytes (units allowed); larger bodies get 413."));
+  t.push_back(int_key("server", "max_json_depth", &C::server, &SS::max_json_depth, 16, 10000,
+                      "Deepest nesting of arrays and objects in a request's JSON (HTTP bodies, "
+                      "JSON in gRPC fields); deeper gets 400 (gRPC INVALID_ARGUMENT) before "
+                      "anything is built. Keep it above the JSON depth of the schemas "
+                      "engine.grammar_max_schema_depth allows (about 4 levels per subschema)."));
+  t.push_back(size_key("server", "max_json_memory", &C::server, &SS::max_json_memory, MiB, 64 * GiB,
+                       "Memory one request's parsed JSON may take, bytes (units allowed), as "
+                       "estimated by a pass that builds nothing; more gets 400 (gRPC "
+                       "INVALID_ARGUMENT). A parsed tree takes 1x (text) to 30x (empty arrays) "
+                       "its text."));
   t.push_back(int_key("server", "max_waiting_requests", &C::server, &SS::max_waiting_requests, 1,
                       1000000, "Requests allowed to wait for a slot; beyond it 429."));
   t.push_back(int_key("server", "max_waiting_tokens", &C::server, &SS::max_waiting_tokens, 0,

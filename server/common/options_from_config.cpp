@@ -83,6 +83,8 @@ ServerOptions server_options_from_config(const Config& c) {
   o.http_threads = std::max(c.server.http_threads, 8);
   o.max_concurrent_generations = std::max(o.http_threads - 8, 1);
   o.max_body_bytes = c.server.max_body_bytes;
+  o.json_bounds.max_depth = c.server.max_json_depth;
+  o.json_bounds.max_tree_bytes = c.server.max_json_memory;
   o.api_keys = c.server.api_keys;
   o.metrics_require_auth = c.server.metrics_require_auth;
   o.cors_allow_origins = c.server.cors_allow_origins;

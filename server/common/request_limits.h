@@ -2,12 +2,17 @@
 // the server options. Shared by every transport.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "server/common/bounded_json.h"
 #include "server/common/default_sampling.h"
 
 namespace llmserve {
+
+// Longest request id a client may choose (HTTP X-Request-Id, gRPC request_id).
+inline constexpr size_t kMaxClientRequestIdBytes = 128;
 
 struct RequestLimits {
   int32_t vocab_size = 0;
@@ -27,6 +32,9 @@ struct RequestLimits {
   // Prompt scoring: n x prompt tokens x (top-N + 1) entries per request
   // (server.max_prompt_logprob_entries).
   int64_t max_prompt_logprob_entries = 1 << 20;
+  // Every JSON text of a request (body, JSON-carrying fields): nesting and tree size
+  // (server.max_json_depth, server.max_json_memory).
+  JsonBounds json_bounds;
   std::string model_name;  // the served name; a request naming another is rejected
   // The model's sampling defaults: readers start a request's params from them.
   SamplingDefaults default_sampling;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "server/common/bounded_json.h"
 #include "server/common/default_sampling.h"
 
 namespace llmserve {
@@ -39,6 +40,9 @@ struct ServerOptions {
   int64_t max_prompt_logprob_entries = 1 << 20;
   // VllmEngine.SubscribeKvEvents streams open at once; beyond: RESOURCE_EXHAUSTED.
   int max_kv_event_subscribers = 16;
+  // JSON a request carries: levels of nesting and the parsed tree's bytes
+  // (server.max_json_depth, server.max_json_memory); beyond: 400 / INVALID_ARGUMENT.
+  JsonBounds json_bounds;
   // The model's sampling defaults for requests' omitted fields (default_sampling_from_config).
   SamplingDefaults default_sampling;
 

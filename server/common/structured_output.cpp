@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/common/bounded_json.h"
 #include "server/common/field_checks.h"
 
 namespace llmserve {
@@ -51,9 +52,8 @@ Result<std::string> normalize_json_schema(std::string_view text, std::string_vie
                                           const RequestLimits& limits) {
   LLMSERVE_RETURN_IF_ERROR(check_size(field, text.size(), limits));
   // Ordered: the output lists properties in the order the schema gives them.
-  const nlohmann::ordered_json schema =
-      nlohmann::ordered_json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (schema.is_discarded()) return field_error(field, "is not valid JSON");
+  LLMSERVE_ASSIGN_OR_RETURN(const nlohmann::ordered_json schema,
+                            parse_bounded_ordered_json(text, limits.json_bounds, field));
   if (!schema.is_object()) return field_error(field, "expected a JSON Schema object");
   return schema.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -4,6 +4,7 @@
 
 #include "engine/tokenizer/utf8.h"
 #include "server/common/field_checks.h"
+#include "server/common/heap_release.h"
 #include "server/grpc/generation_reactors.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_request.h"
@@ -69,6 +70,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* GenerationService::Generate(
     return failed_generate_call(status);
   };
   if (!authorized(ctx)) return fail(unauthenticated_status());
+  const LargeRequestScope large(bytes->Length());  // declared before what it outlives
   v1::GenerateRequest req;
   if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) return fail(parsed);
   auto started = start_job(ctx, req);
@@ -80,6 +82,7 @@ grpc::ServerUnaryReactor* GenerationService::Complete(grpc::CallbackServerContex
                                                       const grpc::ByteBuffer* bytes,
                                                       grpc::ByteBuffer* resp) {
   if (!authorized(ctx)) return finish_unary(ctx, "Complete", unauthenticated_status());
+  const LargeRequestScope large(bytes->Length());
   v1::GenerateRequest req;
   if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) {
     return finish_unary(ctx, "Complete", parsed);

@@ -5,6 +5,7 @@
 #include <optional>
 #include <random>
 
+#include "server/common/field_checks.h"
 #include "server/common/request_grammar.h"
 
 namespace llmserve {
@@ -42,12 +43,17 @@ RequestLimits grpc_request_limits(const ServerState& state) {
   limits.model_name = state.model_name();
   limits.max_prompt_logprob_entries = state.options().max_prompt_logprob_entries;
   limits.default_sampling = state.options().default_sampling;
+  limits.json_bounds = state.options().json_bounds;
   return limits;
 }
 
 Result<GrpcJob> start_grpc_job(ServerState& state, ServerMetrics& metrics,
                                grpc::CallbackServerContext* ctx, const GrpcParseFn& parse,
                                const std::string& id) {
+  if (id.size() > kMaxClientRequestIdBytes) {
+    return field_error("request_id", "is " + std::to_string(id.size()) + " bytes; at most " +
+                                         std::to_string(kMaxClientRequestIdBytes) + " allowed");
+  }
   RejectReason reason = RejectReason::kNone;
   Status admitted = state.admit(&reason, state.options().max_concurrent_generations);
   if (!admitted.is_ok()) {

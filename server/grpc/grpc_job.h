@@ -34,7 +34,8 @@ RequestLimits grpc_request_limits(const ServerState& state);
 using GrpcParseFn = std::function<Result<GenerationRequest>(const RequestLimits&)>;
 
 // Admission (UNAVAILABLE / RESOURCE_EXHAUSTED, counted as rejections), `parse`, the id ("" = a
-// generated "gen-..." id; a live duplicate is ALREADY_EXISTS), grammar compilation (a cancelled
+// generated "gen-..." id; over kMaxClientRequestIdBytes is INVALID_ARGUMENT "request_id: ..."
+// before anything else; a live duplicate is ALREADY_EXISTS), grammar compilation (a cancelled
 // call stops waiting for it) and submit. The call's deadline, else server.request_timeout_seconds,
 // bounds the request.
 Result<GrpcJob> start_grpc_job(ServerState& state, ServerMetrics& metrics,

@@ -8,9 +8,11 @@ grpc::Status to_grpc_status(const Status& status) {
     case StatusCode::kOk:
       return grpc::Status::OK;
     case StatusCode::kInvalidArgument:
-    case StatusCode::kOutOfRange:
     case StatusCode::kUnimplemented:
       code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case StatusCode::kOutOfRange:  // a prompt plus max_tokens over the context (docs/ROUTERS.md)
+      code = grpc::StatusCode::OUT_OF_RANGE;
       break;
     case StatusCode::kNotFound:
       code = grpc::StatusCode::NOT_FOUND;

@@ -5,6 +5,7 @@
 
 #include <google/protobuf/descriptor.h>
 
+#include "server/common/heap_release.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/vllm_generate_call.h"
 #include "server/grpc/vllm_info.h"
@@ -58,6 +59,7 @@ VllmEngineService::Writer* VllmEngineService::Generate(Ctx* ctx, const Bytes* by
   last_receive_.store(
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   if (!calls_.authorized(ctx)) return fail_stream(ctx, "Generate", unauthenticated_status());
+  const LargeRequestScope large(bytes->Length());  // declared before what it outlives
   vpb::GenerateRequest req;
   if (grpc::Status parsed = parse_request(*bytes, &req); !parsed.ok()) {
     return fail_stream(ctx, "Generate", parsed);

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/common/bounded_json.h"
 #include "server/common/field_checks.h"
 #include "server/common/kv_transfer_params.h"
 #include "server/common/structured_output.h"
@@ -83,11 +84,13 @@ Result<std::optional<GrammarSpec>> read_constraint(const vpb::SamplingParams& s,
         return field_error(spec.field,
                            "longer than " + std::to_string(limits.max_grammar_bytes) + " bytes");
       }
-      auto doc = nlohmann::json::parse(s.structural_tag(), nullptr, false);
-      if (doc.is_discarded() || !doc.is_object()) {
+      LLMSERVE_ASSIGN_OR_RETURN(
+          std::optional<nlohmann::json> doc,
+          parse_bounded_json_if_valid(s.structural_tag(), limits.json_bounds, spec.field));
+      if (!doc || !doc->is_object()) {
         return field_error(spec.field, "expected a JSON object (xgrammar's structural tag)");
       }
-      LLMSERVE_ASSIGN_OR_RETURN(spec.text, structural_tag_text(std::move(doc)));
+      LLMSERVE_ASSIGN_OR_RETURN(spec.text, structural_tag_text(std::move(*doc)));
       break;
     }
     case vpb::SamplingParams::kJsonObject:
@@ -236,12 +239,15 @@ Result<GenerationRequest> parse_vllm_request(const vpb::GenerateRequest& r,
   limits.default_sampling.apply(&out.params);  // the model's defaults; the request's own win
   LLMSERVE_RETURN_IF_ERROR(read_sampling(s, &out));
   if (r.has_kv_transfer_params_json()) {
-    const auto doc = nlohmann::json::parse(r.kv_transfer_params_json(), nullptr, false);
-    if (doc.is_discarded() || !doc.is_object()) {
+    LLMSERVE_ASSIGN_OR_RETURN(
+        std::optional<nlohmann::json> doc,
+        parse_bounded_json_if_valid(r.kv_transfer_params_json(), limits.json_bounds,
+                                    "kv_transfer_params_json"));
+    if (!doc || !doc->is_object()) {
       return field_error("kv_transfer_params_json", "expected a JSON object");
     }
     LLMSERVE_ASSIGN_OR_RETURN(out.kv_transfer,
-                              parse_kv_transfer_params(doc, "kv_transfer_params_json"));
+                              parse_kv_transfer_params(*doc, "kv_transfer_params_json"));
   }
   LLMSERVE_ASSIGN_OR_RETURN(out.grammar, read_constraint(s, limits));
   LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));

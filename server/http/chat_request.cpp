@@ -58,7 +58,7 @@ Result<nlohmann::ordered_json> chat_template_kwargs(const nlohmann::ordered_json
 
 }  // namespace
 
-Result<json> normalize_chat_messages(const json& messages) {
+Result<json> normalize_chat_messages(const json& messages, const JsonBounds& bounds) {
   if (!messages.is_array()) return field_error("messages", "expected a list of messages");
   if (messages.empty()) return field_error("messages", "must contain at least one message");
   json out = json::array();
@@ -110,11 +110,17 @@ Result<json> normalize_chat_messages(const json& messages) {
       }
       // Templates read the arguments as objects (OpenAI sends them as JSON text).
       json calls = m["tool_calls"];
-      for (json& c : calls) {
+      for (size_t k = 0; k < calls.size(); ++k) {
+        json& c = calls[k];
         if (c.is_object() && c.contains("function") && c["function"].is_object() &&
             c["function"].contains("arguments") && c["function"]["arguments"].is_string()) {
-          json args = json::parse(c["function"]["arguments"].get<std::string>(), nullptr, false);
-          if (!args.is_discarded()) c["function"]["arguments"] = std::move(args);
+          // Not JSON: kept as text. JSON past the bounds: refused, as a body would be.
+          LLMSERVE_ASSIGN_OR_RETURN(
+              std::optional<json> args,
+              parse_bounded_json_if_valid(
+                  c["function"]["arguments"].get<std::string>(), bounds,
+                  where + ".tool_calls[" + std::to_string(k) + "].function.arguments"));
+          if (args) c["function"]["arguments"] = std::move(*args);
         }
       }
       nm["tool_calls"] = std::move(calls);
@@ -127,12 +133,13 @@ Result<json> normalize_chat_messages(const json& messages) {
 Result<GenerationRequest> parse_chat_request(std::string_view body_text, const Tokenizer& tokenizer,
                                              const ChatRenderer& render,
                                              const RequestLimits& limits) {
-  LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text));
+  LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text, limits.json_bounds));
   GenerationRequest out;
   if (!present(body, "messages")) return field_error("messages", "is required");
-  LLMSERVE_ASSIGN_OR_RETURN(json messages, normalize_chat_messages(body.at("messages")));
+  LLMSERVE_ASSIGN_OR_RETURN(json messages,
+                            normalize_chat_messages(body.at("messages"), limits.json_bounds));
   // The body again as ordered_json, parsed at most once: schemas (a tool's parameters,
-  // response_format's) keep the caller's property order.
+  // response_format's) keep the caller's property order. The text is within the bounds already.
   std::optional<nlohmann::ordered_json> ordered;
   auto ordered_body = [&]() -> const nlohmann::ordered_json& {
     if (!ordered) ordered = nlohmann::ordered_json::parse(body_text, nullptr, false);

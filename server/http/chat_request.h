@@ -63,7 +63,9 @@ struct ChatRenderer {
 // null for assistant, or a list of {"type": "text"} parts, flattened to a string). An
 // assistant's earlier reasoning (reasoning_content, or vLLM's `reasoning`) reaches the template
 // as reasoning_content.
-Result<nlohmann::json> normalize_chat_messages(const nlohmann::json& messages);
+// A tool call's JSON `arguments` text is parsed within `bounds` (past them: INVALID_ARGUMENT).
+Result<nlohmann::json> normalize_chat_messages(const nlohmann::json& messages,
+                                               const JsonBounds& bounds);
 
 // The result's prompt_texts[0] is the rendered prompt, prompt_token_ids[0] its tokens;
 // `logprobs: true` with `top_logprobs: N` reads as logprobs = N (0 without top_logprobs).

@@ -69,7 +69,7 @@ Status read_prompts(const json& body, GenerationRequest* out) {
 Result<GenerationRequest> parse_completion_request(std::string_view body_text,
                                                    const Tokenizer& tokenizer,
                                                    const RequestLimits& limits) {
-  LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text));
+  LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text, limits.json_bounds));
   GenerationRequest out;
   LLMSERVE_RETURN_IF_ERROR(json_fields::read_bool(body, "echo", &out.echo));
   if (present(body, "suffix")) {
@@ -81,6 +81,7 @@ Result<GenerationRequest> parse_completion_request(std::string_view body_text,
   }
   LLMSERVE_RETURN_IF_ERROR(read_generation_fields(body, limits, &out));
   if (out.grammar && out.grammar->kind == GrammarKind::kJsonSchema) {
+    // Again in the caller's property order (the text is within the bounds already).
     keep_schema_order(nlohmann::ordered_json::parse(body_text, nullptr, false), &*out.grammar);
   }
   if (present(body, "logprobs")) {

@@ -18,6 +18,7 @@ RequestLimits HttpContext::limits() const {
   l.model_name = state.model_name();
   l.max_prompt_logprob_entries = state.options().max_prompt_logprob_entries;
   l.default_sampling = state.options().default_sampling;
+  l.json_bounds = state.options().json_bounds;
   return l;
 }
 

@@ -13,6 +13,7 @@
 #include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include "server/common/heap_release.h"
 #include "server/http/connection_guard.h"
 #include "server/http/guarded_server.h"
 #include "server/http/http_context.h"
@@ -115,7 +116,7 @@ std::string new_request_id(const std::string& prefix) {
 
 // Client-supplied ids are kept when short and printable, so they can be echoed in headers.
 bool acceptable_client_id(const std::string& id) {
-  if (id.empty() || id.size() > 128) return false;
+  if (id.empty() || id.size() > kMaxClientRequestIdBytes) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '_' || c == '.' || c == ':';
@@ -349,10 +350,20 @@ void HttpServer::serve(std::shared_ptr<HttpConnection> conn) {
     serving_fds_.insert(conn->fd);
   }
   const bool last = conn->requests_served + 1 >= kMaxRequestsPerConnection;
-  set_current_http_connection(conn.get());
-  ConnectionStream stream(*conn, kWriteTimeout);
-  const bool keep = server_->serve(stream, last);
-  set_current_http_connection(nullptr);
+  bool keep = false;
+  {
+    const LargeRequestScope large(conn->request.size());
+    set_current_http_connection(conn.get());
+    ConnectionStream stream(*conn, kWriteTimeout);
+    keep = server_->serve(stream, last);
+    set_current_http_connection(nullptr);
+    // A large body's buffers go now, not when the connection next idles or closes.
+    if (conn->request.capacity() >= kLargeRequestBytes) std::string().swap(conn->request);
+    conn->request_read = 0;
+    if (conn->in.capacity() >= kLargeRequestBytes && conn->in.size() < kLargeRequestBytes / 2) {
+      conn->in.shrink_to_fit();
+    }
+  }
   conn->requests_served++;
   {
     std::lock_guard<std::mutex> lock(serving_mu_);

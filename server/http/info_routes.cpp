@@ -14,7 +14,7 @@ using nlohmann::json;
 
 void handle_tokenize(HttpContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const int retry = ctx.state.options().retry_after_seconds;
-  auto body = json_fields::parse_object(req.body);
+  auto body = json_fields::parse_object(req.body, ctx.state.options().json_bounds);
   if (!body.is_ok()) return send_status_error(res, body.status(), retry);
   const Engine& engine = *ctx.state.engine();
   std::string model;
@@ -30,7 +30,7 @@ void handle_tokenize(HttpContext& ctx, const httplib::Request& req, httplib::Res
   if (!st.is_ok()) return send_status_error(res, st, retry);
   std::vector<int32_t> ids;
   if (json_fields::present(*body, "messages")) {
-    auto messages = normalize_chat_messages(body->at("messages"));
+    auto messages = normalize_chat_messages(body->at("messages"), ctx.state.options().json_bounds);
     if (!messages.is_ok()) return send_status_error(res, messages.status(), retry);
     bool add_generation_prompt = true;
     st = json_fields::read_bool(*body, "add_generation_prompt", &add_generation_prompt);
@@ -63,7 +63,7 @@ void handle_tokenize(HttpContext& ctx, const httplib::Request& req, httplib::Res
 
 void handle_detokenize(HttpContext& ctx, const httplib::Request& req, httplib::Response& res) {
   const int retry = ctx.state.options().retry_after_seconds;
-  auto body = json_fields::parse_object(req.body);
+  auto body = json_fields::parse_object(req.body, ctx.state.options().json_bounds);
   if (!body.is_ok()) return send_status_error(res, body.status(), retry);
   const Engine& engine = *ctx.state.engine();
   if (!json_fields::present(*body, "tokens") || !body->at("tokens").is_array()) {

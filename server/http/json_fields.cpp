@@ -127,18 +127,8 @@ Status read_float_value(const json& body, const char* key, float* out) {
   return Status::ok();
 }
 
-Result<json> parse_object(std::string_view text) {
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) {
-    // Parse again with exceptions only to get the position for the message.
-    try {
-      const json again = json::parse(text.begin(), text.end());
-      (void)again;
-    } catch (const json::exception& e) {
-      return invalid_argument(std::string("request body is not valid JSON: ") + e.what());
-    }
-    return invalid_argument("request body is not valid JSON");
-  }
+Result<json> parse_object(std::string_view text, const JsonBounds& bounds) {
+  LLMSERVE_ASSIGN_OR_RETURN(json j, parse_bounded_json(text, bounds));
   if (!j.is_object()) {
     return invalid_argument("request body must be a JSON object, got " + type_name(j));
   }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
+#include "server/common/bounded_json.h"
 #include "server/common/field_checks.h"
 
 namespace llmserve::json_fields {
@@ -37,8 +38,10 @@ Status read_int32_value(const json& body, const char* key, int32_t* out);
 Status read_float_value(const json& body, const char* key, float* out);
 Status read_double_value(const json& body, const char* key, double* out);
 
-// Parses `text` as a JSON object; malformed JSON or a non-object is INVALID_ARGUMENT.
-Result<json> parse_object(std::string_view text);
+// Parses `text` as a JSON object within `bounds` (server/common/bounded_json.h: nothing is built
+// for text too deep or too big); malformed JSON, a non-object or text past a bound is
+// INVALID_ARGUMENT "request body ...".
+Result<json> parse_object(std::string_view text, const JsonBounds& bounds);
 
 // Serializes with invalid UTF-8 replaced by U+FFFD (never throws).
 std::string dump(const json& j);

@@ -205,10 +205,13 @@ Status refuse_state(const json& body) {
 
 }  // namespace
 
-Result<ResponsesTranslation> translate_responses_request(std::string_view body_text) {
-  json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded() || !body.is_object()) {
-    return json_fields::parse_object(body_text).status();  // its message says what is wrong
+Result<ResponsesTranslation> translate_responses_request(std::string_view body_text,
+                                                         const JsonBounds& bounds) {
+  // Ordered: schemas keep the caller's property order.
+  LLMSERVE_ASSIGN_OR_RETURN(json body, parse_bounded_ordered_json(body_text, bounds));
+  if (!body.is_object()) {
+    return invalid_argument(std::string("request body must be a JSON object, got ") +
+                            body.type_name());
   }
   LLMSERVE_RETURN_IF_ERROR(refuse_state(body));
   ResponsesTranslation t;
@@ -316,7 +319,8 @@ Result<GenerationRequest> parse_responses_request(std::string_view body, const T
                                                   const ChatRenderer& render,
                                                   const RequestLimits& limits,
                                                   ResponsesTranslation* out) {
-  LLMSERVE_ASSIGN_OR_RETURN(ResponsesTranslation t, translate_responses_request(body));
+  LLMSERVE_ASSIGN_OR_RETURN(ResponsesTranslation t,
+                            translate_responses_request(body, limits.json_bounds));
   // Dumped in order: schemas keep the caller's property order.
   const std::string chat_text =
       t.chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);

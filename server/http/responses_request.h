@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
+#include "server/common/bounded_json.h"
 #include "server/common/generation_request.h"
 #include "server/common/request_limits.h"
 #include "server/http/chat_request.h"
@@ -38,7 +39,9 @@ struct ResponsesTranslation {
 };
 
 // Checks and translates; errors name the Responses field ("input[2].call_id: ...").
-Result<ResponsesTranslation> translate_responses_request(std::string_view body);
+// The body is parsed within `bounds` (server/common/bounded_json.h).
+Result<ResponsesTranslation> translate_responses_request(std::string_view body,
+                                                         const JsonBounds& bounds = {});
 
 // A chat-path error (INVALID_ARGUMENT / OUT_OF_RANGE "<field>: ...") with its field renamed to
 // the Responses field it came from: messages[k] -> input[i] (or instructions), tools[i].function

@@ -13,6 +13,7 @@
 #include "config/config_cli.h"
 #include "engine/engine.h"
 #include "server/common/default_sampling.h"
+#include "server/common/heap_release.h"
 #include "server/common/options_from_config.h"
 #include "server/common/server_state.h"
 #include "server/grpc/grpc_server.h"
@@ -95,6 +96,7 @@ Result<std::unique_ptr<ZmqKvPublisher>> start_kv_events(const Config& c, Engine&
 
 int serve(const ConfigFlags& flags) {
   const sigset_t signals = block_shutdown_signals();
+  configure_heap_for_serving();
   auto config = load_config(flags, current_environment());
   if (!config.is_ok()) {
     spdlog::error("{}", config.status().message());

@@ -460,7 +460,24 @@ def key_nan(field):
     return pb_varint((field << 3) | 5) + struct.pack("<I", 0x7FC00000)
 
 
+def bounded_json_seeds():
+    """bounded_json: byte 0 the depth limit (1 + b % 64), byte 1 the tree budget ((1 + b) KiB)."""
+    def seed(name, depth, kib, text):
+        write("bounded_json", name, bytes([depth - 1, kib - 1]) + text.encode())
+    seed("object", 8, 64, json.dumps({"a": [1, 2.5, "x", None, True], "b": {"c": {}}}))
+    seed("depth_at_limit", 16, 64, "[" * 16 + "]" * 16)
+    seed("depth_past_limit", 16, 64, "[" * 17 + "]" * 17)
+    seed("deep_unclosed", 8, 64, "[{\"a\":" * 40)
+    seed("wide_empties", 64, 1, "[" + "[],{}," * 300 + "0]")
+    seed("long_keys", 4, 4, json.dumps({("k%d" % i) * 20: "v" * 30 for i in range(40)}))
+    seed("not_json", 8, 64, "{\"a\" 1}")
+    seed("scalar_trailing", 8, 64, "1 2")
+    # Found by the fuzzer: a syntax error's message quotes the text, which may name a limit.
+    seed("syntax_error_quotes_a_key", 8, 64, '{"f"" [[[(server.max_json_depth)')
+
+
 def main():
+    bounded_json_seeds()
     gguf_seeds()
     safetensors_seeds()
     tokenizer_seeds()

@@ -47,9 +47,9 @@ def complete_with_schema(daemon, schema_text, timeout=TIMEOUT):
 
 
 # A compile that takes tens of seconds on this model's vocabulary: far deeper than the default
-# depth limit allows, so the daemons that use it raise that limit.
+# depth limits allow (the schema's and the request JSON's), so the daemons that use it raise them.
 SLOW_FLAGS = ("--grammar-max-schema-depth", "100000", "--grammar-compile-timeout", "600",
-              "--grammar-compile-memory-bytes", "16GiB")
+              "--grammar-compile-memory-bytes", "16GiB", "--server.max-json-depth", "10000")
 
 
 @pytest.mark.parametrize("schema,keyword", [
@@ -105,11 +105,15 @@ def test_a_dead_end_is_an_error_never_free_text(daemon):
 
 def test_deep_schemas_are_refused_before_compiling(daemon):
     before = rss_mib(daemon)
-    for schema in (nested_objects(1200), nested_arrays(2000)):
+    # 100 subschemas (201 JSON levels) pass server.max_json_depth (320) and meet the schema's
+    # limit; the probe's 1200 / 2000 are refused earlier, as JSON nested too deep to parse.
+    for schema, limit in ((nested_objects(100), "nests deeper than 64 levels"),
+                          (nested_objects(1200), "deeper than 320 levels (server.max_json_depth)"),
+                          (nested_arrays(2000), "deeper than 320 levels (server.max_json_depth)")):
         t = time.time()
         r = complete_with_schema(daemon, schema)
         assert r.status_code == 400, r.text
-        assert "nests deeper than 64 levels" in r.json()["error"]["message"]
+        assert limit in r.json()["error"]["message"]
         assert time.time() - t < 30  # refused, not compiled (the probe's compile ran 518 s)
     assert rss_mib(daemon) - before < 50  # the probe measured +810 MiB kept for the 1200-deep one
 

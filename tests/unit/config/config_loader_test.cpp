@@ -200,6 +200,10 @@ TEST(YamlLayer, OutOfRangeBadSizeBadEnum) {
   EXPECT_THAT(yaml("server:\n  max_body_bytes: 2GiB\n").message(),
               StartsWith("t.yaml:2: server.max_body_bytes: must be a size in [1KiB, 1GiB], got "
                          "\"2GiB\""));
+  EXPECT_EQ(yaml("server:\n  max_json_depth: 8\n").message(),
+            "t.yaml:2: server.max_json_depth: must be in [16, 10000], got 8");
+  EXPECT_THAT(yaml("server:\n  max_json_memory: 512KiB\n").message(),
+              StartsWith("t.yaml:2: server.max_json_memory: must be a size in [1MiB, 64GiB]"));
   EXPECT_EQ(yaml("engine:\n  device: gpu\n").message(),
             "t.yaml:2: engine.device: must be one of auto|cpu|cuda, got \"gpu\"");
   EXPECT_EQ(yaml("logging:\n  level: verbose\n").message(),

@@ -157,9 +157,9 @@ TEST_F(GrpcServerTest, InvalidArgumentsAreRejectedBeforeTheEngine) {
            [](v1::GenerateRequest& r) { r.set_temperature(5); },
            [](v1::GenerateRequest& r) { r.clear_prompt(); },
            [](v1::GenerateRequest& r) { r.add_prompt_token_ids(1); },
-           [](v1::GenerateRequest& r) { r.set_max_tokens(100000); },
            [](v1::GenerateRequest& r) { (*r.mutable_logit_bias())[-3] = 1; },
-           [](v1::GenerateRequest& r) { r.set_n(0); }}) {
+           [](v1::GenerateRequest& r) { r.set_n(0); },
+           [](v1::GenerateRequest& r) { r.set_request_id(std::string(129, 'a')); }}) {
     grpc::ClientContext ctx;
     v1::GenerateRequest req;
     req.set_prompt("hi");
@@ -167,6 +167,15 @@ TEST_F(GrpcServerTest, InvalidArgumentsAreRejectedBeforeTheEngine) {
     v1::CompleteResponse resp;
     EXPECT_EQ(stub_->Complete(&ctx, req, &resp).error_code(), grpc::StatusCode::INVALID_ARGUMENT)
         << req.ShortDebugString();
+  }
+  {
+    // Over the context: OUT_OF_RANGE, as docs/ROUTERS.md says (smg maps it to 400).
+    grpc::ClientContext ctx;
+    v1::GenerateRequest req;
+    req.set_prompt("hi");
+    req.set_max_tokens(100000);
+    v1::CompleteResponse resp;
+    EXPECT_EQ(stub_->Complete(&ctx, req, &resp).error_code(), grpc::StatusCode::OUT_OF_RANGE);
   }
   grpc::ClientContext ctx;
   v1::GenerateRequest req;
