@@ -357,7 +357,9 @@ Result<GenerationRequest> parse_responses_request(std::string_view body, const T
   const std::string chat_text =
       t.chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   auto parsed = parse_chat_request(chat_text, tokenizer, render, limits);
-  if (!parsed.is_ok() && parsed.status().code() == StatusCode::kOutOfRange) {
+  const bool over_context = !parsed.is_ok() && parsed.status().code() == StatusCode::kOutOfRange &&
+                            parsed.status().message().rfind("messages: ", 0) == 0;
+  if (over_context) {
     // Over the context: does the input fit without max_output_tokens? (A second parse, on the
     // error path only; its tokenization stops at the context length.)
     bool input_fits = false;
