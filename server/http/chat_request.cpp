@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "server/common/continue_final_message.h"
 #include "server/http/generation_fields.h"
 #include "server/http/json_fields.h"
 #include "server/http/structured_output_json.h"
@@ -130,6 +131,43 @@ Result<json> normalize_chat_messages(const json& messages, const JsonBounds& bou
   return out;
 }
 
+Result<ChatPromptMode> read_chat_prompt_mode(const json& body, const json& messages) {
+  ChatPromptMode mode;
+  LLMSERVE_RETURN_IF_ERROR(
+      json_fields::read_bool(body, "continue_final_message", &mode.continue_final_message));
+  if (!mode.continue_final_message) {
+    LLMSERVE_RETURN_IF_ERROR(
+        json_fields::read_bool(body, "add_generation_prompt", &mode.add_generation_prompt));
+    return mode;
+  }
+  // Continuing a message opens no new turn: add_generation_prompt defaults to false, and true is
+  // a contradiction (as vLLM and llama.cpp's server answer it).
+  mode.add_generation_prompt = false;
+  bool add = false;
+  LLMSERVE_RETURN_IF_ERROR(json_fields::read_bool(body, "add_generation_prompt", &add));
+  if (add) {
+    return field_error("continue_final_message",
+                       "cannot be true together with add_generation_prompt: true (continuing the "
+                       "final message opens no new turn)");
+  }
+  if (!messages.is_array() || messages.empty() || !messages.back().is_object() ||
+      messages.back().value("role", "") != "assistant") {
+    return field_error("continue_final_message",
+                       "needs the last message to be an assistant's (the text to continue)");
+  }
+  return mode;
+}
+
+Result<std::string> render_chat_prompt(const ChatRenderer& render, const json& messages,
+                                       ChatPromptMode mode,
+                                       const nlohmann::ordered_json& variables) {
+  LLMSERVE_ASSIGN_OR_RETURN(std::string text,
+                            render(messages, mode.add_generation_prompt, variables));
+  if (!mode.continue_final_message) return text;
+  const json& content = messages.back()["content"];
+  return cut_after_final_message(text, content.is_string() ? content.get<std::string>() : "");
+}
+
 Result<GenerationRequest> parse_chat_request(std::string_view body_text, const Tokenizer& tokenizer,
                                              const ChatRenderer& render,
                                              const RequestLimits& limits) {
@@ -198,15 +236,13 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
                          "chat request use prompt_logprobs");
     }
   }
-  bool add_generation_prompt = true;
-  LLMSERVE_RETURN_IF_ERROR(
-      json_fields::read_bool(body, "add_generation_prompt", &add_generation_prompt));
+  LLMSERVE_ASSIGN_OR_RETURN(const ChatPromptMode mode, read_chat_prompt_mode(body, messages));
   // The prompt is rendered after the cheap checks; a placeholder stands in until then.
   out.prompt_texts.emplace_back();
   LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));
   if (!render) return invalid_argument("this model has no chat template; use /v1/completions");
   LLMSERVE_ASSIGN_OR_RETURN(out.prompt_texts[0],
-                            render(messages, add_generation_prompt, variables));
+                            render_chat_prompt(render, messages, mode, variables));
   const bool wrap = out.grammar.has_value() && render.template_thinks;
   out.reasoning = reasoning_start(render.reasoning, out.prompt_texts[0],
                                   /*grammar_without_block=*/out.grammar.has_value() && !wrap);

@@ -67,6 +67,23 @@ struct ChatRenderer {
 Result<nlohmann::json> normalize_chat_messages(const nlohmann::json& messages,
                                                const JsonBounds& bounds);
 
+// How the messages become a prompt: `add_generation_prompt` (default true) and vLLM's
+// `continue_final_message` (default false): the last message, an assistant's, is continued
+// (server/common/continue_final_message.h) instead of a new turn being opened. Refused (400
+// naming the field): continue_final_message with add_generation_prompt: true, or with a last
+// message that is not an assistant's.
+struct ChatPromptMode {
+  bool add_generation_prompt = true;
+  bool continue_final_message = false;
+};
+Result<ChatPromptMode> read_chat_prompt_mode(const nlohmann::json& body,
+                                             const nlohmann::json& messages);
+
+// The prompt text for normalized `messages` in `mode`.
+Result<std::string> render_chat_prompt(
+    const ChatRenderer& render, const nlohmann::json& messages, ChatPromptMode mode,
+    const nlohmann::ordered_json& variables = nlohmann::ordered_json::object());
+
 // The result's prompt_texts[0] is the rendered prompt, prompt_token_ids[0] its tokens;
 // `logprobs: true` with `top_logprobs: N` reads as logprobs = N (0 without top_logprobs).
 // chat_template_kwargs (an object) become template variables, except the ones the server sets

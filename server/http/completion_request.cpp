@@ -1,5 +1,6 @@
 #include "server/http/completion_request.h"
 
+#include <cmath>
 #include <limits>
 
 #include "server/http/generation_fields.h"
@@ -19,15 +20,14 @@ Result<std::vector<int32_t>> ids_from_json(const json& arr) {
   std::vector<int32_t> ids;
   ids.reserve(arr.size());
   for (const auto& x : arr) {
-    if (!x.is_number_integer()) {
-      return field_error("prompt", "a token-id prompt must hold only integers");
-    }
-    const bool fits = x.is_number_unsigned()
-                          ? x.get<uint64_t>() <= std::numeric_limits<int32_t>::max()
-                          : x.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
-                                x.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+    const bool fractional =
+        !x.is_number() || (x.is_number_float() && std::trunc(x.get<double>()) != x.get<double>());
+    if (fractional) return field_error("prompt", "a token-id prompt must hold only integers");
+    auto id = json_fields::integer_value(x, "prompt");
+    const bool fits = id.is_ok() && *id >= std::numeric_limits<int32_t>::min() &&
+                      *id <= std::numeric_limits<int32_t>::max();
     if (!fits) return field_error("prompt", "token id " + x.dump() + " is out of the vocabulary");
-    ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    ids.push_back(static_cast<int32_t>(*id));
   }
   return ids;
 }

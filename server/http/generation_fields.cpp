@@ -60,13 +60,12 @@ Status read_token_id_list(const json& body, const char* key, std::vector<int32_t
   const json& v = body.at(key);
   if (!v.is_array()) return field_error(key, "expected a list of integers");
   for (const auto& x : v) {
-    if (!x.is_number_integer()) return field_error(key, "expected a list of integers");
-    const bool fits =
-        x.is_number_unsigned()
-            ? x.get<uint64_t>() <= std::numeric_limits<int32_t>::max()
-            : x.get<int64_t>() >= 0 && x.get<int64_t>() <= std::numeric_limits<int32_t>::max();
-    if (!fits) return field_error(key, "token ids must be non-negative 32-bit integers");
-    out->push_back(static_cast<int32_t>(x.get<int64_t>()));
+    auto id = json_fields::integer_value(x, key);
+    if (!id.is_ok()) return field_error(key, "expected a list of integers");
+    if (*id < 0 || *id > std::numeric_limits<int32_t>::max()) {
+      return field_error(key, "token ids must be non-negative 32-bit integers");
+    }
+    out->push_back(static_cast<int32_t>(*id));
   }
   return Status::ok();
 }
@@ -113,8 +112,12 @@ Status read_generation_fields(const json& body, const RequestLimits& limits,
   LLMSERVE_RETURN_IF_ERROR(read_logit_bias(body, limits, &p.logit_bias));
   if (present(body, "seed")) {
     const json& s = body.at("seed");
-    if (!s.is_number_integer()) return field_error("seed", "expected an integer");
-    p.seed = s.is_number_unsigned() ? s.get<uint64_t>() : static_cast<uint64_t>(s.get<int64_t>());
+    if (s.is_number_unsigned()) {
+      p.seed = s.get<uint64_t>();  // the whole unsigned 64-bit range
+    } else {
+      LLMSERVE_ASSIGN_OR_RETURN(const int64_t seed, integer_value(s, "seed"));
+      p.seed = static_cast<uint64_t>(seed);
+    }
   }
   LLMSERVE_RETURN_IF_ERROR(read_stop(body, &p.stop));
   LLMSERVE_RETURN_IF_ERROR(read_token_id_list(body, "stop_token_ids", &p.stop_token_ids));

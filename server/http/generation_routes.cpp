@@ -240,7 +240,7 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream",
+      sse::kContentType,
       [st](size_t /*offset*/, httplib::DataSink& sink) { return pump(*st, sink); },
       [st](bool success) {
         if (!st->job->finished()) {

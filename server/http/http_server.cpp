@@ -160,6 +160,7 @@ std::string http_route_label(const std::string& method, const std::string& path)
   for (const std::string& r : http_routes()) {
     if (path == r) return r;
   }
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{model}";
   if (path.rfind("/v1/requests/", 0) == 0) {
     return method == "DELETE" ? "/v1/requests/{id}" : "/v1/requests/{id}/cancel";
   }

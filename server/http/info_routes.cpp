@@ -32,13 +32,12 @@ void handle_tokenize(HttpContext& ctx, const httplib::Request& req, httplib::Res
   if (json_fields::present(*body, "messages")) {
     auto messages = normalize_chat_messages(body->at("messages"), ctx.state.options().json_bounds);
     if (!messages.is_ok()) return send_status_error(res, messages.status(), retry);
-    bool add_generation_prompt = true;
-    st = json_fields::read_bool(*body, "add_generation_prompt", &add_generation_prompt);
-    if (!st.is_ok()) return send_status_error(res, st, retry);
+    auto mode = read_chat_prompt_mode(*body, *messages);
+    if (!mode.is_ok()) return send_status_error(res, mode.status(), retry);
     if (!ctx.chat_renderer) {
       return send_status_error(res, invalid_argument("this model has no chat template"), retry);
     }
-    auto text = ctx.chat_renderer(*messages, add_generation_prompt);
+    auto text = render_chat_prompt(ctx.chat_renderer, *messages, *mode);
     if (!text.is_ok()) return send_status_error(res, text.status(), retry);
     ids = engine.tokenizer().encode(*text, /*add_special=*/false, /*parse_special=*/true);
   } else {
@@ -73,20 +72,51 @@ void handle_detokenize(HttpContext& ctx, const httplib::Request& req, httplib::R
   std::vector<int32_t> ids;
   const int32_t vocab = engine.tokenizer().vocab_size();
   for (const auto& x : body->at("tokens")) {
-    if (!x.is_number_integer() || (!x.is_number_unsigned() && x.get<int64_t>() < 0) ||
-        x.get<uint64_t>() >= static_cast<uint64_t>(vocab)) {
+    auto id = json_fields::integer_value(x, "tokens");
+    if (!id.is_ok() || *id < 0 || *id >= vocab) {
       return send_status_error(
           res,
           json_fields::field_error(
               "tokens", "token ids must be integers in [0, " + std::to_string(vocab) + ")"),
           retry);
     }
-    ids.push_back(static_cast<int32_t>(x.get<int64_t>()));
+    ids.push_back(static_cast<int32_t>(*id));
   }
   bool skip_special = false;
   Status st = json_fields::read_bool(*body, "skip_special_tokens", &skip_special);
   if (!st.is_ok()) return send_status_error(res, st, retry);
   send_json(res, 200, {{"prompt", engine.tokenizer().decode(ids, skip_special)}});
+}
+
+// The served model as OpenAI's Model object, with vLLM's max_model_len and the sampling defaults.
+json model_object(HttpContext& ctx) {
+  Engine* e = ctx.state.engine();
+  json model = {{"id", ctx.state.model_name()},
+                {"object", "model"},
+                {"created", static_cast<int64_t>(ctx.metrics.start_time_seconds())},
+                {"owned_by", "llmserve"},
+                {"max_model_len", e ? e->max_model_len() : 0},
+                {"default_sampling_params", json::object()}};
+  // What a request that omits these fields samples with (the model's generation defaults).
+  for (const auto& [key, value] : ctx.state.options().default_sampling.items()) {
+    model["default_sampling_params"][key] =
+        key == "top_k" ? json(static_cast<int64_t>(value)) : json(value);
+  }
+  return model;
+}
+
+// GET /v1/models/{model}: the model object for the served id, else OpenAI's 404
+// (param "model", code "model_not_found").
+void handle_retrieve_model(HttpContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const std::string id = req.matches.size() > 1 ? req.matches[1].str() : "";
+  if (id != ctx.state.model_name()) {
+    return send_status_error(
+        res,
+        not_found("model: The model '" + id + "' does not exist; this server serves '" +
+                  ctx.state.model_name() + "'"),
+        ctx.state.options().retry_after_seconds);
+  }
+  send_json(res, 200, model_object(ctx));
 }
 
 void handle_cancel(HttpContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -120,19 +150,11 @@ void register_info_routes(httplib::Server& server, HttpContext& ctx) {
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   server.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) {
-    Engine* e = ctx.state.engine();
-    json model = {{"id", ctx.state.model_name()},
-                  {"object", "model"},
-                  {"created", static_cast<int64_t>(ctx.metrics.start_time_seconds())},
-                  {"owned_by", "llmserve"},
-                  {"max_model_len", e ? e->max_model_len() : 0},
-                  {"default_sampling_params", json::object()}};
-    // What a request that omits these fields samples with (the model's generation defaults).
-    for (const auto& [key, value] : ctx.state.options().default_sampling.items()) {
-      model["default_sampling_params"][key] =
-          key == "top_k" ? json(static_cast<int64_t>(value)) : json(value);
-    }
-    send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_object(ctx)})}});
+  });
+  // Served model ids may hold '/' (org/name).
+  server.Get(R"(/v1/models/(.+))", [&ctx](const httplib::Request& req, httplib::Response& res) {
+    handle_retrieve_model(ctx, req, res);
   });
   server.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) {
     handle_tokenize(ctx, req, res);

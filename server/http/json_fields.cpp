@@ -38,25 +38,44 @@ Status read_bool(const json& body, const char* key, bool* out) {
   return Status::ok();
 }
 
+Result<int64_t> integer_value(const json& v, std::string_view field) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return field_error(field, "must be a 64-bit integer, got " + std::to_string(u));
+    }
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (!v.is_number_float()) return field_error(field, "expected an integer, got " + type_name(v));
+  const double x = v.get<double>();
+  if (!std::isfinite(x) || std::trunc(x) != x) {
+    return field_error(field, "expected an integer, got " + v.dump());
+  }
+  // [-2^63, 2^63): both bounds are exact doubles.
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (x < -kTwo63 || x >= kTwo63) {
+    return field_error(field, "must be a 64-bit integer, got " + v.dump());
+  }
+  return static_cast<int64_t>(x);
+}
+
 Status read_int(const json& body, const char* key, int64_t lo, int64_t hi, int64_t* out) {
   if (!present(body, key)) return Status::ok();
   const json& v = body.at(key);
   const std::string range = " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-  if (!v.is_number_integer()) {
+  if (!v.is_number()) {
     return field_error(key, "expected an integer" + range + ", got " + type_name(v));
   }
-  int64_t x = 0;
-  if (v.is_number_unsigned()) {
-    const uint64_t u = v.get<uint64_t>();
-    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return field_error(key, "must be" + range + ", got " + std::to_string(u));
-    }
-    x = static_cast<int64_t>(u);
-  } else {
-    x = v.get<int64_t>();
+  auto x = integer_value(v, key);
+  const bool fractional = v.is_number_float() && std::trunc(v.get<double>()) != v.get<double>();
+  if (!x.is_ok() && fractional) {
+    return field_error(key, "expected an integer" + range + ", got " + v.dump());
   }
-  if (x < lo || x > hi) return field_error(key, "must be" + range + ", got " + std::to_string(x));
-  *out = x;
+  if (!x.is_ok() || *x < lo || *x > hi) {
+    return field_error(key, "must be" + range + ", got " + v.dump());
+  }
+  *out = *x;
   return Status::ok();
 }
 
@@ -102,13 +121,11 @@ Status read_string(const json& body, const char* key, std::string* out) {
 Status read_int32_value(const json& body, const char* key, int32_t* out) {
   if (!present(body, key)) return Status::ok();
   const json& v = body.at(key);
-  if (!v.is_number_integer()) return field_error(key, "expected an integer, got " + type_name(v));
-  const bool fits = v.is_number_unsigned()
-                        ? v.get<uint64_t>() <= std::numeric_limits<int32_t>::max()
-                        : v.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
-                              v.get<int64_t>() <= std::numeric_limits<int32_t>::max();
-  if (!fits) return field_error(key, "must be a 32-bit integer, got " + v.dump());
-  *out = static_cast<int32_t>(v.get<int64_t>());
+  LLMSERVE_ASSIGN_OR_RETURN(const int64_t x, integer_value(v, key));
+  if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()) {
+    return field_error(key, "must be a 32-bit integer, got " + v.dump());
+  }
+  *out = static_cast<int32_t>(x);
   return Status::ok();
 }
 

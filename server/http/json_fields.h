@@ -23,6 +23,12 @@ using ::llmserve::field_error;
 // Whether `body` has `key` with a non-null value.
 bool present(const json& body, const char* key);
 
+// The integer a JSON number holds: an integer, or a float with no fractional part (8.0: JSON
+// Schema's `integer` includes it, and clients that compute counts in floating point send it).
+// Every integer field reads through this. "<field>: expected an integer, got ..." for a
+// fractional or non-numeric value, "<field>: must be a 64-bit integer, got ..." beyond int64.
+Result<int64_t> integer_value(const json& v, std::string_view field);
+
 Status read_bool(const json& body, const char* key, bool* out);
 Status read_int(const json& body, const char* key, int64_t lo, int64_t hi, int64_t* out);
 Status read_int32(const json& body, const char* key, int32_t lo, int32_t hi, int32_t* out);

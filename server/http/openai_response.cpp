@@ -75,7 +75,8 @@ json ResponseBuilder::logprobs_json(const std::vector<TokenLogprob>& lps,
                          {"bytes", bytes_of(tok)},
                          {"top_logprobs", std::move(top)}});
     }
-    return json{{"content", std::move(content)}};
+    // The spec requires `refusal` beside `content` (null: this server never refuses).
+    return json{{"content", std::move(content)}, {"refusal", nullptr}};
   }
   json tokens = json::array(), token_logprobs = json::array(), top = json::array(),
        text_offset = json::array();
@@ -259,7 +260,8 @@ json ResponseBuilder::chat_choice(size_t i) const {
   const bool reasoning = ctx_.reasoning != ReasoningStart::kOff;
   const ReasoningPieces pieces =
       reasoning ? split_reasoning(c.text, ctx_.reasoning) : ReasoningPieces{std::string(), c.text};
-  json message = {{"role", "assistant"}, {"content", pieces.content}};
+  // `refusal` is required by the spec (null: no refusal).
+  json message = {{"role", "assistant"}, {"content", pieces.content}, {"refusal", nullptr}};
   json reason = finish;
   if (ctx_.tools) {
     const ToolReply reply =

@@ -64,7 +64,9 @@ json call_item(const std::string& id, const std::string& call_id, const std::str
 
 json usage_object(const Usage& u) {
   return {{"input_tokens", u.prompt_tokens},
-          {"input_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}},
+          // The prefix cache fills itself and bills nothing: no tokens are written on request.
+          {"input_tokens_details",
+           {{"cached_tokens", u.cached_prompt_tokens}, {"cache_write_tokens", 0}}},
           {"output_tokens", u.completion_tokens},
           {"output_tokens_details", {{"reasoning_tokens", 0}}},
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};

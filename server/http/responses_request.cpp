@@ -139,6 +139,19 @@ Result<json> translate_tools(const json& tools) {
   return out;
 }
 
+// The tools as the Response object lists them: the spec requires `strict` and `parameters` on a
+// function tool. strict defaults to true, what is done (the call's arguments follow the schema
+// by grammar); parameters to null.
+json echoed_tools(const json& tools) {
+  json out = tools;
+  for (json& t : out) {
+    if (!t.is_object() || t.value("type", "") != "function") continue;
+    if (!given(t, "strict")) t["strict"] = true;
+    if (!t.contains("parameters")) t["parameters"] = nullptr;
+  }
+  return out;
+}
+
 Result<json> translate_tool_choice(const json& choice) {
   if (choice.is_string()) return choice;  // none / auto / required, checked by the chat path
   if (!choice.is_object() || !choice.contains("type") || !choice["type"].is_string()) {
@@ -243,7 +256,7 @@ Result<ResponsesTranslation> translate_responses_request(std::string_view body_t
   chat["messages"] = std::move(messages);
   if (given(body, "tools")) {
     LLMSERVE_ASSIGN_OR_RETURN(chat["tools"], translate_tools(body["tools"]));
-    t.echo["tools"] = body["tools"];
+    t.echo["tools"] = echoed_tools(body["tools"]);
   }
   if (given(body, "tool_choice")) {
     LLMSERVE_ASSIGN_OR_RETURN(chat["tool_choice"], translate_tool_choice(body["tool_choice"]));
@@ -256,13 +269,18 @@ Result<ResponsesTranslation> translate_responses_request(std::string_view body_t
   }
   if (given(body, "max_output_tokens")) {
     chat["max_tokens"] = body["max_output_tokens"];
-    t.echo["max_output_tokens"] = body["max_output_tokens"];
+    // Echoed as the integer it is (8.0 comes back 8); chat checks it.
+    auto n = json_fields::integer_value(body["max_output_tokens"], "max_output_tokens");
+    t.echo["max_output_tokens"] = n.is_ok() ? json(*n) : body["max_output_tokens"];
   }
   // As chat reads them (types and ranges checked there).
   for (const char* key :
        {"model", "parallel_tool_calls", "temperature", "top_p", "top_k", "min_p", "seed", "stop",
         "presence_penalty", "frequency_penalty", "repetition_penalty", "logit_bias", "stream",
-        "user", "priority", "timeout", "min_tokens", "ignore_eos"}) {
+        "user", "priority", "timeout", "min_tokens", "ignore_eos",
+        // Structured outputs beside text.format, as chat reads them (one of them at most).
+        "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+        "json_schema", "grammar"}) {
     if (given(body, key)) chat[key] = body[key];
   }
   for (const char* key : {"parallel_tool_calls", "metadata", "user"}) {
@@ -312,7 +330,25 @@ Status to_responses_error(const Status& chat_error, const ResponsesTranslation& 
              !replace_prefix("max_completion_tokens", "max_output_tokens")) {
     replace_prefix("max_tokens", "max_output_tokens");
   }
-  return Status(chat_error.code(), field + rest);
+  std::string text = rest;
+  for (size_t at = text.find("response_format"); at != std::string::npos;
+       at = text.find("response_format", at)) {
+    text.replace(at, 15, "text.format");
+  }
+  return Status(chat_error.code(), field + text);
+}
+
+Status responses_context_error(const Status& chat_error, bool input_fits) {
+  std::string m = chat_error.message();
+  if (m.rfind("messages: ", 0) == 0) m.erase(0, 10);
+  auto replace = [&m](std::string_view from, std::string_view to) {
+    const size_t at = m.find(from);
+    if (at != std::string::npos) m.replace(at, from.size(), to);
+  };
+  replace("in the messages", "in the input");
+  replace("in the completion", "in max_output_tokens");
+  replace("length of the messages or completion", "length of the input or max_output_tokens");
+  return Status(chat_error.code(), (input_fits ? "max_output_tokens: " : "input: ") + m);
 }
 
 Result<GenerationRequest> parse_responses_request(std::string_view body, const Tokenizer& tokenizer,
@@ -325,6 +361,22 @@ Result<GenerationRequest> parse_responses_request(std::string_view body, const T
   const std::string chat_text =
       t.chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   auto parsed = parse_chat_request(chat_text, tokenizer, render, limits);
+  const bool over_context = !parsed.is_ok() && parsed.status().code() == StatusCode::kOutOfRange &&
+                            parsed.status().message().rfind("messages: ", 0) == 0;
+  if (over_context) {
+    // Over the context: does the input fit without max_output_tokens? (A second parse, on the
+    // error path only; its tokenization stops at the context length.)
+    bool input_fits = false;
+    if (t.chat_body.contains("max_tokens")) {
+      nlohmann::ordered_json without = t.chat_body;
+      without.erase("max_tokens");
+      const std::string text =
+          without.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      input_fits = parse_chat_request(text, tokenizer, render, limits).status().code() !=
+                   StatusCode::kOutOfRange;
+    }
+    return responses_context_error(parsed.status(), input_fits);
+  }
   if (!parsed.is_ok()) return to_responses_error(parsed.status(), t);
   if (out) *out = std::move(t);
   return parsed;

@@ -10,6 +10,7 @@
 //   tool_choice {type: function, name} -> {type: function, function: {name}}
 //   text.format (text / json_object / json_schema) -> response_format
 //   max_output_tokens        -> max_tokens; the sampling fields as they are
+//   structured_outputs, guided_*, json_schema, grammar -> as they are (chat reads them)
 // `store: true`, `previous_response_id`, `conversation` and `background: true` ask for state
 // this server does not keep: a 400 naming the field. Other unknown fields are ignored.
 #pragma once
@@ -47,6 +48,11 @@ Result<ResponsesTranslation> translate_responses_request(std::string_view body,
 // the Responses field it came from: messages[k] -> input[i] (or instructions), tools[i].function
 // -> tools[i], response_format.json_schema -> text.format, max_tokens -> max_output_tokens.
 Status to_responses_error(const Status& chat_error, const ResponsesTranslation& t);
+
+// The chat path's context-length error (OUT_OF_RANGE "messages: ... tokens (P in the messages,
+// M in the completion) ...") in Responses terms: it names `input` when the input alone is too
+// long (`input_fits` false), else `max_output_tokens`, the part to reduce.
+Status responses_context_error(const Status& chat_error, bool input_fits);
 
 // translate_responses_request, then parse_chat_request on the result; errors in Responses
 // terms. `t` (optional) receives the translation.

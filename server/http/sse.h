@@ -10,6 +10,11 @@
 
 namespace llmserve::sse {
 
+// The streams' Content-Type. The charset is explicit: clients that follow RFC 2616's default
+// (python-requests' iter_lines with decode_unicode) would otherwise read non-ASCII text as
+// Latin-1.
+inline constexpr const char* kContentType = "text/event-stream; charset=utf-8";
+
 std::string event(const nlohmann::json& payload);  // never throws (bad UTF-8 replaced)
 std::string done();
 std::string comment(std::string_view text);  // ": text\n\n" (keep-alive)

@@ -106,11 +106,12 @@ constexpr KindKey kStructuredOutputKeys[] = {
     {"choice", GrammarKind::kChoice},          {"grammar", GrammarKind::kEbnf},
     {"json_object", GrammarKind::kJsonObject},
 };
-constexpr KindKey kGuidedKeys[] = {
-    {"guided_json", GrammarKind::kJsonSchema},
-    {"guided_regex", GrammarKind::kRegex},
-    {"guided_choice", GrammarKind::kChoice},
-    {"guided_grammar", GrammarKind::kEbnf},
+// Top-level fields: vLLM's older names, then llama.cpp's server's (`json_schema` a JSON Schema,
+// `grammar` GBNF, which xgrammar's EBNF reads).
+constexpr KindKey kTopLevelKeys[] = {
+    {"guided_json", GrammarKind::kJsonSchema}, {"guided_regex", GrammarKind::kRegex},
+    {"guided_choice", GrammarKind::kChoice},   {"guided_grammar", GrammarKind::kEbnf},
+    {"json_schema", GrammarKind::kJsonSchema}, {"grammar", GrammarKind::kEbnf},
 };
 
 Result<std::optional<GrammarSpec>> read_structured_outputs(const json& body,
@@ -151,7 +152,7 @@ Status read_structured_output(const json& body, const RequestLimits& limits,
   };
   LLMSERVE_ASSIGN_OR_RETURN(std::optional<GrammarSpec> so, read_structured_outputs(body, limits));
   LLMSERVE_RETURN_IF_ERROR(take(std::move(so)));
-  for (const auto& k : kGuidedKeys) {
+  for (const auto& k : kTopLevelKeys) {
     if (!present(body, k.key)) continue;
     LLMSERVE_ASSIGN_OR_RETURN(GrammarSpec spec,
                               read_grammar_value(body.at(k.key), k.kind, k.key, k.key, limits));

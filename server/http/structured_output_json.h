@@ -2,7 +2,9 @@
 //   OpenAI `response_format`: {"type": "text" | "json_object" | "json_schema", "json_schema":
 //     {"name", "schema", "strict", "description"}};
 //   vLLM `structured_outputs`: exactly one of json / regex / choice / grammar / json_object;
-//   vLLM's older aliases `guided_json`, `guided_regex`, `guided_choice`, `guided_grammar`.
+//   vLLM's older aliases `guided_json`, `guided_regex`, `guided_choice`, `guided_grammar`;
+//   llama.cpp's server's `json_schema` (a JSON Schema) and `grammar` (GBNF, read as xgrammar's
+//   EBNF, start rule `root`).
 // At most one of them may ask for a grammar. Sizes are checked by validate_generation_request.
 #pragma once
 

@@ -97,6 +97,17 @@ TEST_F(HttpServerTest, HealthVersionModels) {
   EXPECT_EQ(j["object"], "list");
   EXPECT_EQ(j["data"][0]["id"], "fake-model");
   EXPECT_EQ(j["data"][0]["max_model_len"], 256);
+  // GET /v1/models/{model}: the same object for the served id, OpenAI's 404 for another.
+  auto one = client_->Get("/v1/models/fake-model");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->status, 200);
+  EXPECT_EQ(json::parse(one->body), j["data"][0]);
+  auto other = client_->Get("/v1/models/org/other-model");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 404);
+  expect_error_shape(other->body, __LINE__);
+  EXPECT_EQ(json::parse(other->body)["error"]["param"], "model");
+  EXPECT_EQ(json::parse(other->body)["error"]["code"], "model_not_found");
 }
 
 TEST_F(HttpServerTest, NamedRoutesAreExportedAtZeroFromTheStart) {
@@ -167,7 +178,7 @@ TEST_F(HttpServerTest, ChatStreamingChunksUsageAndDone) {
                   });
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
-  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream; charset=utf-8");
   ASSERT_EQ(events.size(), 6u);  // role, "hello", " world", finish, usage, [DONE]
   auto role = json::parse(events[0]);
   EXPECT_EQ(role["object"], "chat.completion.chunk");

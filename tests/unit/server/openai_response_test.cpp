@@ -98,7 +98,8 @@ TEST(OpenAiResponse, FinalChatBodyWithLogprobs) {
   b.accumulate(0, o);
   const json r = b.final_response();
   EXPECT_EQ(r["object"], "chat.completion");
-  EXPECT_EQ(r["choices"][0]["message"], (json{{"role", "assistant"}, {"content", "A"}}));
+  EXPECT_EQ(r["choices"][0]["message"],
+            (json{{"role", "assistant"}, {"content", "A"}, {"refusal", nullptr}}));
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
   const json& lp = r["choices"][0]["logprobs"]["content"][0];
   EXPECT_EQ(lp["token"], "A");

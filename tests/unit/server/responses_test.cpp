@@ -290,7 +290,7 @@ TEST(ResponsesOutput, TextReplyIsOneMessageItem) {
   EXPECT_EQ(item["content"][0]["type"], "output_text");
   EXPECT_EQ(item["content"][0]["text"], "Hello there");
   EXPECT_EQ(r["usage"], ordered::parse(R"({"input_tokens":5,"input_tokens_details":
-      {"cached_tokens":2},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":0},
+      {"cached_tokens":2,"cache_write_tokens":0},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":0},
       "total_tokens":8})"));
 }
 
