@@ -10,7 +10,8 @@ Workload: 8 streaming chats decode while long prompts (~2k tokens) arrive one af
 Reported per setup: p50 / p99 inter-token latency of the 8 decoding streams and the long
 prompts' TTFT. Then the transfer alone, per UCX transport (UCX_TLS=tcp and shm,tcp): GB/s and
 per-pull latency from the consumer's llmserve_kv_transfer_* metrics over a series of long
-prompts.
+prompts (a pull's reads and release on the producer's connection, which the pulls share;
+--transfer-only runs just this part).
 
   python3 bench/disagg/pd_bench.py --json-out /tmp/pd_bench.json
 """
@@ -167,9 +168,17 @@ def main():
     ap.add_argument("--long", type=int, default=3)
     ap.add_argument("--long-gap", type=float, default=3.0)
     ap.add_argument("--pulls", type=int, default=6)
+    ap.add_argument("--transfer-only", action="store_true",
+                    help="only the transfer series per UCX transport, not the P/D workload")
     ap.add_argument("--json-out")
     a = ap.parse_args()
     out = {}
+    if a.transfer_only:
+        out["transfer"] = [transfer(tls, a.pulls) for tls in ("tcp", "shm,tcp")]
+        print(json.dumps(out, indent=2))
+        if a.json_out:
+            Path(a.json_out).write_text(json.dumps(out, indent=2))
+        return
     single = Daemon(2)
     try:
         out["one_daemon_2_threads"] = workload(Legs(single=single), a.streams, a.stream_tokens,

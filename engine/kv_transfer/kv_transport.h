@@ -56,7 +56,7 @@ struct KvPullResult {
   std::string message;  // with an error
   KvLeaseInfo lease;    // kOpened
   uint64_t bytes = 0;   // kDone
-  double seconds = 0;   // kDone: from the open to the release acknowledged
+  double seconds = 0;   // kDone: from the first read to the release acknowledged
 };
 
 class KvTransport {

@@ -303,6 +303,7 @@ bool UcxTransport::Impl::advance(Pull& p) {
     case Phase::kOpened:
       if (!p.read_requested) return false;
       p.phase = Phase::kReading;
+      p.start = now;  // the pull's time is its reads and release
       start_reads(p);
       return false;
     case Phase::kReading:
