@@ -239,6 +239,11 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
+  // cpp-httplib gzips any text/* body a client accepts gzip for unless its type is exactly
+  // "text/event-stream"; ours names its charset, and a gzipped stream sits in the compressor
+  // until it ends. The request is httplib's own non-const object, read again only to pick the
+  // response's encoding.
+  const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
   res.set_chunked_content_provider(
       sse::kContentType,
       [st](size_t /*offset*/, httplib::DataSink& sink) { return pump(*st, sink); },

@@ -52,10 +52,14 @@ Result<int64_t> integer_value(const json& v, std::string_view field) {
   if (!std::isfinite(x) || std::trunc(x) != x) {
     return field_error(field, "expected an integer, got " + v.dump());
   }
-  // [-2^63, 2^63): both bounds are exact doubles.
-  constexpr double kTwo63 = 9223372036854775808.0;
-  if (x < -kTwo63 || x >= kTwo63) {
-    return field_error(field, "must be a 64-bit integer, got " + v.dump());
+  // Only where every integer is an exact double (|x| <= 2^53): past it a float stands for an
+  // integer the client did not write (-2^63 - 1 parses as -2^63).
+  constexpr double kTwo53 = 9007199254740992.0;
+  if (x < -kTwo53 || x > kTwo53) {
+    return field_error(field,
+                       "must be an integer written without a fraction or exponent past "
+                       "2^53, got " +
+                           v.dump());
   }
   return static_cast<int64_t>(x);
 }

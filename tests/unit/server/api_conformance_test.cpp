@@ -67,11 +67,18 @@ TEST(IntegerValue, FractionsStringsAndHugeValuesNameTheField) {
     EXPECT_EQ(r.status().message().rfind("max_tokens: expected an integer", 0), 0u)
         << r.status().message();
   }
-  for (const json& huge : {json(1e300), json(9223372036854775808.0), json(18446744073709551615u)}) {
+  auto u = json_fields::integer_value(json(18446744073709551615u), "seed");
+  ASSERT_FALSE(u.is_ok());
+  EXPECT_EQ(u.status().message().rfind("seed: must be a 64-bit integer", 0), 0u);
+  // Floats past 2^53 stand for integers the client did not write: -2^63 - 1 parses as -2^63.
+  for (const json& huge : {json(1e300), json(9223372036854775808.0),
+                           json::parse("-9223372036854775809"), json(9007199254740994.0)}) {
     auto r = json_fields::integer_value(huge, "seed");
     ASSERT_FALSE(r.is_ok()) << huge.dump();
-    EXPECT_EQ(r.status().message().rfind("seed: must be a 64-bit integer", 0), 0u);
+    EXPECT_EQ(r.status().message().rfind("seed: must be an integer written without", 0), 0u)
+        << r.status().message();
   }
+  EXPECT_EQ(*json_fields::integer_value(json(9007199254740992.0), "f"), 9007199254740992);
 }
 
 TEST(IntegerValue, EveryIntegerFieldOfChatAndCompletionsReadsIntegralFloats) {
