@@ -119,6 +119,7 @@ void UcxTransport::Impl::on_hello_reply(const KvHelloReply& r) {
       p.message = "the producer refused: " + r.reason;
     } else {
       p.nonce_p = r.nonce;
+      p.layout_error = r.reason;  // another layout: only Release goes over this connection
       p.state = Peer::State::kReady;
     }
     return;
@@ -289,6 +290,10 @@ bool UcxTransport::Impl::advance(Pull& p) {
   switch (p.phase) {
     case Phase::kWaitPeer:
       if (peer == nullptr || peer->state != Peer::State::kReady) return false;
+      if (!p.reject_only && !peer->layout_error.empty()) {
+        fail(p, KvPullError::kLayout, "the producer refused: " + peer->layout_error);
+        return false;
+      }
       if (p.reject_only) {
         p.released = send(peer->ep, KvRelease{p.cookie, p.lease_token, false, {}}, peer->nonce_c,
                           peer->nonce_p);

@@ -70,14 +70,16 @@ void UcxTransport::Impl::on_hello(ucp_ep_h ep, const KvHello& h) {
   const std::string mismatch = layout_mismatch(opt.layout, h.layout);
   if (!opt.listen || opt.leases == nullptr) {
     r.reason = "this daemon is not a KV producer";
-  } else if (!mismatch.empty()) {
-    r.reason = "KV layouts differ: " + mismatch;
   } else if (c.nonce_p.empty()) {
     r.reason = "no random nonce";
   } else {
+    // Another layout still gets an authenticated connection: its consumer may release a lease
+    // it refused, though no Open on it succeeds.
     r.accepted = true;
+    if (!mismatch.empty()) r.reason = "KV layouts differ: " + mismatch;
   }
   c.greeted = r.accepted;
+  c.layout_ok = r.accepted && mismatch.empty();
   send(ep, r, c.nonce_c, c.nonce_p);
 }
 
@@ -95,10 +97,12 @@ void UcxTransport::Impl::on_open(ucp_ep_h ep, const KvOpen& o) {
   }
   KvOpenReply r;
   std::string why;
-  const auto lease = opt.leases->find(o.lease_token, UcxClock::now());
+  const auto lease = c.layout_ok ? opt.leases->find(o.lease_token, UcxClock::now()) : std::nullopt;
   const LeaseMap* m = lease ? map_lease(o.lease_token, *lease, &why) : nullptr;
   if (m != nullptr) {
     r = m->reply;
+  } else if (!c.layout_ok) {
+    r.reason = "KV layouts differ";
   } else {
     r.reason = lease ? why : "no such lease (unknown, released or expired)";
   }

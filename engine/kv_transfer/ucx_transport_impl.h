@@ -40,6 +40,7 @@ struct UcxTransport::Impl {
     ucp_ep_h ep = nullptr;
     State state = State::kConnecting;
     std::string nonce_c, nonce_p;
+    std::string layout_error;  // the producer's layout differs: no pull, but Release works
     KvPullError error = KvPullError::kNone;
     std::string message;
     UcxClock::time_point last_used = UcxClock::now();
@@ -71,7 +72,8 @@ struct UcxTransport::Impl {
   // Producer: one accepted connection.
   struct Conn {
     std::string nonce_c, nonce_p;
-    bool greeted = false;  // a HelloReply accepted it
+    bool greeted = false;    // a HelloReply accepted it (Open and Release are answered)
+    bool layout_ok = false;  // and the layouts match (an Open can succeed)
   };
   // Producer: the registrations of one lease's regions, until it ends.
   struct LeaseMap {

@@ -171,11 +171,23 @@ TEST_P(UcxTransportTest, OpensTheLeaseReadsItsRegionsAndReleasesIt) {
 TEST_P(UcxTransportTest, OtherLayoutIsRefusedBeforeAnyByteMoves) {
   auto consumer = make_consumer(/*block_size=*/32);
   ASSERT_NE(consumer, nullptr);
-  const KvPullResult r = open(*consumer, 1, lease({3}));
+  const std::string token = lease({3});
+  const KvPullResult r = open(*consumer, 1, token);
   EXPECT_EQ(r.error, KvPullError::kLayout);
   EXPECT_NE(r.message.find("block_size 16 != 32"), std::string::npos) << r.message;
   EXPECT_TRUE(consumer_cache.untouched());
   EXPECT_EQ(leases.num_leases(), 1);  // the lease is not released by a refused pull
+  EXPECT_TRUE(leases.take_ended(Clock::now()).empty());
+  // But the consumer of another layout can let it go at once (a refused handoff).
+  consumer->reject("127.0.0.1", producer->port(), token);
+  const auto until = Clock::now() + std::chrono::seconds(10);
+  std::vector<KvLeaseTable::Ended> ended;
+  while (ended.empty() && Clock::now() < until) {
+    ended = leases.take_ended(Clock::now());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_FALSE(ended[0].expired);
 }
 
 TEST_P(UcxTransportTest, EndedOrGuessedLeaseIsRefusedAtOpen) {
