@@ -148,9 +148,13 @@ void UcxTransport::Impl::on_open_reply(const KvOpenReply& r) {
   res.id = p.id;
   res.stage = KvPullResult::Stage::kOpened;
   res.lease = {r.num_tokens, r.prompt_hash, r.num_blocks};
+  post(std::move(res));
+}
+
+void UcxTransport::Impl::post(KvPullResult r) {
   {
     std::lock_guard<std::mutex> lock(mu);
-    results.push_back(std::move(res));
+    results.push_back(std::move(r));
   }
   if (opt.on_result) opt.on_result();
 }
@@ -248,11 +252,7 @@ void UcxTransport::Impl::finish(Pull& p) {
   res.message = p.message;
   res.bytes = p.error == KvPullError::kNone ? p.bytes : 0;
   res.seconds = std::chrono::duration<double>(UcxClock::now() - p.start).count();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    results.push_back(std::move(res));
-  }
-  if (opt.on_result) opt.on_result();
+  post(std::move(res));
 }
 
 bool UcxTransport::Impl::advance(Pull& p) {

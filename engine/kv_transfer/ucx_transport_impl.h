@@ -144,6 +144,7 @@ struct UcxTransport::Impl {
   void fail(Pull& p, KvPullError e, std::string message);
   bool advance(Pull& p);  // true when the pull is over and may be erased
   void finish(Pull& p);
+  void post(KvPullResult r);  // to take_results(), waking the engine
   void sweep_peers();
 
   // Producer (ucx_producer.cpp).

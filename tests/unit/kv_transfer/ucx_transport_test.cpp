@@ -113,6 +113,29 @@ class UcxTransportTest : public ::testing::TestWithParam<const char*> {
     return {};
   }
 
+  // The next `n` results of `c` (any pulls), waiting up to 30 s.
+  static std::vector<KvPullResult> collect(UcxTransport& c, size_t n) {
+    std::vector<KvPullResult> out;
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (out.size() < n && Clock::now() < until) {
+      for (KvPullResult& r : c.take_results()) out.push_back(std::move(r));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_EQ(out.size(), n);
+    return out;
+  }
+
+  // The leases that end within 30 s (released by a consumer).
+  std::vector<KvLeaseTable::Ended> wait_ended() {
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    std::vector<KvLeaseTable::Ended> ended;
+    while (ended.empty() && Clock::now() < until) {
+      ended = leases.take_ended(Clock::now());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return ended;
+  }
+
   KvPullResult open(UcxTransport& c, uint64_t id, const std::string& token, int32_t port = 0,
                     double timeout_s = 10) {
     c.open({id, "127.0.0.1", port != 0 ? port : producer->port(), token,
@@ -180,12 +203,7 @@ TEST_P(UcxTransportTest, OtherLayoutIsRefusedBeforeAnyByteMoves) {
   EXPECT_TRUE(leases.take_ended(Clock::now()).empty());
   // But the consumer of another layout can let it go at once (a refused handoff).
   consumer->reject("127.0.0.1", producer->port(), token);
-  const auto until = Clock::now() + std::chrono::seconds(10);
-  std::vector<KvLeaseTable::Ended> ended;
-  while (ended.empty() && Clock::now() < until) {
-    ended = leases.take_ended(Clock::now());
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  const std::vector<KvLeaseTable::Ended> ended = wait_ended();
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_FALSE(ended[0].expired);
 }
@@ -255,12 +273,7 @@ TEST_P(UcxTransportTest, RejectReleasesTheProducersLease) {
   ASSERT_NE(consumer, nullptr);
   const std::string token = lease({5, 6});
   consumer->reject("127.0.0.1", producer->port(), token);
-  const auto until = Clock::now() + std::chrono::seconds(10);
-  std::vector<KvLeaseTable::Ended> ended;
-  while (ended.empty() && Clock::now() < until) {
-    ended = leases.take_ended(Clock::now());
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  const std::vector<KvLeaseTable::Ended> ended = wait_ended();
   ASSERT_EQ(ended.size(), 1u);
   EXPECT_FALSE(ended[0].expired);
   EXPECT_TRUE(consumer->take_results().empty());  // a reject reports nothing
@@ -275,31 +288,21 @@ TEST_P(UcxTransportTest, PullsShareOneConnectionPerProducer) {
   ASSERT_EQ(open(*consumer, 1, lease({1})).error, KvPullError::kNone);
   ASSERT_EQ(read(*consumer, 1, {{0, 1, 1}}).error, KvPullError::kNone);
   const std::string a = lease({2}), b = lease({3}), c = lease({4});
-  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  const auto deadline = Clock::now() + std::chrono::seconds(30);
   consumer->open({2, "127.0.0.1", producer->port(), a, deadline});
   consumer->open({3, "127.0.0.1", producer->port(), b, deadline});
   consumer->open({4, "127.0.0.1", producer->port(), c, deadline});
-  std::set<uint64_t> opened;
-  while (opened.size() < 3 && Clock::now() < deadline) {
-    for (const KvPullResult& r : consumer->take_results()) {
-      ASSERT_EQ(r.error, KvPullError::kNone) << r.message;
-      opened.insert(r.id);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (const KvPullResult& r : collect(*consumer, 3)) {
+    ASSERT_EQ(r.error, KvPullError::kNone) << r.message;
+    EXPECT_EQ(r.stage, KvPullResult::Stage::kOpened);
   }
-  ASSERT_EQ(opened.size(), 3u);
   for (uint64_t id : {2, 3, 4}) {
     consumer->read({id, {{0, static_cast<int32_t>(id), 1}}, deadline});
   }
-  std::set<uint64_t> done;
-  while (done.size() < 3 && Clock::now() < deadline) {
-    for (const KvPullResult& r : consumer->take_results()) {
-      EXPECT_EQ(r.error, KvPullError::kNone) << r.message;
-      done.insert(r.id);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (const KvPullResult& r : collect(*consumer, 3)) {
+    EXPECT_EQ(r.error, KvPullError::kNone) << r.message;
+    EXPECT_EQ(r.stage, KvPullResult::Stage::kDone);
   }
-  EXPECT_EQ(done.size(), 3u);
   for (int b : {2, 3, 4}) {
     EXPECT_EQ(0, std::memcmp(consumer_cache.block(0, b), producer_cache.block(0, b), kKBytes));
   }
