@@ -266,7 +266,7 @@ std::vector<ConfigKey> build_table() {
                          "Cost of verifying (and for a draft model, making) one draft relative "
                          "to a decode step. Each request drafts only as many tokens as pay for "
                          "themselves at its recent acceptance rate; 0 = always num_tokens; -1 = "
-                         "measured at start-up (a timed decode step and check)."));
+                         "measured at start-up (a decode step and a check of each draft count, timed)."));
   // metrics
   t.push_back(bool_key("metrics", "vllm_names", &C::metrics, &MeS::vllm_names,
                        "Also export vLLM's names on /metrics (vllm:num_requests_running, "

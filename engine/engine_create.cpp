@@ -134,16 +134,23 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.cuda_graphs = options.cuda_graphs;
   ro.eos_ids = generation_eos_ids(*tokenizer, cfg);
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
-  Speculation speculation{options.speculative, nullptr};
+  Speculation speculation{options.speculative, nullptr, nullptr};
   // The proposer first: a draft model it refuses stops start-up before the cost is measured.
   LLMSERVE_ASSIGN_OR_RETURN(speculation.proposer,
                             make_proposer(options.speculative, *tokenizer, *runner, ro));
   if (options.speculative.enabled() && options.speculative.draft_token_cost < 0) {
-    LLMSERVE_ASSIGN_OR_RETURN(speculation.config.draft_token_cost,
-                              measure_draft_token_cost(*runner, options.speculative.num_tokens));
-    spdlog::info("speculative: a check of {} drafts costs 1 + {:.3f} x {} decode steps (measured)",
-                 options.speculative.num_tokens, speculation.config.draft_token_cost,
-                 options.speculative.num_tokens);
+    LLMSERVE_ASSIGN_OR_RETURN(std::vector<double> costs,
+                              measure_check_costs(*runner, options.speculative.num_tokens));
+    speculation.config.draft_token_cost = per_draft_cost(costs);
+    std::string table;
+    for (size_t d = 1; d < costs.size(); ++d) {
+      table += fmt::format("{}{}: {:.2f}", d > 1 ? ", " : "", d, costs[d]);
+    }
+    spdlog::info(
+        "speculative: a check of d drafts costs (d: decode steps, measured) {}; {:.3f} per draft "
+        "at {}",
+        table, speculation.config.draft_token_cost, options.speculative.num_tokens);
+    speculation.check_costs = std::make_shared<const std::vector<double>>(std::move(costs));
   }
 
   const uint64_t per_token = cfg.kv_bytes_per_token(runner->kv_dtype());

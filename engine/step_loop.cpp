@@ -98,7 +98,8 @@ void StepLoop::admit(PendingSubmit p) {
         next_seq_id_++, i, SamplingState(r.params, prompt, seed),
         StopChecker(tokenizer_, r.params, eos_ids_, max_new, context, p.request.grammar != nullptr),
         prompt);
-    slot->draft_gate = DraftGate(spec_.config.draft_token_cost);
+    slot->draft_gate =
+        spec_.check_costs ? DraftGate(spec_.check_costs) : DraftGate(spec_.config.draft_token_cost);
     if (p.request.grammar) slot->sampling.set_matcher(p.request.grammar->make_matcher());
     by_seq_[slot->seq_id] = {&r, slot.get()};
     r.samples.push_back(std::move(slot));

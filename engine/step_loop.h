@@ -34,6 +34,9 @@ namespace llmserve {
 struct Speculation {
   SpecConfig config;
   std::unique_ptr<Proposer> proposer;
+  // A check of d drafts in decode steps, measured at start-up (verify_cost.h); null: the gate
+  // prices a check at 1 + config.draft_token_cost * d.
+  std::shared_ptr<const std::vector<double>> check_costs;
 };
 
 // Cumulative wall time of the step phases, in seconds, over `steps` non-empty steps.

@@ -9,12 +9,16 @@ prompt set (bench/spec/prompts.jsonl) and counts decode-step equivalents for
   oracle  the same proposals, drafting exactly the tokens that will be accepted (an upper bound
           no gate can pass with this proposer).
 
-A check of d drafts costs 1 + cost * d steps. Speculation leaves the output unchanged (the
+A check of d drafts costs 1 + cost * d steps, or with --tables the measured cost of a check of
+d drafts (the engine's start-up calibration, engine/spec/verify_cost.cpp, logs that table):
+`gate` then drafts by the table, `gate-linear` by the one per-draft cost of a full check,
+(table[k] - 1) / k (the calibration before the table), both paying the table's costs. Speculation leaves the output unchanged (the
 engine's identity tests), so the sequences made once with speculation off are what every policy
 sees. The speed-up per prompt is tokens / steps; the report gives medians per kind and sampling.
 
     python3 bench/spec/gate_bound.py --llmserve build-cpu/llmserve --costs 0.17,0.24 \\
         --num-tokens 4,8,16 [--sequences /tmp/seqs.json]
+    python3 bench/spec/gate_bound.py --sequences /tmp/seqs.json --tables 1.15,1.3,1.45,2.0
 
 --sequences caches the prompt and output ids (made with `llmserve chat-template`, `tokenize` and
 `generate --sequential`, greedy and T 0.7 seed 1234) so later runs only replay.
@@ -91,12 +95,23 @@ def ngram_drafts(tokens, ngram_min, ngram_max, max_drafts):
     return tokens[best_end + 1:best_end + 1 + max_drafts]
 
 
+def check_cost(cost, d):
+    """A check of d drafts in decode steps: 1 + cost * d, or cost[d] for a table (cost[0] = 1;
+    beyond it the last increment repeats, as DraftGate::check_cost)."""
+    if not isinstance(cost, list):
+        return 1.0 + cost * d
+    if d < len(cost):
+        return cost[d]
+    step = max(cost[-1] - cost[-2], 0.0) if len(cost) >= 2 else 0.0
+    return cost[-1] + step * (d - len(cost) + 1)
+
+
 def best_drafts(p, cost, max_drafts):
     best, best_rate, tokens, pk = 0, 1.0, 1.0, 1.0
     for d in range(1, max_drafts + 1):
         pk *= p
         tokens += pk
-        rate = tokens / (1.0 + cost * d)
+        rate = tokens / check_cost(cost, d)
         if rate > best_rate:
             best_rate, best = rate, d
     return best
@@ -129,9 +144,13 @@ class DraftGate:
 def replay(seq, samp, policy, cost, k, ngram_min=1, ngram_max=4):
     """Decode-step equivalents to produce the output after the prompt. As in
     engine/step_loop.cpp, the gate is asked before the proposer, for at most
-    min(k, max_tokens - outputs - 1) drafts."""
+    min(k, max_tokens - outputs - 1) drafts. cost: per draft, or a table (check_cost)."""
     out = seq[samp]
-    gate, hist, i, steps = DraftGate(cost), list(seq["prompt_ids"]), 0, 0.0
+    gate_cost = cost
+    if policy == "gate-linear":
+        gate_cost = (check_cost(cost, k) - 1.0) / k
+        policy = "gate"
+    gate, hist, i, steps = DraftGate(gate_cost), list(seq["prompt_ids"]), 0, 0.0
     while i < len(out):
         room = min(k, seq["max_tokens"] - i - 1)
         cand = ngram_drafts(hist, ngram_min, ngram_max, room) if room > 0 else []
@@ -147,7 +166,7 @@ def replay(seq, samp, policy, cost, k, ngram_min=1, ngram_max=4):
         accepted = min(d, right)
         if policy == "gate" and d > 0:
             gate.observe(d, accepted)
-        steps += 1.0 + cost * d
+        steps += check_cost(cost, d)
         hist.extend(out[i:i + accepted + 1])
         i += accepted + 1
     return steps
@@ -162,6 +181,9 @@ def main():
     ap.add_argument("--sequences", help="cache of the ids (read if present, else written)")
     ap.add_argument("--costs", default="0.17,0.24")
     ap.add_argument("--num-tokens", default="4,8,16")
+    ap.add_argument("--tables", default="",
+                    help="check-cost tables instead of --costs: ';'-separated, each the cost in "
+                         "decode steps of a check of 1, 2, ... drafts, comma-separated")
     args = ap.parse_args()
     if args.sequences and os.path.exists(args.sequences):
         with open(args.sequences, encoding="utf-8") as f:
@@ -176,15 +198,21 @@ def main():
     print("| cost per draft | num_tokens | policy | " +
           " | ".join(f"{k} {s}" for k, s in cols) + " |")
     print("|---|---|---|" + "---|" * len(cols))
-    for cost in map(float, args.costs.split(",")):
+    costs = [float(c) for c in args.costs.split(",")]
+    policies = ("gate", "oracle")
+    if args.tables:
+        costs = [[1.0] + [float(c) for c in t.split(",")] for t in args.tables.split(";")]
+        policies = ("gate-linear", "gate", "oracle")
+    for cost in costs:
         for k in map(int, args.num_tokens.split(",")):
-            for policy in ("gate", "oracle"):
+            for policy in policies:
                 cells = []
                 for kind, samp in cols:
                     ratios = [replay(s, samp, "none", cost, k) / replay(s, samp, policy, cost, k)
                               for s in seqs.values() if s["kind"] == kind]
                     cells.append(f"{statistics.median(ratios):.2f}x")
-                print(f"| {cost} | {k} | {policy} | " + " | ".join(cells) + " |")
+                shown = ",".join(f"{c:g}" for c in cost[1:]) if isinstance(cost, list) else cost
+                print(f"| {shown} | {k} | {policy} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

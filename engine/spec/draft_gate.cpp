@@ -20,9 +20,35 @@ int32_t DraftGate::best_drafts(double p, double cost, int32_t max_drafts) {
   return best;
 }
 
+double DraftGate::check_cost(std::span<const double> check_costs, int32_t d) {
+  if (check_costs.empty()) return 1.0;
+  const auto n = static_cast<int32_t>(check_costs.size());
+  if (d < n) return check_costs[static_cast<size_t>(std::max(d, 0))];
+  const double last = check_costs[static_cast<size_t>(n - 1)];
+  const double step = n >= 2 ? std::max(last - check_costs[static_cast<size_t>(n - 2)], 0.0) : 0.0;
+  return last + step * (d - (n - 1));
+}
+
+int32_t DraftGate::best_drafts(double p, std::span<const double> check_costs, int32_t max_drafts) {
+  int32_t best = 0;
+  double tokens = 1.0, pk = 1.0;
+  double best_rate = 1.0 / std::max(check_cost(check_costs, 0), 1e-9);
+  for (int32_t d = 1; d <= max_drafts; ++d) {
+    pk *= p;
+    tokens += pk;
+    const double rate = tokens / std::max(check_cost(check_costs, d), 1e-9);
+    if (rate > best_rate) {
+      best_rate = rate;
+      best = d;
+    }
+  }
+  return best;
+}
+
 int32_t DraftGate::num_drafts(int32_t max_drafts) {
   if (max_drafts <= 0) return 0;
-  const int32_t d = best_drafts(p_, cost_, max_drafts);
+  const int32_t d = check_costs_ ? best_drafts(p_, *check_costs_, max_drafts)
+                                 : best_drafts(p_, cost_, max_drafts);
   if (d > 0) {
     idle_steps_ = 0;
     return d;

@@ -8,16 +8,18 @@
 
 namespace llmserve {
 
-Result<double> measure_draft_token_cost(ModelRunner& runner, int32_t num_tokens) {
-  constexpr int32_t kContext = 512;  // checks re-read the context once per row
-  constexpr int kRuns = 5;
-  if (num_tokens < 1) return invalid_argument("measure_draft_token_cost: num_tokens < 1");
+Result<std::vector<double>> measure_check_costs(ModelRunner& runner, int32_t num_tokens) {
+  constexpr int32_t kContext = 512;     // checks re-read the context once per row
+  constexpr int32_t kMeasuredUpTo = 8;  // every d up to this; beyond it only num_tokens
+  constexpr int kMinRounds = 5, kMaxRounds = 15;
+  constexpr double kBudgetSeconds = 1.0;  // rounds after kMinRounds stop once this is spent
+  if (num_tokens < 1) return invalid_argument("measure_check_costs: num_tokens < 1");
   std::vector<int32_t> tokens(static_cast<size_t>(kContext + num_tokens + 1));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(1 + i % 97);
   const int64_t blocks_needed =
       (static_cast<int64_t>(tokens.size()) + runner.block_size() - 1) / runner.block_size();
   if (blocks_needed + 1 > runner.num_blocks()) {
-    return resource_exhausted("measure_draft_token_cost: the KV cache is too small");
+    return resource_exhausted("measure_check_costs: the KV cache is too small");
   }
   const std::vector<int32_t> table =
       contiguous_block_table(1, static_cast<int64_t>(tokens.size()), runner.block_size());
@@ -30,23 +32,51 @@ Result<double> measure_draft_token_cost(ModelRunner& runner, int32_t num_tokens)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   LLMSERVE_RETURN_IF_ERROR(run({all.first(kContext), 0, kContext, table, true}).status());
-  BatchEntry decode{all.first(kContext + 1), kContext, 1, table, true};
-  BatchEntry check = decode;
-  check.num_new = 1 + num_tokens;
-  check.drafts = all.subspan(kContext + 1, static_cast<size_t>(num_tokens));
-  double best_decode = 1e30, best_check = 1e30;
-  // Back to back, as serving runs steps (the first run after a pause also pays for waking the
-  // thread pool, which would make the decode look slower and the check relatively cheap).
-  for (int i = 0; i < 2 * kRuns; ++i) {
-    LLMSERVE_ASSIGN_OR_RETURN(const double d, run(decode));
-    if (i >= kRuns) best_decode = std::min(best_decode, d);
+
+  std::vector<int32_t> measured;  // draft counts timed, 0 = the decode step
+  for (int32_t d = 0; d <= std::min(num_tokens, kMeasuredUpTo); ++d) measured.push_back(d);
+  if (num_tokens > kMeasuredUpTo) measured.push_back(num_tokens);
+  std::vector<BatchEntry> entries;
+  for (const int32_t d : measured) {
+    BatchEntry e{all.first(kContext + 1), kContext, 1 + d, table, true};
+    e.drafts = all.subspan(kContext + 1, static_cast<size_t>(d));
+    entries.push_back(e);
   }
-  for (int i = 0; i < 2 * kRuns; ++i) {
-    LLMSERVE_ASSIGN_OR_RETURN(const double c, run(check));
-    if (i >= kRuns) best_check = std::min(best_check, c);
+  std::vector<double> best(measured.size(), 1e30);
+  // A warm-up round, then rounds in which every step runs back to back, as serving runs steps
+  // (the first run after a pause also pays for waking the thread pool).
+  const auto start = std::chrono::steady_clock::now();
+  for (int round = -1; round < kMaxRounds; ++round) {
+    if (round >= kMinRounds &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >
+            kBudgetSeconds) {
+      break;
+    }
+    for (size_t i = 0; i < entries.size(); ++i) {
+      LLMSERVE_ASSIGN_OR_RETURN(const double t, run(entries[i]));
+      if (round >= 0) best[i] = std::min(best[i], t);
+    }
   }
-  const double cost = (best_check / std::max(best_decode, 1e-9) - 1.0) / num_tokens;
-  return std::clamp(cost, 0.01, 2.0);
+  const double decode = std::max(best[0], 1e-9);
+  std::vector<double> costs(static_cast<size_t>(num_tokens) + 1, 1.0);
+  for (size_t i = 1; i < measured.size(); ++i) {
+    costs[static_cast<size_t>(measured[i])] = std::clamp(best[i] / decode, 1.0, 100.0);
+  }
+  // Between the last two measured counts (num_tokens > kMeasuredUpTo): linear.
+  if (num_tokens > kMeasuredUpTo) {
+    const double lo = costs[kMeasuredUpTo], hi = costs[static_cast<size_t>(num_tokens)];
+    for (int32_t d = kMeasuredUpTo + 1; d < num_tokens; ++d) {
+      costs[static_cast<size_t>(d)] =
+          lo + (hi - lo) * (d - kMeasuredUpTo) / static_cast<double>(num_tokens - kMeasuredUpTo);
+    }
+  }
+  for (size_t d = 1; d < costs.size(); ++d) costs[d] = std::max(costs[d], costs[d - 1]);
+  return costs;
+}
+
+double per_draft_cost(const std::vector<double>& costs) {
+  if (costs.size() < 2) return 0.0;
+  return (costs.back() - 1.0) / static_cast<double>(costs.size() - 1);
 }
 
 }  // namespace llmserve

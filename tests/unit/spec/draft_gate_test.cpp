@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 namespace llmserve {
 namespace {
 
@@ -16,6 +19,27 @@ TEST(DraftGate, BestDraftsFollowsTheCostModel) {
   EXPECT_EQ(DraftGate::best_drafts(0.5, 0.1, 1), 1);
   EXPECT_EQ(DraftGate::best_drafts(0.3, 0.0, 4), 4);  // cost 0: always the most
   EXPECT_EQ(DraftGate::best_drafts(0.9, 0.1, 0), 0);
+}
+
+TEST(DraftGate, BestDraftsFollowsAMeasuredCostTable) {
+  // A linear table picks what the per-draft cost picks.
+  const std::vector<double> linear{1.0, 1.1, 1.2, 1.3, 1.4};
+  for (const double p : {0.0, 0.05, 0.3, 0.5, 0.7, 0.9, 1.0}) {
+    EXPECT_EQ(DraftGate::best_drafts(p, linear, 4), DraftGate::best_drafts(p, 0.1, 4)) << p;
+  }
+  // A step in the cost (a second weight pass at 4 drafts): p = 0.8 stops at 3 drafts.
+  // d=3: 2.952/1.45 = 2.036; d=4: 3.362/2.0 = 1.681.
+  const std::vector<double> stepped{1.0, 1.15, 1.3, 1.45, 2.0};
+  EXPECT_EQ(DraftGate::best_drafts(0.8, stepped, 4), 3);
+  EXPECT_EQ(DraftGate::best_drafts(0.8, stepped, 2), 2);
+  EXPECT_EQ(DraftGate::best_drafts(0.05, stepped, 4), 0);
+  // Beyond the table the last increment repeats.
+  EXPECT_DOUBLE_EQ(DraftGate::check_cost(stepped, 6), 2.0 + 2 * 0.55);
+  EXPECT_DOUBLE_EQ(DraftGate::check_cost({}, 3), 1.0);
+  // The gate built on a shared table drafts by it.
+  DraftGate g(std::make_shared<const std::vector<double>>(stepped));
+  for (int i = 0; i < 10; ++i) g.observe(4, 4);  // p near 1: 4 / 1.45 > 5 / 2.0
+  EXPECT_EQ(g.num_drafts(4), 3);
 }
 
 TEST(DraftGate, StopsDraftingWhenRejectedAndProbesAgain) {
