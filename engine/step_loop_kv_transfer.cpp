@@ -30,15 +30,17 @@ void StepLoop::plan_kv_transfer(ActiveRequest& req, const KvTransferRequest& kt,
     }
   }
   if (!kt.consume) return;
-  if (auto why = kv_agent_->check_handoff(kt.handoff, prompt, n, req.params.prompt_logprobs >= 0)) {
+  const auto num_tokens = static_cast<int32_t>(prompt.size());
+  const uint64_t hash = kv_prompt_hash(prompt);
+  if (auto why = kv_agent_->check_handoff(kt.handoff, num_tokens, hash, n,
+                                          req.params.prompt_logprobs >= 0)) {
     kv_agent_->count_fallback(*why);
     spdlog::info("kv transfer: request {} prefills locally ({})", req.external_id,
                  kv_fallback_name(*why));
     return;
   }
   sr.remote_kv = true;
-  remote_pulls_[sr.id] = {kt.handoff, kv_prompt_hash(prompt), static_cast<int32_t>(prompt.size()),
-                          RemotePull::Stage::kOpening};
+  remote_pulls_[sr.id] = {kt.handoff, hash, num_tokens, RemotePull::Stage::kOpening};
   kv_agent_->open(sr.id, kt.handoff);
 }
 

@@ -1,7 +1,9 @@
 #include "engine/kv_transfer/kv_transfer_agent.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
-#include <numeric>
 
 #include <spdlog/spdlog.h>
 #include <xxhash.h>
@@ -90,10 +92,13 @@ Result<std::unique_ptr<KvTransferAgent>> KvTransferAgent::create(
   t.listen_host = options.host;
   t.listen_port = options.port;
   t.net_devices = kv_interface_of(options.host);
+  const std::string devices = t.net_devices.empty() ? "all" : t.net_devices;
   for (const std::string& p : options.peers) {
-    const std::string ip = kv_resolve_ipv4(split_peer(p).first);
+    auto [host, port] = split_peer(p);
+    const std::string ip = kv_resolve_ipv4(host);
     if (ip.empty()) return invalid_argument("kv_transfer.peers: cannot resolve " + p);
     t.allowed_peers.push_back(ip);
+    a->peers_.push_back({std::move(host), ip, port});
   }
   t.auth = std::move(auth);
   t.base = memory->base;
@@ -107,9 +112,7 @@ Result<std::unique_ptr<KvTransferAgent>> KvTransferAgent::create(
   t.on_result = std::move(wake);
   LLMSERVE_ASSIGN_OR_RETURN(a->transport_, UcxTransport::create(std::move(t)));
   spdlog::info("kv transfer: {} on {}:{} (UCX devices: {}), pinned-block budget {}", options.role,
-               options.host, a->transport_->port(),
-               kv_interface_of(options.host).empty() ? "all" : kv_interface_of(options.host),
-               budget);
+               options.host, a->transport_->port(), devices, budget);
   return a;
 }
 
@@ -152,42 +155,47 @@ bool KvTransferAgent::signed_by_us(const KvHandoff& h) const {
 }
 
 bool KvTransferAgent::is_peer(const std::string& host, int32_t port) const {
-  const std::string ip = kv_resolve_ipv4(host);
-  if (ip.empty()) return false;
-  for (const std::string& p : options_.peers) {
-    const auto [peer_host, peer_port] = split_peer(p);
-    if ((peer_port == 0 || peer_port == port) && kv_resolve_ipv4(peer_host) == ip) return true;
+  // No name lookup here (the engine thread): a handoff's host matches a peer by the name the
+  // operator wrote or by the address that name resolved to at start-up.
+  in_addr numeric{};
+  char buf[INET_ADDRSTRLEN] = {};
+  const bool is_ip = inet_pton(AF_INET, host.c_str(), &numeric) == 1 &&
+                     inet_ntop(AF_INET, &numeric, buf, sizeof(buf)) != nullptr;
+  for (const Peer& p : peers_) {
+    if (p.port != 0 && p.port != port) continue;
+    if (host == p.host || (is_ip && p.ip == buf)) return true;
   }
   return false;
 }
 
 std::optional<KvFallback> KvTransferAgent::check_handoff(const KvHandoff& h,
-                                                         std::span<const int32_t> prompt, int32_t n,
+                                                         int32_t num_prompt_tokens,
+                                                         uint64_t prompt_hash, int32_t n,
                                                          bool prompt_logprobs) {
   if (!consumes()) return KvFallback::kDisabled;
-  const bool is_signed = signed_by_us(h);
   // A handoff is a claim: only a producer of this deployment signs it, and no connection goes to
   // an address a client made up unless the operator configured it as a peer.
-  if (!is_signed && !(options_.accept_client_params && is_peer(h.host, h.port))) {
-    return KvFallback::kUntrusted;
-  }
-  if (is_signed && !options_.peers.empty() && !is_peer(h.host, h.port)) {
-    return KvFallback::kUntrusted;
-  }
+  const bool peer = is_peer(h.host, h.port);
+  const bool trusted =
+      signed_by_us(h) ? peers_.empty() || peer : options_.accept_client_params && peer;
+  if (!trusted) return KvFallback::kUntrusted;
   std::optional<KvFallback> why;
   KvLayout mine = layout_;
   mine.array_block_bytes.clear();
   const auto blocks = static_cast<size_t>(
-      (static_cast<int64_t>(prompt.size()) + layout_.block_size - 1) / layout_.block_size);
+      (static_cast<int64_t>(num_prompt_tokens) + layout_.block_size - 1) / layout_.block_size);
   if (n > 1 || prompt_logprobs) {
     why = KvFallback::kUnsupported;
   } else if (!layout_mismatch(mine, h.layout).empty()) {
     why = KvFallback::kLayout;
-  } else if (h.num_tokens != static_cast<int32_t>(prompt.size()) || h.block_ids.size() != blocks ||
-             h.prompt_hash != kv_prompt_hash(prompt)) {
+  } else if (h.num_tokens != num_prompt_tokens || h.block_ids.size() != blocks ||
+             h.prompt_hash != prompt_hash) {
     why = KvFallback::kPrompt;
   }
-  if (why) reject(h);
+  // Tells the (trusted) producer to let its lease go now rather than at its expiry.
+  if (why && !h.host.empty() && h.port > 0 && !h.lease_id.empty()) {
+    transport_->reject(h.host, h.port, h.lease_id);
+  }
   return why;
 }
 
@@ -209,13 +217,6 @@ bool KvTransferAgent::attests(const KvLeaseInfo& lease, int32_t num_prompt_token
       (static_cast<int64_t>(num_prompt_tokens) + layout_.block_size - 1) / layout_.block_size);
   return lease.num_tokens == num_prompt_tokens && lease.prompt_hash == prompt_hash &&
          lease.num_blocks == blocks;
-}
-
-void KvTransferAgent::reject(const KvHandoff& h) {
-  if (!signed_by_us(h) && !(options_.accept_client_params && is_peer(h.host, h.port))) return;
-  if (!h.host.empty() && h.port > 0 && !h.lease_id.empty()) {
-    transport_->reject(h.host, h.port, h.lease_id);
-  }
 }
 
 void KvTransferAgent::start_pull(const RemoteKvStart& start) {

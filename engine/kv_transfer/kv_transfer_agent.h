@@ -57,10 +57,11 @@ class KvTransferAgent {
   // when the budget is spent (the caller unpins the blocks; the consumer prefills locally).
   std::optional<KvHandoff> make_lease(std::vector<int32_t> blocks, int32_t num_tokens,
                                       uint64_t prompt_hash);
-  // Consumer: nullopt when the handoff may be pulled for this request, else why not (a signed
+  // Consumer: nullopt when the handoff may be pulled for this request (its prompt's token count
+  // and kv_prompt_hash), else why not (a trusted
   // handoff's producer is then told to let its lease go; an untrusted one gets no connection).
-  std::optional<KvFallback> check_handoff(const KvHandoff& h, std::span<const int32_t> prompt,
-                                          int32_t n, bool prompt_logprobs);
+  std::optional<KvFallback> check_handoff(const KvHandoff& h, int32_t num_prompt_tokens,
+                                          uint64_t prompt_hash, int32_t n, bool prompt_logprobs);
   // Consumer: opens the handoff's lease for scheduler request `request_id` (a kOpened result, or
   // a kDone one with an error, follows).
   void open(uint64_t request_id, const KvHandoff& handoff);
@@ -70,8 +71,6 @@ class KvTransferAgent {
   void start_pull(const RemoteKvStart& start);
   void cancel(uint64_t request_id) { transport_->cancel(request_id); }
   std::vector<KvPullResult> take_results() { return transport_->take_results(); }
-  // Tells a signed handoff's producer to let its lease go (a refused handoff).
-  void reject(const KvHandoff& h);
   void count_fallback(KvFallback f) { ++stats_.fallbacks[static_cast<size_t>(f)]; }
   void count_transfer(const KvPullResult& r);
   // Unpins the leases released by consumers or past their expiry.
@@ -86,6 +85,12 @@ class KvTransferAgent {
   bool signed_by_us(const KvHandoff& h) const;
   bool is_peer(const std::string& host, int32_t port) const;
 
+  struct Peer {
+    std::string host;  // as kv_transfer.peers names it
+    std::string ip;    // what it resolved to at start-up
+    int32_t port = 0;  // 0 = any
+  };
+
   KvTransferOptions options_;
   KvLayout layout_;
   std::string engine_id_;
@@ -93,6 +98,7 @@ class KvTransferAgent {
   KvLeaseTable leases_;
   std::unique_ptr<KvTransport> transport_;
   KvTransferStats stats_;
+  std::vector<Peer> peers_;
 };
 
 }  // namespace llmserve

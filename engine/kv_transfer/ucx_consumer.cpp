@@ -45,7 +45,6 @@ UcxTransport::Impl::Peer* UcxTransport::Impl::peer_for(const std::string& host, 
   if (it != peers.end()) return nullptr;  // failed: goes once its pulls have ended
   auto peer = std::make_unique<Peer>();
   Peer& p = *peer;
-  p.impl = this;
   p.key = key;
   p.host = host;
   p.port = port;
@@ -91,7 +90,6 @@ UcxTransport::Impl::Pull& UcxTransport::Impl::add_pull(uint64_t id, const std::s
                                                        bool reject_only) {
   auto pull = std::make_unique<Pull>();
   Pull& p = *pull;
-  p.impl = this;
   p.id = id;
   p.cookie = next_cookie++;
   p.reject_only = reject_only;

@@ -32,7 +32,6 @@ struct UcxTransport::Impl {
   // Consumer: one connection to a producer, shared by every pull to it.
   struct Peer {
     enum class State { kConnecting, kReady, kFailed };
-    Impl* impl = nullptr;
     std::string key;  // host:port
     std::string host;
     int32_t port = 0;
@@ -49,7 +48,6 @@ struct UcxTransport::Impl {
   // Consumer: one pull (or a reject: a Release only) of one lease.
   struct Pull {
     enum class Phase { kWaitPeer, kOpening, kOpened, kReading, kReleasing, kDone };
-    Impl* impl = nullptr;
     uint64_t id = 0;  // the engine's
     uint64_t cookie = 0;
     bool reject_only = false;

@@ -12,6 +12,7 @@
 #include "server/http/responses_output.h"
 #include "server/http/responses_request.h"
 #include "server/http/sse.h"
+#include "tests/unit/server/chatml_renderer.h"
 #include "tests/unit/server/fake_tokenizer.h"
 
 namespace llmserve {
@@ -19,15 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-Result<std::string> chatml(const json& messages, bool add_generation_prompt) {
-  std::string out;
-  for (const auto& m : messages) {
-    out += "<|im_start|>" + m["role"].get<std::string>() + "\n" + m["content"].get<std::string>() +
-           "<|im_end|>\n";
-  }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
-}
+using testing::chatml;
 
 RequestLimits limits(int32_t max_model_len = 256) {
   RequestLimits l;

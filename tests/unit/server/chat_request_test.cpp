@@ -2,21 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/server/chatml_renderer.h"
 #include "tests/unit/server/fake_tokenizer.h"
 
 namespace llmserve {
 namespace {
 
-// A ChatML renderer, like SmolLM2's template.
-Result<std::string> chatml(const nlohmann::json& messages, bool add_generation_prompt) {
-  std::string out;
-  for (const auto& m : messages) {
-    out += "<|im_start|>" + m["role"].get<std::string>() + "\n" + m["content"].get<std::string>() +
-           "<|im_end|>\n";
-  }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
-}
+using testing::chatml;
 
 RequestLimits limits() {
   RequestLimits l;

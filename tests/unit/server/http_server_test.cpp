@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "server/http/sse.h"
+#include "tests/unit/server/chatml_renderer.h"
 #include "tests/unit/server/fake_engine.h"
 
 namespace llmserve {
@@ -16,15 +17,7 @@ using nlohmann::json;
 using testing::FakeEngine;
 using testing::FakeScript;
 
-Result<std::string> chatml(const json& messages, bool add_generation_prompt) {
-  std::string out;
-  for (const auto& m : messages) {
-    out += "<|im_start|>" + m["role"].get<std::string>() + "\n" + m["content"].get<std::string>() +
-           "<|im_end|>\n";
-  }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
-}
+using testing::chatml;
 
 class HttpServerTest : public ::testing::Test {
  protected:
