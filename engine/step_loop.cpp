@@ -44,12 +44,13 @@ void StepLoop::propose_drafts() {
   }
   draft_requests_.clear();
   const int32_t max_model_len = scheduler_->config().max_model_len;
+  const bool gate_after = spec_.proposer->proposes_before_gate();
   for (const auto& [seq, ref] : by_seq_) {
     if (ref.slot->finished()) continue;
     const Request* r = scheduler_->find(seq);
     if (r == nullptr || r->status != RequestStatus::kRunning || !r->is_decoding()) continue;
     const int32_t room = std::min(spec_.config.num_tokens, r->draft_room(max_model_len));
-    const int32_t want = ref.slot->draft_gate.num_drafts(room);
+    const int32_t want = gate_after ? room : ref.slot->draft_gate.num_drafts(room);
     if (want > 0) draft_requests_.push_back({seq, ref.slot->tokens, want});
   }
   if (draft_requests_.empty()) return;
@@ -58,9 +59,15 @@ void StepLoop::propose_drafts() {
             [](const DraftRequest& a, const DraftRequest& b) { return a.seq_id < b.seq_id; });
   if (!spec_.proposer->propose(draft_requests_, drafts_).is_ok()) return;  // no drafts this step
   for (size_t i = 0; i < draft_requests_.size() && i < drafts_.size(); ++i) {
-    truncate_to_grammar(draft_requests_[i].seq_id, drafts_[i]);
-    if (!drafts_[i].empty())
-      (void)scheduler_->set_draft_tokens(draft_requests_[i].seq_id, drafts_[i]);
+    const uint64_t seq = draft_requests_[i].seq_id;
+    std::vector<int32_t>& tokens = drafts_[i].tokens;
+    if (gate_after && !tokens.empty()) {
+      DraftGate& gate = by_seq_.at(seq).slot->draft_gate;
+      tokens.resize(static_cast<size_t>(
+          gate.num_drafts_for_match(static_cast<int32_t>(tokens.size()), drafts_[i].match_length)));
+    }
+    truncate_to_grammar(seq, tokens);
+    if (!tokens.empty()) (void)scheduler_->set_draft_tokens(seq, tokens);
   }
 }
 

@@ -164,7 +164,7 @@ class StepLoop {
 
   Speculation spec_;
   std::vector<DraftRequest> draft_requests_;
-  std::vector<std::vector<int32_t>> drafts_;
+  std::vector<Draft> drafts_;
 
   // Counters (engine thread writes; fill_stats reads on the same thread).
   uint64_t steps_ = 0;

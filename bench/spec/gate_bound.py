@@ -3,9 +3,13 @@
 prompt set (bench/spec/prompts.jsonl) and counts decode-step equivalents for
 
   none    one step per token;
-  gate    the engine's policy: ngram_drafts (engine/spec/ngram_proposer.cpp) and DraftGate
-          (engine/spec/draft_gate.cpp: running acceptance p, d maximising
-          (1 + p + ... + p^d) / (1 + cost * d), a probe every 16 idle steps);
+  gate    the engine's policy for n-gram drafts: ngram_match (engine/spec/ngram_proposer.cpp)
+          proposes, then DraftGate::num_drafts_for_match (engine/spec/draft_gate.cpp) keeps the d
+          maximising expected tokens / cost, draft j taken as accepted with chance
+          L' / (L' + 2), L' = matched suffix length + j, shifted in log-odds by the sequence's
+          outcomes; a probe every 16 idle steps;
+  gate-running  the gate before it (and the draft model's): one running acceptance p per
+          sequence, d maximising (1 + p + ... + p^d) / cost(d), asked before proposing;
   oracle  the same proposals, drafting exactly the tokens that will be accepted (an upper bound
           no gate can pass with this proposer).
 
@@ -26,6 +30,7 @@ Plain python3, standard library only.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -72,12 +77,12 @@ def collect(binary, model, prompts):
     return seqs
 
 
-def ngram_drafts(tokens, ngram_min, ngram_max, max_drafts):
+def ngram_match(tokens, ngram_min, ngram_max, max_drafts):
     """engine/spec/ngram_proposer.cpp: the longest suffix (<= ngram_max) seen before, most recent
-    occurrence first; the tokens that followed it."""
+    occurrence first; the tokens that followed it, and the suffix length."""
     n = len(tokens)
     if n < 2:
-        return []
+        return [], 0
     last, best_len, best_end = tokens[-1], 0, -1
     for end in range(n - 2, -1, -1):
         if tokens[end] != last:
@@ -91,8 +96,8 @@ def ngram_drafts(tokens, ngram_min, ngram_max, max_drafts):
             if length == ngram_max:
                 break
     if best_len < ngram_min:
-        return []
-    return tokens[best_end + 1:best_end + 1 + max_drafts]
+        return [], 0
+    return tokens[best_end + 1:best_end + 1 + max_drafts], best_len
 
 
 def check_cost(cost, d):
@@ -121,10 +126,9 @@ class DraftGate:
     """engine/spec/draft_gate.cpp."""
 
     def __init__(self, cost):
-        self.cost, self.p, self.idle = cost, 0.6, 0
+        self.cost, self.p, self.idle, self.bias, self.last_match = cost, 0.6, 0, 0.0, 0
 
-    def num_drafts(self, max_drafts):
-        d = best_drafts(self.p, self.cost, max_drafts)
+    def after_idle_step(self, d):
         if d > 0:
             self.idle = 0
             return d
@@ -134,7 +138,33 @@ class DraftGate:
         self.idle = 0
         return 1
 
+    def num_drafts(self, max_drafts):
+        self.last_match = 0
+        return self.after_idle_step(best_drafts(self.p, self.cost, max_drafts))
+
+    def match_acceptance(self, length):
+        odds = max(length, 1) / 2.0 * math.exp(self.bias)
+        return odds / (1.0 + odds)
+
+    def num_drafts_for_match(self, max_drafts, match_length):
+        self.last_match = max(match_length, 1)
+        best, tokens, chain = 0, 1.0, 1.0
+        best_rate = 1.0 / check_cost(self.cost, 0)
+        for d in range(1, max_drafts + 1):
+            chain *= self.match_acceptance(self.last_match + d - 1)
+            tokens += chain
+            rate = tokens / check_cost(self.cost, d)
+            if rate > best_rate:
+                best_rate, best = rate, d
+        return self.after_idle_step(best)
+
     def observe(self, drafted, accepted):
+        if self.last_match > 0:
+            shift = sum(0.1 * (1.0 - self.match_acceptance(self.last_match + j))
+                        for j in range(accepted))
+            if accepted < drafted:
+                shift -= 0.1 * self.match_acceptance(self.last_match + accepted)
+            self.bias = min(max(self.bias + shift, -3.0), 3.0)
         for _ in range(accepted):
             self.p += 0.15 * (1.0 - self.p)
         if accepted < drafted:
@@ -149,11 +179,11 @@ def replay(seq, samp, policy, cost, k, ngram_min=1, ngram_max=4):
     gate_cost = cost
     if policy == "gate-linear":
         gate_cost = (check_cost(cost, k) - 1.0) / k
-        policy = "gate"
+        policy = "gate-running"
     gate, hist, i, steps = DraftGate(gate_cost), list(seq["prompt_ids"]), 0, 0.0
     while i < len(out):
         room = min(k, seq["max_tokens"] - i - 1)
-        cand = ngram_drafts(hist, ngram_min, ngram_max, room) if room > 0 else []
+        cand, length = ngram_match(hist, ngram_min, ngram_max, room) if room > 0 else ([], 0)
         right = 0  # drafts that would be accepted (none past the output's end)
         while right < len(cand) and i + right + 1 < len(out) and cand[right] == out[i + right]:
             right += 1
@@ -161,10 +191,12 @@ def replay(seq, samp, policy, cost, k, ngram_min=1, ngram_max=4):
             d = 0
         elif policy == "oracle":
             d = right
-        else:
+        elif policy == "gate-running":
             d = min(gate.num_drafts(room) if room > 0 else 0, len(cand))
+        else:
+            d = gate.num_drafts_for_match(len(cand), length) if cand else 0
         accepted = min(d, right)
-        if policy == "gate" and d > 0:
+        if policy != "oracle" and d > 0:
             gate.observe(d, accepted)
         steps += check_cost(cost, d)
         hist.extend(out[i:i + accepted + 1])
@@ -199,10 +231,10 @@ def main():
           " | ".join(f"{k} {s}" for k, s in cols) + " |")
     print("|---|---|---|" + "---|" * len(cols))
     costs = [float(c) for c in args.costs.split(",")]
-    policies = ("gate", "oracle")
+    policies = ("gate-running", "gate", "oracle")
     if args.tables:
         costs = [[1.0] + [float(c) for c in t.split(",")] for t in args.tables.split(";")]
-        policies = ("gate-linear", "gate", "oracle")
+        policies = ("gate-linear", "gate-running", "gate", "oracle")
     for cost in costs:
         for k in map(int, args.num_tokens.split(",")):
             for policy in policies:

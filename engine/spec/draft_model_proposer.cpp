@@ -95,7 +95,7 @@ int32_t DraftModelProposer::argmax(std::span<const float> row) const {
   return best;
 }
 
-Status DraftModelProposer::run_round(std::vector<std::vector<int32_t>>& drafts) {
+Status DraftModelProposer::run_round(std::vector<Draft>& drafts) {
   Result<ForwardBatch> batch = builder_.build(entries_);
   Result<std::span<const float>> logits =
       batch.is_ok() ? runner_->execute(*batch) : Result<std::span<const float>>(batch.status());
@@ -109,13 +109,13 @@ Status DraftModelProposer::run_round(std::vector<std::vector<int32_t>>& drafts) 
     const int32_t row = builder_.sample_index(e);
     if (row < 0) continue;
     const int32_t token = argmax(logits->subspan(static_cast<size_t>(row) * v, v));
-    if (token >= 0) drafts[owner_[e]].push_back(token);
+    if (token >= 0) drafts[owner_[e]].tokens.push_back(token);
   }
   return Status::ok();
 }
 
 Status DraftModelProposer::propose(std::span<const DraftRequest> requests,
-                                   std::vector<std::vector<int32_t>>& drafts) {
+                                   std::vector<Draft>& drafts) {
   drafts.assign(requests.size(), {});
   std::vector<Seq*> seqs(requests.size(), nullptr);
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -178,12 +178,12 @@ Status DraftModelProposer::propose(std::span<const DraftRequest> requests,
     entry_seq_.clear();
     for (size_t i = 0; i < requests.size(); ++i) {
       Seq* q = seqs[i];
-      if (q == nullptr || drafts[i].size() != static_cast<size_t>(round) ||
+      if (q == nullptr || drafts[i].tokens.size() != static_cast<size_t>(round) ||
           round >= requests[i].max_drafts || !seqs_.contains(requests[i].seq_id)) {
         continue;
       }
       if (!kv_.allocate(q->kv, 1)) continue;
-      q->tokens.push_back(drafts[i].back());
+      q->tokens.push_back(drafts[i].tokens.back());
       entries_.push_back(BatchEntry{q->tokens, q->kv.num_computed_tokens, 1, q->kv.kv.block_ids,
                                     /*sample=*/true});
       owner_.push_back(i);

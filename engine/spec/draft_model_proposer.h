@@ -35,8 +35,7 @@ class DraftModelProposer final : public Proposer {
                                                             int64_t target_kv_tokens,
                                                             int32_t num_tokens);
 
-  Status propose(std::span<const DraftRequest> requests,
-                 std::vector<std::vector<int32_t>>& drafts) override;
+  Status propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
   void release(uint64_t seq_id) override;
   int64_t num_blocks_held() const override;
 
@@ -52,7 +51,7 @@ class DraftModelProposer final : public Proposer {
 
   DraftModelProposer(std::unique_ptr<ModelRunner> runner, KvCacheManager kv, int32_t num_tokens);
   // Runs entries_ and appends each sampled row's greedy token to drafts[owner_[row]].
-  Status run_round(std::vector<std::vector<int32_t>>& drafts);
+  Status run_round(std::vector<Draft>& drafts);
   int32_t argmax(std::span<const float> row) const;
 
   std::unique_ptr<ModelRunner> runner_;

@@ -4,8 +4,8 @@
 
 namespace llmserve {
 
-std::vector<int32_t> ngram_drafts(std::span<const int32_t> tokens, int32_t ngram_min,
-                                  int32_t ngram_max, int32_t max_drafts) {
+Draft ngram_match(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
+                  int32_t max_drafts) {
   const auto n = static_cast<int64_t>(tokens.size());
   if (n < 2 || max_drafts <= 0 || ngram_max < ngram_min || ngram_min < 1) return {};
   const int32_t last = tokens[static_cast<size_t>(n - 1)];
@@ -28,14 +28,13 @@ std::vector<int32_t> ngram_drafts(std::span<const int32_t> tokens, int32_t ngram
   if (best_len < ngram_min) return {};
   const int64_t from = best_end + 1;
   const int64_t to = std::min(n, from + max_drafts);
-  return {tokens.begin() + from, tokens.begin() + to};
+  return {{tokens.begin() + from, tokens.begin() + to}, static_cast<int32_t>(best_len)};
 }
 
-Status NgramProposer::propose(std::span<const DraftRequest> requests,
-                              std::vector<std::vector<int32_t>>& drafts) {
+Status NgramProposer::propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) {
   drafts.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    drafts[i] = ngram_drafts(requests[i].tokens, min_, max_, requests[i].max_drafts);
+    drafts[i] = ngram_match(requests[i].tokens, min_, max_, requests[i].max_drafts);
   }
   return Status::ok();
 }

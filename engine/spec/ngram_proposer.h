@@ -11,15 +11,20 @@
 
 namespace llmserve {
 
-// Up to max_drafts tokens (fewer when the occurrence is near the end; none without a match).
-std::vector<int32_t> ngram_drafts(std::span<const int32_t> tokens, int32_t ngram_min,
-                                  int32_t ngram_max, int32_t max_drafts);
+// Up to max_drafts tokens (fewer when the occurrence is near the end; none without a match),
+// with the length of the suffix matched (0 without a match).
+Draft ngram_match(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
+                  int32_t max_drafts);
+inline std::vector<int32_t> ngram_drafts(std::span<const int32_t> tokens, int32_t ngram_min,
+                                         int32_t ngram_max, int32_t max_drafts) {
+  return ngram_match(tokens, ngram_min, ngram_max, max_drafts).tokens;
+}
 
 class NgramProposer final : public Proposer {
  public:
   NgramProposer(int32_t ngram_min, int32_t ngram_max) : min_(ngram_min), max_(ngram_max) {}
-  Status propose(std::span<const DraftRequest> requests,
-                 std::vector<std::vector<int32_t>>& drafts) override;
+  Status propose(std::span<const DraftRequest> requests, std::vector<Draft>& drafts) override;
+  bool proposes_before_gate() const override { return true; }
 
  private:
   int32_t min_, max_;

@@ -42,9 +42,12 @@ Result<std::vector<double>> measure_check_costs(ModelRunner& runner, int32_t num
     e.drafts = all.subspan(kContext + 1, static_cast<size_t>(d));
     entries.push_back(e);
   }
-  std::vector<double> best(measured.size(), 1e30);
   // A warm-up round, then rounds in which every step runs back to back, as serving runs steps
-  // (the first run after a pause also pays for waking the thread pool).
+  // (the first run after a pause also pays for waking the thread pool). Each round gives every
+  // check's time over the decode's, each the faster of two runs; an entry is the median of its
+  // rounds' ratios, so a busy neighbour that slows a few steps moves no entry far.
+  std::vector<std::vector<double>> ratios(measured.size());
+  std::vector<double> round_best(measured.size());
   const auto start = std::chrono::steady_clock::now();
   for (int round = -1; round < kMaxRounds; ++round) {
     if (round >= kMinRounds &&
@@ -53,14 +56,25 @@ Result<std::vector<double>> measure_check_costs(ModelRunner& runner, int32_t num
       break;
     }
     for (size_t i = 0; i < entries.size(); ++i) {
-      LLMSERVE_ASSIGN_OR_RETURN(const double t, run(entries[i]));
-      if (round >= 0) best[i] = std::min(best[i], t);
+      round_best[i] = 1e30;
+      for (int rep = 0; rep < 2; ++rep) {
+        LLMSERVE_ASSIGN_OR_RETURN(const double t, run(entries[i]));
+        round_best[i] = std::min(round_best[i], t);
+      }
+    }
+    if (round < 0) continue;
+    for (size_t i = 1; i < entries.size(); ++i) {
+      ratios[i].push_back(round_best[i] / std::max(round_best[0], 1e-9));
     }
   }
-  const double decode = std::max(best[0], 1e-9);
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  };
   std::vector<double> costs(static_cast<size_t>(num_tokens) + 1, 1.0);
   for (size_t i = 1; i < measured.size(); ++i) {
-    costs[static_cast<size_t>(measured[i])] = std::clamp(best[i] / decode, 1.0, 100.0);
+    costs[static_cast<size_t>(measured[i])] = std::clamp(median(ratios[i]), 1.0, 100.0);
   }
   // Between the last two measured counts (num_tokens > kMeasuredUpTo): linear.
   if (num_tokens > kMeasuredUpTo) {

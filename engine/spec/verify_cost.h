@@ -17,7 +17,8 @@ namespace llmserve {
 
 // costs[d], d = 0..num_tokens: a check of d drafts in decode steps (costs[0] = 1, non-decreasing).
 // Each round times the decode and every check back to back (the thread pool stays warm, and a
-// busy neighbour slows all of them alike); each entry is the fastest of its rounds.
+// busy neighbour slows all of them alike); each entry is the median over rounds of the check's
+// time over the decode's in the same round.
 // Precondition: no request holds KV blocks yet (it writes K/V into blocks 1..).
 Result<std::vector<double>> measure_check_costs(ModelRunner& runner, int32_t num_tokens);
 

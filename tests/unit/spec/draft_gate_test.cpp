@@ -71,5 +71,51 @@ TEST(DraftGate, ObserveCountsOnlyTheFirstRejection) {
   EXPECT_DOUBLE_EQ(h.acceptance(), k.acceptance());
 }
 
+TEST(DraftGate, WeighsTheLengthOfTheMatchedContext) {
+  const auto stepped =
+      std::make_shared<const std::vector<double>>(std::vector<double>{1.0, 1.15, 1.3, 1.45, 2.0});
+  DraftGate g(stepped);
+  // L = 1: chances 1/3, 1/2, 3/5, 2/3 for drafts 1-4; d=1 1.333/1.15 = 1.159 beats d=2
+  // 1.5/1.3 = 1.154 and d=3 1.6/1.45 = 1.103.
+  EXPECT_DOUBLE_EQ(g.match_acceptance(1), 1.0 / 3.0);
+  EXPECT_EQ(g.num_drafts_for_match(4, 1), 1);
+  // L = 16: 16/18, 17/19, 18/20, 19/21; d=3 3.401/1.45 = 2.35 beats d=4 4.05/2.0 = 2.02.
+  EXPECT_EQ(g.num_drafts_for_match(4, 16), 3);
+  EXPECT_EQ(g.num_drafts_for_match(2, 16), 2);
+  EXPECT_EQ(g.num_drafts_for_match(0, 16), 0);
+  // A longer match never drafts fewer.
+  int32_t prev = 0;
+  for (int32_t len = 1; len <= 64; ++len) {
+    const int32_t d = DraftGate(stepped).num_drafts_for_match(4, len);
+    EXPECT_GE(d, prev) << len;
+    prev = d;
+  }
+}
+
+TEST(DraftGate, LearnsFromTheSequenceOnTopOfTheMatchLength) {
+  const auto table =
+      std::make_shared<const std::vector<double>>(std::vector<double>{1.0, 1.15, 1.3, 1.45, 2.0});
+  // Rejected again and again: short matches stop drafting (but for the probe), long ones go on.
+  DraftGate rejected(table);
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_GE(rejected.num_drafts_for_match(4, 4), 0);
+    rejected.observe(1, 0);
+  }
+  EXPECT_LT(rejected.match_acceptance(1), 0.1);
+  int probes = 0;
+  for (int step = 0; step < 2 * DraftGate::kProbeInterval; ++step)
+    probes += rejected.num_drafts_for_match(4, 1);
+  EXPECT_EQ(probes, 2);  // one single-draft probe per interval
+  EXPECT_GE(rejected.num_drafts_for_match(4, 64), 1);
+  // Accepted every time: even a one-token match is worth the full check.
+  DraftGate accepted(table);
+  for (int i = 0; i < 60; ++i) {
+    const int32_t d = accepted.num_drafts_for_match(4, 1);
+    accepted.observe(d, d);
+  }
+  EXPECT_GT(accepted.match_acceptance(1), 0.9);
+  EXPECT_GE(accepted.num_drafts_for_match(4, 1), 3);
+}
+
 }  // namespace
 }  // namespace llmserve

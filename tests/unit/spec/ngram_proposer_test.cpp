@@ -49,11 +49,24 @@ TEST(NgramProposer, ProposesPerRequest) {
   NgramProposer p(1, 3);
   const std::vector<int32_t> a = {1, 2, 3, 1, 2}, b = {4, 5, 6};
   const std::vector<DraftRequest> reqs = {{1, a, 2}, {2, b, 4}};
-  std::vector<std::vector<int32_t>> drafts;
+  std::vector<Draft> drafts;
   ASSERT_TRUE(p.propose(reqs, drafts).is_ok());
   ASSERT_EQ(drafts.size(), 2u);
-  EXPECT_THAT(drafts[0], ElementsAre(3, 1));
-  EXPECT_THAT(drafts[1], IsEmpty());
+  EXPECT_THAT(drafts[0].tokens, ElementsAre(3, 1));
+  EXPECT_EQ(drafts[0].match_length, 2);  // "1 2" matched
+  EXPECT_THAT(drafts[1].tokens, IsEmpty());
+  EXPECT_EQ(drafts[1].match_length, 0);
+  EXPECT_TRUE(p.proposes_before_gate());
+}
+
+TEST(NgramProposer, ReportsTheLengthOfTheSuffixMatched) {
+  // 7 8 9 occurs earlier, followed by 1 2; the longest suffix is capped at ngram_max.
+  const std::vector<int32_t> t = {5, 7, 8, 9, 1, 2, 6, 7, 8, 9};
+  EXPECT_EQ(ngram_match(t, 1, 4, 4).match_length, 3);
+  EXPECT_THAT(ngram_match(t, 1, 4, 4).tokens, ElementsAre(1, 2, 6, 7));
+  EXPECT_EQ(ngram_match(t, 1, 2, 4).match_length, 2);
+  EXPECT_EQ(ngram_match(t, 4, 4, 4).match_length, 0);  // no 4-token suffix repeats
+  EXPECT_THAT(ngram_match(t, 4, 4, 4).tokens, IsEmpty());
 }
 
 }  // namespace
