@@ -17,6 +17,7 @@
 #include "server/common/options_from_config.h"
 #include "server/common/server_state.h"
 #include "server/grpc/grpc_server.h"
+#include "server/anthropic/anthropic_routes.h"
 #include "server/http/chat_renderer.h"
 #include "server/http/http_server.h"
 #include "server/kv_events/zmq_kv_publisher.h"
@@ -145,6 +146,9 @@ int serve(const ConfigFlags& flags) {
                  reasoning_parser_name(renderer.reasoning), config->server.reasoning_parser);
   }
   HttpServer http(state, metrics, std::move(renderer));
+  MessagesOptions messages_options;
+  messages_options.strip_system_lines = config->server.anthropic_strip_system_lines;
+  http.add_api(anthropic_api(std::move(messages_options)));
   GrpcServer grpc(state, metrics);
   if (Status st = http.start(); !st.is_ok()) {
     spdlog::error("{}", st.message());
