@@ -45,8 +45,6 @@ struct ServerSection {
   std::string tls_cert_file;                    // PEM; set together with tls_key_file
   std::string tls_key_file;                     // PEM
   std::vector<std::string> cors_allow_origins;  // empty = CORS off; "*" = any origin
-  // /v1/messages: system-prompt lines starting with one of these are dropped (prefix caching).
-  std::vector<std::string> anthropic_strip_system_lines = {"x-anthropic-billing-header:"};
   uint64_t max_body_bytes = 8ull << 20;         // bytes; larger bodies get 413
   int max_json_depth = 320;                     // nested arrays/objects in request JSON; 400
   uint64_t max_json_memory = 64ull << 20;       // a request JSON's parsed tree, bytes; 400
@@ -65,6 +63,8 @@ struct ServerSection {
   std::string reasoning_parser = "auto";        // auto | none | deepseek_r1 | qwen3
   // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
   int64_t max_prompt_logprob_entries = 1 << 20;
+  // /v1/messages: system-prompt lines starting with one of these are dropped (prefix caching).
+  std::vector<std::string> anthropic_strip_system_lines = {"x-anthropic-billing-header:"};
 };
 
 struct ModelSection {

@@ -12,19 +12,35 @@ AnthropicError anthropic_error(const HttpError& e) {
     case 405:
     case 409:
     case 431:
-    case 499: a.type = "invalid_request_error"; break;
-    case 401: a.type = "authentication_error"; break;
-    case 403: a.type = "permission_error"; break;
-    case 404: a.type = "not_found_error"; break;
-    case 413: a.type = "request_too_large"; break;
-    case 429: a.type = "rate_limit_error"; break;
+    case 499:
+      a.type = "invalid_request_error";
+      break;
+    case 401:
+      a.type = "authentication_error";
+      break;
+    case 403:
+      a.type = "permission_error";
+      break;
+    case 404:
+      a.type = "not_found_error";
+      break;
+    case 413:
+      a.type = "request_too_large";
+      break;
+    case 429:
+      a.type = "rate_limit_error";
+      break;
     case 503:
     case 529:
       a.status = 529;
       a.type = "overloaded_error";
       break;
-    case 504: a.type = "timeout_error"; break;
-    default: a.type = e.status < 500 ? "invalid_request_error" : "api_error"; break;
+    case 504:
+      a.type = "timeout_error";
+      break;
+    default:
+      a.type = e.status < 500 ? "invalid_request_error" : "api_error";
+      break;
   }
   return a;
 }

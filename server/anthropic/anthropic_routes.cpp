@@ -93,7 +93,9 @@ bool pump(StreamState& st, httplib::DataSink& sink, Status& error) {
   return true;
 }
 
-MessagesTranslation* no_translation() { return nullptr; }
+MessagesTranslation* no_translation() {
+  return nullptr;
+}
 
 void handle_count_tokens(HttpContext& ctx, const MessagesOptions& options,
                          const httplib::Request& req, httplib::Response& res) {

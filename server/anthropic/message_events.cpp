@@ -56,7 +56,9 @@ json MessageEvents::message_object(bool done) const {
   return m;
 }
 
-json MessageEvents::message() const { return message_object(true); }
+json MessageEvents::message() const {
+  return message_object(true);
+}
 
 void MessageEvents::start(std::vector<json>& ev) {
   if (started_) return;
@@ -127,10 +129,18 @@ void MessageEvents::arguments(std::vector<json>& ev, const std::string& piece) {
 void MessageEvents::tool_pieces(std::vector<json>& ev, const std::vector<ToolStreamPiece>& pieces) {
   for (const ToolStreamPiece& p : pieces) {
     switch (p.kind) {
-      case ToolStreamPiece::Kind::kText: text(ev, p.text); break;
-      case ToolStreamPiece::Kind::kCallStart: open(ev, Block::kToolUse, p.text); break;
-      case ToolStreamPiece::Kind::kArguments: arguments(ev, p.text); break;
-      case ToolStreamPiece::Kind::kCallEnd: close(ev); break;
+      case ToolStreamPiece::Kind::kText:
+        text(ev, p.text);
+        break;
+      case ToolStreamPiece::Kind::kCallStart:
+        open(ev, Block::kToolUse, p.text);
+        break;
+      case ToolStreamPiece::Kind::kArguments:
+        arguments(ev, p.text);
+        break;
+      case ToolStreamPiece::Kind::kCallEnd:
+        close(ev);
+        break;
     }
   }
 }
@@ -164,8 +174,8 @@ void MessageEvents::end_reply(std::vector<json>& ev, const StepOutput& out) {
   } else if (called) {
     stop_reason_ = "tool_use";
   } else if (out.finish == FinishReason::kStop && !out.stop_reason.empty() &&
-             std::find(ctx_.stop_sequences.begin(), ctx_.stop_sequences.end(),
-                       out.stop_reason) != ctx_.stop_sequences.end()) {
+             std::find(ctx_.stop_sequences.begin(), ctx_.stop_sequences.end(), out.stop_reason) !=
+                 ctx_.stop_sequences.end()) {
     stop_reason_ = "stop_sequence";
     stop_sequence_ = out.stop_reason;
   } else {
@@ -198,8 +208,8 @@ std::vector<json> MessageEvents::on_output(const StepOutput& out) {
 std::vector<json> MessageEvents::finish(const Status& error) {
   std::vector<json> ev;
   if (!error.is_ok()) {
-    const bool overloaded = error.code() == StatusCode::kResourceExhausted ||
-                            error.code() == StatusCode::kUnavailable;
+    const bool overloaded =
+        error.code() == StatusCode::kResourceExhausted || error.code() == StatusCode::kUnavailable;
     ev.push_back({{"type", "error"},
                   {"error",
                    {{"type", overloaded ? "overloaded_error" : "api_error"},

@@ -32,7 +32,7 @@ bool ignored_block(const std::string& type) {
 
 Status unsupported_media(const std::string& where, const std::string& type) {
   return field_error(where, type + " blocks are not supported by this server (no vision or " +
-                               "document input yet); send the content as text");
+                                "document input yet); send the content as text");
 }
 
 Result<std::string> block_type(const json& block, const std::string& where) {
@@ -78,7 +78,8 @@ Result<std::string> tool_result_text(const json& block, const std::string& where
   if (!given(block, "content")) return std::string();
   const json& c = block["content"];
   if (c.is_string()) return c.get<std::string>();
-  if (!c.is_array()) return field_error(where + ".content", "expected a string or a list of blocks");
+  if (!c.is_array())
+    return field_error(where + ".content", "expected a string or a list of blocks");
   std::string out;
   for (size_t k = 0; k < c.size(); ++k) {
     const std::string bw = at(where + ".content", k);
@@ -143,12 +144,12 @@ Status add_message(const json& m, size_t i, json& messages, std::vector<std::str
       }
       const json input = given(b, "input") ? b["input"] : json::object();
       if (!input.is_object()) return field_error(bw + ".input", "expected an object");
-      calls.push_back({{"id", b["id"]},
-                       {"type", "function"},
-                       {"function",
-                        {{"name", b["name"]},
-                         {"arguments", input.dump(-1, ' ', false,
-                                                  json::error_handler_t::replace)}}}});
+      calls.push_back(
+          {{"id", b["id"]},
+           {"type", "function"},
+           {"function",
+            {{"name", b["name"]},
+             {"arguments", input.dump(-1, ' ', false, json::error_handler_t::replace)}}}});
     } else if (type == "tool_result" && role == "user") {
       if (!b.contains("tool_use_id") || !b["tool_use_id"].is_string()) {
         return field_error(bw + ".tool_use_id", "is required and must be a string");
@@ -235,8 +236,7 @@ Status add_tool_choice(const json& choice, json& chat) {
     }
     chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", choice["name"]}}}};
   } else {
-    return field_error("tool_choice.type",
-                       "'" + type + "' is not one of auto, any, tool, none");
+    return field_error("tool_choice.type", "'" + type + "' is not one of auto, any, tool, none");
   }
   if (given(choice, "disable_parallel_tool_use")) {
     if (!choice["disable_parallel_tool_use"].is_boolean()) {
@@ -374,9 +374,9 @@ Result<GenerationRequest> parse_messages_request(std::string_view body, const To
                                                  const RequestLimits& limits,
                                                  const MessagesOptions& options,
                                                  MessagesTranslation* out, bool count_only) {
-  LLMSERVE_ASSIGN_OR_RETURN(MessagesTranslation t, translate_messages_request(
-                                                       body, options, limits.json_bounds,
-                                                       count_only));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      MessagesTranslation t,
+      translate_messages_request(body, options, limits.json_bounds, count_only));
   const std::string chat_text =
       t.chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   auto parsed = parse_chat_request(chat_text, tokenizer, render, limits);

@@ -4,7 +4,9 @@ namespace llmserve {
 
 namespace {
 
-bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_ws(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 void append_utf8(uint32_t cp, std::string& out) {
   if (cp < 0x80) {
@@ -35,8 +37,8 @@ int hex_value(char c) {
 
 void ToolReplyStream::emit(std::vector<ToolStreamPiece>& out, ToolStreamPiece::Kind kind,
                            std::string text) {
-  const bool mergeable = kind == ToolStreamPiece::Kind::kText ||
-                         kind == ToolStreamPiece::Kind::kArguments;
+  const bool mergeable =
+      kind == ToolStreamPiece::Kind::kText || kind == ToolStreamPiece::Kind::kArguments;
   if (mergeable && !out.empty() && out.back().kind == kind) {
     out.back().text += text;
     return;
@@ -63,16 +65,28 @@ bool ToolReplyStream::string_char(char c, std::string& into) {
   if (escape_) {
     escape_ = false;
     switch (c) {
-      case 'n': into += '\n'; break;
-      case 't': into += '\t'; break;
-      case 'r': into += '\r'; break;
-      case 'b': into += '\b'; break;
-      case 'f': into += '\f'; break;
+      case 'n':
+        into += '\n';
+        break;
+      case 't':
+        into += '\t';
+        break;
+      case 'r':
+        into += '\r';
+        break;
+      case 'b':
+        into += '\b';
+        break;
+      case 'f':
+        into += '\f';
+        break;
       case 'u':
         hex_left_ = 4;
         hex_ = 0;
         break;
-      default: into += c; break;  // \" \\ \/
+      default:
+        into += c;
+        break;  // \" \\ \/
     }
     return true;
   }

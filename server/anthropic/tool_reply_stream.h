@@ -37,24 +37,24 @@ class ToolReplyStream {
 
  private:
   enum class State {
-    kStart,         // before the opening brace
-    kTopKey,        // expecting the top-level key
-    kTopKeyStr,     // inside it
-    kTopColon,      // after it
-    kResponse,      // expecting the response value
-    kResponseStr,   // inside the response string
-    kResponseRaw,   // inside a non-string response value
-    kCallsArray,    // expecting '['
-    kCallOpen,      // expecting '{' of a call, ',' or ']'
-    kCallKey,       // expecting a key of the call, ',' or '}'
-    kCallKeyStr,    // inside it
-    kCallColon,     // after a call key
-    kCallValue,     // expecting the value of a call key
-    kNameStr,       // inside the name string
-    kArgsRaw,       // inside the arguments value
-    kSkipRaw,       // inside a value of an unknown call key
-    kDone,          // the reply's JSON ended
-    kPlain,         // not the generic shape: everything is held for finish()
+    kStart,        // before the opening brace
+    kTopKey,       // expecting the top-level key
+    kTopKeyStr,    // inside it
+    kTopColon,     // after it
+    kResponse,     // expecting the response value
+    kResponseStr,  // inside the response string
+    kResponseRaw,  // inside a non-string response value
+    kCallsArray,   // expecting '['
+    kCallOpen,     // expecting '{' of a call, ',' or ']'
+    kCallKey,      // expecting a key of the call, ',' or '}'
+    kCallKeyStr,   // inside it
+    kCallColon,    // after a call key
+    kCallValue,    // expecting the value of a call key
+    kNameStr,      // inside the name string
+    kArgsRaw,      // inside the arguments value
+    kSkipRaw,      // inside a value of an unknown call key
+    kDone,         // the reply's JSON ended
+    kPlain,        // not the generic shape: everything is held for finish()
   };
   void step(char c, std::vector<ToolStreamPiece>& out);
   // A JSON string's character (after the opening quote): false at the closing quote. Decoded

@@ -171,8 +171,8 @@ std::string http_route_label(const std::string& method, const std::string& path)
 
 HttpServer::HttpServer(ServerState& state, ServerMetrics& metrics, ChatRenderer chat_renderer)
     : state_(state),
-      ctx_(new HttpContext{state, metrics, ApiKeys(state.options().api_keys),
-                           std::move(chat_renderer), {}}) {
+      ctx_(new HttpContext{
+          state, metrics, ApiKeys(state.options().api_keys), std::move(chat_renderer), {}}) {
   for (const std::string& route : http_routes()) metrics.declare_http(route, 200);
 }
 
@@ -283,7 +283,9 @@ void HttpServer::configure() {
   }
 }
 
-void HttpServer::add_api(HttpApi api) { ctx_->apis.push_back(std::move(api)); }
+void HttpServer::add_api(HttpApi api) {
+  ctx_->apis.push_back(std::move(api));
+}
 
 Status HttpServer::start() {
   const ServerOptions& o = state_.options();

@@ -12,12 +12,12 @@
 
 #include "config/config_cli.h"
 #include "engine/engine.h"
+#include "server/anthropic/anthropic_routes.h"
 #include "server/common/default_sampling.h"
 #include "server/common/heap_release.h"
 #include "server/common/options_from_config.h"
 #include "server/common/server_state.h"
 #include "server/grpc/grpc_server.h"
-#include "server/anthropic/anthropic_routes.h"
 #include "server/http/chat_renderer.h"
 #include "server/http/http_server.h"
 #include "server/kv_events/zmq_kv_publisher.h"

@@ -29,8 +29,8 @@ std::vector<ordered> run(MessageEvents& ev, const std::vector<std::string>& piec
   std::vector<ordered> all;
   for (size_t i = 0; i < pieces.size(); ++i) {
     const bool last = i + 1 == pieces.size();
-    for (auto& e : ev.on_output(out(pieces[i], last ? finish : FinishReason::kNone,
-                                    last ? stop : ""))) {
+    for (auto& e :
+         ev.on_output(out(pieces[i], last ? finish : FinishReason::kNone, last ? stop : ""))) {
       all.push_back(std::move(e));
     }
   }
@@ -57,11 +57,10 @@ std::vector<std::string> chars(const std::string& s) {
 TEST(MessageEvents, TextStreamOrderAndMessage) {
   MessageEvents ev({"msg_1", "m", false, ToolFormat::kGeneric, ReasoningStart::kOff, {}});
   auto events = run(ev, {"Hel", "lo"});
-  EXPECT_EQ(types(events),
-            (std::vector<std::string>{"message_start", "ping", "content_block_start",
-                                      "content_block_delta:text_delta",
-                                      "content_block_delta:text_delta", "content_block_stop",
-                                      "message_delta", "message_stop"}));
+  EXPECT_EQ(types(events), (std::vector<std::string>{
+                               "message_start", "ping", "content_block_start",
+                               "content_block_delta:text_delta", "content_block_delta:text_delta",
+                               "content_block_stop", "message_delta", "message_stop"}));
   EXPECT_EQ(events[0]["message"]["content"], ordered::array());
   EXPECT_TRUE(events[0]["message"]["stop_reason"].is_null());
   EXPECT_EQ(events[6]["delta"]["stop_reason"], "end_turn");
@@ -161,7 +160,9 @@ TEST(MessageEvents, ErrorEventAfterStart) {
   ev.on_output(out("partial"));
   auto tail = ev.finish({StatusCode::kInternal, "engine failed"});
   ASSERT_EQ(tail.size(), 1u);
-  EXPECT_EQ(tail[0], ordered::parse(R"({"type":"error","error":{"type":"api_error","message":"engine failed"}})"));
+  EXPECT_EQ(
+      tail[0],
+      ordered::parse(R"({"type":"error","error":{"type":"api_error","message":"engine failed"}})"));
   EXPECT_EQ(message_id("req-1").size(), 28u);
   EXPECT_NE(message_id("req-1"), message_id("req-2"));
 }

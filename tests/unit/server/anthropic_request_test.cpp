@@ -56,7 +56,8 @@ TEST(MessagesRequest, BillingLineIsStrippedFromSystemText) {
                 {"type":"text","text":"You are an agent."}],
       "messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(t.chat_body["messages"][0]["content"], "You are an agent.");
-  EXPECT_EQ(strip_volatile_lines("a\nx-anthropic-billing-header: 1\nb\n", {"x-anthropic-billing-header:"}),
+  EXPECT_EQ(strip_volatile_lines("a\nx-anthropic-billing-header: 1\nb\n",
+                                 {"x-anthropic-billing-header:"}),
             "a\nb\n");
   EXPECT_EQ(strip_volatile_lines("keep\n", {}), "keep\n");
   EXPECT_EQ(strip_volatile_lines("keep", {""}), "keep");
@@ -107,13 +108,15 @@ TEST(MessagesRequest, ToolChoiceAndThinkingMapping) {
           "tools":[{"name":"f","input_schema":{"type":"object"}}],)";
   EXPECT_EQ(translate(head + R"("tool_choice":{"type":"auto"}})").chat_body["tool_choice"], "auto");
   EXPECT_EQ(translate(head + R"("tool_choice":{"type":"none"}})").chat_body["tool_choice"], "none");
-  EXPECT_EQ(translate(head + R"("tool_choice":{"type":"tool","name":"f"}})").chat_body["tool_choice"],
-            ordered::parse(R"({"type":"function","function":{"name":"f"}})"));
+  EXPECT_EQ(
+      translate(head + R"("tool_choice":{"type":"tool","name":"f"}})").chat_body["tool_choice"],
+      ordered::parse(R"({"type":"function","function":{"name":"f"}})"));
   EXPECT_EQ(translate(head + R"("thinking":{"type":"enabled","budget_tokens":1024}})")
                 .chat_body["chat_template_kwargs"],
             ordered::parse(R"({"enable_thinking":true})"));
-  EXPECT_EQ(translate(head + R"("thinking":{"type":"disabled"}})").chat_body["chat_template_kwargs"],
-            ordered::parse(R"({"enable_thinking":false})"));
+  EXPECT_EQ(
+      translate(head + R"("thinking":{"type":"disabled"}})").chat_body["chat_template_kwargs"],
+      ordered::parse(R"({"enable_thinking":false})"));
   EXPECT_FALSE(translate(head + R"("thinking":{"type":"adaptive","display":"omitted"}})")
                    .chat_body.contains("chat_template_kwargs"));
   EXPECT_EQ(error_of(head + R"("thinking":{"type":"enabled"}})"),
@@ -160,9 +163,10 @@ TEST(MessagesRequest, ChatErrorsAreRenamedAndMapToAnthropicTypes) {
   const AnthropicError e = anthropic_error(http_error_from_status(r.status()));
   EXPECT_EQ(e.status, 400);
   EXPECT_EQ(e.type, "invalid_request_error");
-  EXPECT_EQ(anthropic_error_json(e),
-            ordered::parse(R"({"type":"error","error":{"type":"invalid_request_error","message":")" +
-                           e.message + "\"}}"));
+  EXPECT_EQ(
+      anthropic_error_json(e),
+      ordered::parse(R"({"type":"error","error":{"type":"invalid_request_error","message":")" +
+                     e.message + "\"}}"));
   EXPECT_EQ(anthropic_error(unauthorized_error()).type, "authentication_error");
   EXPECT_EQ(anthropic_error(not_found_error("x")).type, "not_found_error");
   EXPECT_EQ(anthropic_error(payload_too_large_error(10)).type, "request_too_large");
