@@ -110,6 +110,7 @@ def test_claude_code_session_with_tool_round_trip(claude_code_daemon):
     s = run_session(claude_code_daemon.url(""), CC_MODEL, FIRST, d)
     assert s["returncode"] == 0, s["stderr"][-3000:] + s["stdout"][-3000:]
     assert s["result"] and s["result"]["subtype"] == "success", s["result"]
+    assert not s["result"].get("is_error"), s["result"]
     calls = [b for t in s["turns"] for b in t["blocks"] if b.get("type") == "tool_use"]
     assert calls and calls[0]["name"] == "Read"
     assert Path(d / calls[0]["input"]["file_path"]).resolve() == (d / "notes.txt").resolve()

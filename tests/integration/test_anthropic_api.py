@@ -118,6 +118,16 @@ def test_create_text_equals_chat_completions(claude, client, model_id):
     assert u.input_tokens + u.cache_read_input_tokens == ref.usage.prompt_tokens
     assert u.output_tokens == ref.usage.completion_tokens
     assert u.cache_creation_input_tokens == 0
+    # Asked again, the prompt's full blocks come from the prefix cache (chat's cached_tokens),
+    # and input_tokens are only the rest.
+    again = claude.messages.create(model=model_id, max_tokens=24, **GREEDY,
+                                   system="You are terse.",
+                                   messages=[{"role": "user", "content": "Name three colors."}])
+    ref2 = chat(client, model_id, [{"role": "system", "content": "You are terse."},
+                                   {"role": "user", "content": "Name three colors."}], 24)
+    cached = ref2.usage.prompt_tokens_details.cached_tokens
+    assert again.usage.cache_read_input_tokens == cached > 0
+    assert again.usage.input_tokens == ref2.usage.prompt_tokens - cached
 
 
 def test_stream_text_events(claude, daemon, model_id):

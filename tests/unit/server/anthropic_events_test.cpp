@@ -95,6 +95,7 @@ TEST(MessageEvents, ToolCallsStreamTheirArgumentsAsGenerated) {
   MessageEvents ev({"msg_1", "m", true, ToolFormat::kGeneric, ReasoningStart::kOff, {}});
   auto events = run(ev, chars(reply));
   std::vector<std::string> args(2);
+  std::vector<int> deltas(2);
   int blocks = -1;
   for (const auto& e : events) {
     if (e["type"] == "content_block_start") {
@@ -106,9 +107,12 @@ TEST(MessageEvents, ToolCallsStreamTheirArgumentsAsGenerated) {
     if (e["type"] == "content_block_delta") {
       EXPECT_EQ(e["delta"]["type"], "input_json_delta");
       args[static_cast<size_t>(blocks)] += e["delta"]["partial_json"].get<std::string>();
+      ++deltas[static_cast<size_t>(blocks)];
     }
   }
   ASSERT_EQ(blocks, 1);
+  // Fed a character at a time, the arguments come a piece at a time, not whole at the end.
+  EXPECT_GT(deltas[0], 10);
   EXPECT_EQ(ordered::parse(args[0]), oracle["tool_calls"][0]["arguments"]);
   EXPECT_EQ(ordered::parse(args[1]), oracle["tool_calls"][1]["arguments"]);
   const ordered m = ev.message();
