@@ -40,7 +40,8 @@ json anthropic_usage(const Usage& u) {
           {"output_tokens", u.completion_tokens}};
 }
 
-MessageEvents::MessageEvents(MessageContext ctx) : ctx_(std::move(ctx)) {
+MessageEvents::MessageEvents(MessageContext ctx)
+    : ctx_(std::move(ctx)), tool_stream_(ctx_.tool_format == ToolFormat::kHermes) {
   if (ctx_.reasoning != ReasoningStart::kOff) splitter_.emplace(ctx_.reasoning);
 }
 
@@ -147,13 +148,16 @@ void MessageEvents::tool_pieces(std::vector<json>& ev, const std::vector<ToolStr
 
 void MessageEvents::content(std::vector<json>& ev, const std::string& piece) {
   if (!ctx_.tools) return text(ev, piece);
-  if (ctx_.tool_format == ToolFormat::kGeneric) return tool_pieces(ev, tool_stream_.feed(piece));
+  if (ctx_.tool_format == ToolFormat::kGeneric || ctx_.tool_format == ToolFormat::kHermes) {
+    return tool_pieces(ev, tool_stream_.feed(piece));
+  }
   held_ += piece;
 }
 
 void MessageEvents::end_reply(std::vector<json>& ev, const StepOutput& out) {
   bool called = false;
-  if (ctx_.tools && ctx_.tool_format == ToolFormat::kGeneric) {
+  if (ctx_.tools &&
+      (ctx_.tool_format == ToolFormat::kGeneric || ctx_.tool_format == ToolFormat::kHermes)) {
     std::string unparsed;
     tool_pieces(ev, tool_stream_.finish(&unparsed));
     text(ev, unparsed);

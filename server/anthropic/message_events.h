@@ -5,9 +5,9 @@
 //     thinking  (a reasoning parser's block)   thinking_delta
 //     text      (the reply)                     text_delta
 //     tool_use  (a tool call)                   input_json_delta: the arguments' JSON text as it
-//                                               is generated (the generic tool format, read by
-//                                               ToolReplyStream; other formats: the whole
-//                                               arguments once the reply ended)
+//                                               is generated (the generic and Hermes tool
+//                                               formats, read by ToolReplyStream; Mistral's:
+//                                               the whole arguments once the reply ended)
 //   message_delta (stop_reason, stop_sequence, usage), message_stop;
 //   or, when generation failed after the stream began, an `error` event.
 // stop_reason: end_turn, max_tokens, stop_sequence (with the string in stop_sequence), tool_use.

@@ -8,6 +8,13 @@ bool is_ws(char c) {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
 }
 
+constexpr std::string_view kOpenTag = "<tool_call>";
+constexpr std::string_view kCloseTag = "</tool_call>";
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 void append_utf8(uint32_t cp, std::string& out) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);
@@ -147,9 +154,66 @@ void ToolReplyStream::end_call(std::vector<ToolStreamPiece>& out) {
   call_open_ = false;
 }
 
+// Text of the tagged mode, trimmed at its ends: whitespace is held until more text follows.
+void ToolReplyStream::text_out(std::vector<ToolStreamPiece>& out, const std::string& text) {
+  for (char c : text) {
+    if (is_ws(c)) {
+      if (text_given_) ws_held_ += c;
+      continue;
+    }
+    std::string piece = std::move(ws_held_);
+    ws_held_.clear();
+    piece += c;
+    emit(out, ToolStreamPiece::Kind::kText, std::move(piece));
+    text_given_ = true;
+  }
+}
+
+void ToolReplyStream::tag_text(char c, std::vector<ToolStreamPiece>& out) {
+  pending_ += c;
+  if (pending_ == kOpenTag) {
+    pending_.clear();
+    block_ = std::string(kOpenTag);
+    state_ = State::kCallOpen;
+    return;
+  }
+  // Text until what is held could still become the tag.
+  size_t keep = 0;
+  while (keep < pending_.size() &&
+         kOpenTag.substr(0, pending_.size() - keep) != std::string_view(pending_).substr(keep)) {
+    ++keep;
+  }
+  text_out(out, pending_.substr(0, keep));
+  pending_.erase(0, keep);
+}
+
 void ToolReplyStream::step(char c, std::vector<ToolStreamPiece>& out) {
   using K = ToolStreamPiece::Kind;
+  if (tagged_ && state_ != State::kTagText) block_ += c;
   switch (state_) {
+    case State::kTagText:
+      tag_text(c, out);
+      return;
+    case State::kTagClose:
+      if (is_ws(c) && pending_.empty()) return;
+      pending_ += c;
+      if (pending_ == kCloseTag) {
+        pending_.clear();
+        state_ = State::kTagText;
+      } else if (kCloseTag.substr(0, pending_.size()) != pending_) {
+        std::string rest = std::move(pending_);  // no closing tag: text again
+        pending_.clear();
+        state_ = State::kTagText;
+        for (char r : rest) tag_text(r, out);
+      }
+      return;
+    case State::kTagBad:
+      if (ends_with(block_, kCloseTag)) {
+        text_out(out, block_);
+        block_.clear();
+        state_ = State::kTagText;
+      }
+      return;
     case State::kStart:
       if (is_ws(c)) return;
       state_ = c == '{' ? State::kTopKey : State::kPlain;
@@ -216,7 +280,7 @@ void ToolReplyStream::step(char c, std::vector<ToolStreamPiece>& out) {
         call_open_ = false;
         state_ = State::kCallKey;
       } else {
-        state_ = State::kDone;  // ']'
+        state_ = tagged_ ? State::kTagBad : State::kDone;  // ']' ends the generic list
       }
       return;
     case State::kCallKey:
@@ -224,9 +288,11 @@ void ToolReplyStream::step(char c, std::vector<ToolStreamPiece>& out) {
       if (c == '"') {
         key_.clear();
         state_ = State::kCallKeyStr;
-      } else {  // '}'
+      } else if (c == '}' && tagged_ && !name_done_) {
+        state_ = State::kTagBad;  // an object without a name: no call
+      } else {                    // '}'
         end_call(out);
-        state_ = State::kCallOpen;
+        state_ = tagged_ ? State::kTagClose : State::kCallOpen;
       }
       return;
     case State::kCallKeyStr:
@@ -286,6 +352,11 @@ std::vector<ToolStreamPiece> ToolReplyStream::feed(std::string_view text) {
 
 std::vector<ToolStreamPiece> ToolReplyStream::finish(std::string* unparsed) {
   std::vector<ToolStreamPiece> out;
+  if (tagged_) {
+    // A tag or block cut short is dropped, as is whitespace at the text's end.
+    end_call(out);
+    return out;
+  }
   if (state_ == State::kPlain || state_ == State::kStart) {
     if (unparsed) *unparsed = all_;
     return out;

@@ -6,10 +6,17 @@
 //                                                  -> per call: its start (with the name) once the
 //                                                     name is complete, its arguments' JSON text
 //                                                     piece by piece, its end
+// and, in the tagged mode (the Hermes format), a reply of free text with calls in tags:
+//   text <tool_call>{"name": "<n>", "arguments": {...}}</tool_call> ...
+//                                                  -> the text (trimmed at its ends, as
+//                                                     parse_tool_reply trims it), and each
+//                                                     block's call as above; a block whose JSON
+//                                                     is no call object is given as text, and a
+//                                                     block or tag cut short is dropped
 // A resumable scanner, one character at a time, so the work is linear in the reply. Arguments
 // that come before the name (the grammar writes the name first) are held until the name is
-// known. Text that is not in this shape (no tools, or cut short before the first key) comes out
-// through finish() for the caller to read as plain text.
+// known. Generic text that is not in this shape (no tools, or cut short before the first key)
+// comes out through finish() for the caller to read as plain text.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +34,9 @@ struct ToolStreamPiece {
 
 class ToolReplyStream {
  public:
+  explicit ToolReplyStream(bool tagged = false)
+      : tagged_(tagged), state_(tagged ? State::kTagText : State::kStart) {}
+
   // Pieces of the same kind in a row (text, one call's arguments) are merged.
   std::vector<ToolStreamPiece> feed(std::string_view text);
   // The reply ended: a call still open is ended; `unparsed` gets the reply when it never took
@@ -53,6 +63,9 @@ class ToolReplyStream {
     kNameStr,      // inside the name string
     kArgsRaw,      // inside the arguments value
     kSkipRaw,      // inside a value of an unknown call key
+    kTagText,      // tagged: free text, watching for <tool_call>
+    kTagClose,     // tagged: after a call object, expecting </tool_call>
+    kTagBad,       // tagged: a block that is no call object, up to </tool_call>
     kDone,         // the reply's JSON ended
     kPlain,        // not the generic shape: everything is held for finish()
   };
@@ -67,9 +80,17 @@ class ToolReplyStream {
   void emit(std::vector<ToolStreamPiece>& out, ToolStreamPiece::Kind kind, std::string text);
   void start_raw();
   void end_call(std::vector<ToolStreamPiece>& out);
+  void tag_text(char c, std::vector<ToolStreamPiece>& out);
+  void text_out(std::vector<ToolStreamPiece>& out, const std::string& text);
+
+  bool tagged_ = false;
 
   State state_ = State::kStart;
-  std::string all_;  // the whole reply so far
+  std::string pending_;  // tagged: text that may be the start of a tag
+  std::string ws_held_;  // tagged: whitespace not yet known to be inside the text
+  bool text_given_ = false;
+  std::string block_;  // tagged: the current block's raw text, from its opening tag
+  std::string all_;    // the whole reply so far
   std::string key_;
   std::string name_;
   std::string held_args_;  // arguments before the name

@@ -373,3 +373,39 @@ def test_thinking_stream(think):
     assert off > on  # disabled: the template writes the closed, empty block
     quiet = claude.messages.create(**sdk({**body, "thinking": {"type": "disabled"}}))
     assert [b.type for b in quiet.content] == ["text"]
+
+
+@pytest.fixture(scope="module")
+def hermes():
+    """Qwen3's real template: tools in the Hermes format (<tool_call> blocks)."""
+    why = serve_available()
+    if why:
+        pytest.skip(why)
+    from conftest import Daemon, ROOT
+    tmpl = ROOT / "tests" / "fixtures" / "chat" / "templates" / "qwen3.jinja"
+    d = Daemon(["--server.served-model-name", "m", "--chat-template", str(tmpl)]).wait_ready()
+    yield d
+    d.stop()
+
+
+def test_hermes_tool_arguments_stream_as_generated(hermes):
+    import openai
+    body = {"model": "m", "max_tokens": 80, "temperature": 0, "tools": [WEATHER],
+            "tool_choice": {"type": "tool", "name": "get_weather"}, "messages": QUESTION}
+    events = raw_events(hermes, body)
+    check_sequence(events)
+    starts = [d for n, d in events if n == "content_block_start"]
+    assert starts and all(s["content_block"]["type"] == "tool_use" for s in starts)
+    args = []
+    for s in starts:
+        pieces = [d["delta"]["partial_json"] for n, d in events
+                  if n == "content_block_delta" and d["index"] == s["index"]]
+        assert len(pieces) > 1
+        args.append(json.loads("".join(pieces)))
+    ref = openai.OpenAI(base_url=hermes.url("/v1"), api_key="unused").chat.completions.create(
+        model="m", messages=QUESTION, temperature=0, max_tokens=80, tools=[CHAT_WEATHER],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    calls = ref.choices[0].message.tool_calls
+    assert [s["content_block"]["name"] for s in starts] == [c.function.name for c in calls]
+    assert args == [json.loads(c.function.arguments) for c in calls]
+    assert events[-2][1]["delta"]["stop_reason"] == "tool_use"

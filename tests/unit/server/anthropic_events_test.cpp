@@ -5,6 +5,7 @@
 
 #include "server/anthropic/message_events.h"
 #include "server/anthropic/tool_reply_stream.h"
+#include "server/common/tool_calls.h"
 
 namespace llmserve {
 namespace {
@@ -144,6 +145,48 @@ TEST(ToolReplyStream, ReplySchemaValueAndPlainText) {
   std::string unparsed;
   EXPECT_TRUE(plain.finish(&unparsed).empty());
   EXPECT_EQ(unparsed, "just words");
+}
+
+// A Hermes reply (text, then calls in <tool_call> tags) fed a character at a time gives the
+// blocks the chat path's parser (parse_tool_reply) reads from the whole text.
+void expect_hermes_like_chat(const std::string& reply) {
+  MessageEvents ev({"msg_1", "m", true, ToolFormat::kHermes, ReasoningStart::kOff, {}});
+  auto events = run(ev, chars(reply));
+  const ToolReply oracle = parse_tool_reply(reply, 0, ToolFormat::kHermes);
+  const ordered content = ev.message()["content"];
+  size_t k = 0;
+  if (!oracle.content.empty()) {
+    ASSERT_GT(content.size(), 0u) << reply;
+    EXPECT_EQ(content[0]["type"], "text") << reply;
+    EXPECT_EQ(content[0]["text"], oracle.content) << reply;
+    k = 1;
+  }
+  ASSERT_EQ(content.size(), k + oracle.calls.size()) << reply << "\n" << content.dump();
+  for (const ToolCall& c : oracle.calls) {
+    EXPECT_EQ(content[k]["name"], c.name);
+    EXPECT_EQ(content[k]["input"], ordered::parse(c.arguments));
+    ++k;
+  }
+  EXPECT_EQ(ev.message()["stop_reason"], oracle.is_call() ? "tool_use" : "end_turn");
+  if (oracle.is_call()) {
+    int deltas = 0;
+    for (const auto& e : events) {
+      if (e["type"] == "content_block_delta" && e["delta"]["type"] == "input_json_delta") ++deltas;
+    }
+    EXPECT_GT(deltas, 3) << reply;  // streamed as generated
+  }
+}
+
+TEST(MessageEvents, HermesCallsStreamFromTheirTags) {
+  expect_hermes_like_chat(
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+      "\"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {\"x\": [1, "
+      "2]}}\n</tool_call>\n");
+  expect_hermes_like_chat(
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"a < b\"}}\n</tool_call>");
+  expect_hermes_like_chat("Just an answer with a < sign and <tool text.");
+  expect_hermes_like_chat("Before <tool_call>not json</tool_call> after");
+  expect_hermes_like_chat("Cut short <tool_ca");
 }
 
 TEST(MessageEvents, ThinkingThenText) {
