@@ -97,10 +97,16 @@ FIRST = "Read the file notes.txt and tell me the secret word."
 SECOND = "Please read notes.txt and tell me the secret word."
 
 
+_reported = []
+
+
 def report(name, turns):
+    """Appends to build/test-logs/claude_code_prefix_cache.txt (new each test session)."""
     path = ROOT / "build" / "test-logs" / "claude_code_prefix_cache.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
+    mode = "a" if _reported else "w"
+    _reported.append(name)
+    with open(path, mode) as f:
         f.write(f"--- {name}\n{describe(turns)}\nhit rate {hit_rate(turns):.3f}\n")
     print(f"{name}: prefix-cache hit rate {hit_rate(turns):.3f}\n{describe(turns)}")
 
