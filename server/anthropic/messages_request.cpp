@@ -309,6 +309,13 @@ Result<MessagesTranslation> translate_messages_request(std::string_view body_tex
   for (size_t i = 0; i < in.size(); ++i) {
     LLMSERVE_RETURN_IF_ERROR(add_message(in[i], i, messages, t.message_source, options));
   }
+  // A last assistant turn is a prefill: the reply continues its text (chat's
+  // continue_final_message), as Anthropic continues it.
+  const json& last = messages.back();
+  if (last["role"] == "assistant" && !last.contains("tool_calls") && last["content"] != "") {
+    chat["continue_final_message"] = true;
+    chat["add_generation_prompt"] = false;
+  }
   chat["messages"] = std::move(messages);
   if (given(body, "tools")) LLMSERVE_RETURN_IF_ERROR(add_tools(body["tools"], chat, t.tool_source));
   if (given(body, "tool_choice")) {

@@ -24,6 +24,7 @@
 //                                        -> chat_template_kwargs.enable_thinking true / false /
 //                                           the template's default; the reasoning parser splits
 //                                           the reply's block into thinking blocks
+//   a last assistant message (a prefill)  -> continued: chat's continue_final_message
 //   stop_sequences -> stop; max_tokens, temperature, top_p, top_k, model as they are
 // metadata, cache_control, service_tier, context_management, output_config and other fields
 // are accepted and ignored, as Anthropic accepts them.

@@ -218,6 +218,18 @@ def test_tool_loop_with_tool_result(claude, client, model_id):
         ref.usage.prompt_tokens
 
 
+def test_assistant_prefill_is_continued(claude, client, model_id):
+    convo = [{"role": "user", "content": "What is the capital of France?"},
+             {"role": "assistant", "content": "The capital of France is"}]
+    msg = claude.messages.create(model=model_id, max_tokens=12, **GREEDY, messages=convo)
+    ref = client.chat.completions.create(model=model_id, messages=convo, temperature=0,
+                                         max_tokens=12,
+                                         extra_body={"continue_final_message": True,
+                                                     "add_generation_prompt": False})
+    assert msg.content[0].text == ref.choices[0].message.content
+    assert msg.usage.input_tokens + msg.usage.cache_read_input_tokens == ref.usage.prompt_tokens
+
+
 def test_count_tokens_uses_the_generation_template(claude, client, model_id):
     for kw, chat_kw in (({}, {}), ({"tools": [WEATHER]}, {"tools": [CHAT_WEATHER]})):
         n = claude.messages.count_tokens(model=model_id, system="Be brief.", messages=QUESTION,

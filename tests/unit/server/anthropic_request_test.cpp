@@ -181,6 +181,20 @@ TEST(MessagesRequest, ChatErrorsAreRenamedAndMapToAnthropicTypes) {
   EXPECT_EQ(draining.type, "overloaded_error");
 }
 
+TEST(MessagesRequest, LastAssistantTurnIsContinued) {
+  static testing::FakeTokenizer tok;
+  auto a = parse_messages_request(
+      R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"Capital of France?"},
+          {"role":"assistant","content":"The capital is"}]})",
+      tok, ChatRenderer(testing::chatml), limits(), MessagesOptions{});
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  EXPECT_EQ(
+      a->prompt_texts[0],
+      "<|im_start|>user\nCapital of France?<|im_end|>\n<|im_start|>assistant\nThe capital is");
+  auto b = translate(R"({"model":"m","max_tokens":5,"messages":[{"role":"user","content":"q"}]})");
+  EXPECT_FALSE(b.chat_body.contains("continue_final_message"));
+}
+
 TEST(MessagesRequest, RendersLikeTheEquivalentChatBody) {
   static testing::FakeTokenizer tok;
   auto a = parse_messages_request(
