@@ -63,6 +63,8 @@ struct ServerSection {
   std::string reasoning_parser = "auto";        // auto | none | deepseek_r1 | qwen3
   // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
   int64_t max_prompt_logprob_entries = 1 << 20;
+  // /v1/messages: system-prompt lines starting with one of these are dropped (prefix caching).
+  std::vector<std::string> anthropic_strip_system_lines = {"x-anthropic-billing-header:"};
 };
 
 struct ModelSection {

@@ -41,6 +41,13 @@ std::vector<ConfigKey> build_table() {
                          "TLS private key (PEM); set together with tls_cert_file."));
   t.push_back(list_key("server", "cors_allow_origins", &C::server, &SS::cors_allow_origins,
                        "Origins allowed by CORS (\"*\" = any). Empty = CORS off."));
+  t.push_back(list_key("server", "anthropic_strip_system_lines", &C::server,
+                       &SS::anthropic_strip_system_lines,
+                       "/v1/messages: system-prompt lines that start with one of these are "
+                       "dropped before the template renders. Claude Code's first system line "
+                       "(x-anthropic-billing-header: ...) differs from conversation to "
+                       "conversation and, rendered first, would keep them from sharing the "
+                       "cached system prompt and tools; [] keeps every line."));
   t.push_back(size_key("server", "max_body_bytes", &C::server, &SS::max_body_bytes, KiB, GiB,
                        "Largest request body, bytes (units allowed); larger bodies get 413."));
   t.push_back(int_key("server", "max_json_depth", &C::server, &SS::max_json_depth, 16, 10000,

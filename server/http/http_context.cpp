@@ -22,6 +22,29 @@ RequestLimits HttpContext::limits() const {
   return l;
 }
 
+const HttpApi* HttpContext::api_for(const std::string& path) const {
+  for (const HttpApi& a : apis) {
+    if (a.owns(path)) return &a;
+  }
+  return nullptr;
+}
+
+void HttpContext::send_error_for(const std::string& path, httplib::Response& res,
+                                 const HttpError& e) const {
+  const HttpApi* api = api_for(path);
+  if (api != nullptr && api->send_error) return api->send_error(res, e);
+  send_error(res, e);
+}
+
+bool HttpContext::authorized(const httplib::Request& req) const {
+  if (keys.authorize(req.get_header_value("Authorization"))) return true;
+  const HttpApi* api = api_for(req.path);
+  if (api == nullptr || api->api_key_header.empty() || !req.has_header(api->api_key_header)) {
+    return false;
+  }
+  return keys.authorize("Bearer " + req.get_header_value(api->api_key_header));
+}
+
 void send_json(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(json_fields::dump(body), "application/json");

@@ -12,6 +12,7 @@
 #include "server/common/request_limits.h"
 #include "server/common/server_state.h"
 #include "server/http/chat_request.h"
+#include "server/http/http_api.h"
 #include "server/http/http_error.h"
 #include "server/metrics/server_metrics.h"
 
@@ -22,8 +23,15 @@ struct HttpContext {
   ServerMetrics& metrics;
   ApiKeys keys;
   ChatRenderer chat_renderer;
+  std::vector<HttpApi> apis;  // served beside the OpenAI routes (http_api.h)
 
   RequestLimits limits() const;
+  // The API that owns `path`, or null (OpenAI's routes and shapes).
+  const HttpApi* api_for(const std::string& path) const;
+  // An error in the shape of the API that owns `path`.
+  void send_error_for(const std::string& path, httplib::Response& res, const HttpError& e) const;
+  // Authorization: Bearer <key>, or the owning API's own key header.
+  bool authorized(const httplib::Request& req) const;
 };
 
 void send_json(httplib::Response& res, int status, const nlohmann::json& body);

@@ -152,7 +152,9 @@ const std::vector<std::string>& http_routes() {
                                                   "/v1/chat/completions/render",
                                                   "/tokenizer_info",
                                                   "/reset_prefix_cache",
-                                                  "/v1/responses"};
+                                                  "/v1/responses",
+                                                  "/v1/messages",
+                                                  "/v1/messages/count_tokens"};
   return routes;
 }
 
@@ -169,8 +171,8 @@ std::string http_route_label(const std::string& method, const std::string& path)
 
 HttpServer::HttpServer(ServerState& state, ServerMetrics& metrics, ChatRenderer chat_renderer)
     : state_(state),
-      ctx_(new HttpContext{state, metrics, ApiKeys(state.options().api_keys),
-                           std::move(chat_renderer)}) {
+      ctx_(new HttpContext{
+          state, metrics, ApiKeys(state.options().api_keys), std::move(chat_renderer), {}}) {
   for (const std::string& route : http_routes()) metrics.declare_http(route, 200);
 }
 
@@ -207,7 +209,8 @@ void HttpServer::configure() {
         if (req.method == "OPTIONS") {
           res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
           res.set_header("Access-Control-Allow-Headers",
-                         "Authorization, Content-Type, X-Request-Id, X-Request-Timeout");
+                         "Authorization, Content-Type, X-Request-Id, X-Request-Timeout, "
+                         "x-api-key, anthropic-version, anthropic-beta");
           res.set_header("Access-Control-Max-Age", "600");
           res.status = 204;
           return httplib::Server::HandlerResponse::Handled;
@@ -216,14 +219,16 @@ void HttpServer::configure() {
     }
     const bool needs_key =
         !is_public_path(req.path) && !(req.path == "/metrics" && !opt.metrics_require_auth);
-    if (needs_key && !ctx.keys.authorize(req.get_header_value("Authorization"))) {
-      send_error(res, unauthorized_error());
+    if (needs_key && !ctx.authorized(req)) {
+      ctx.send_error_for(req.path, res, unauthorized_error());
       return httplib::Server::HandlerResponse::Handled;
     }
     const bool needs_engine =
         !is_public_path(req.path) && req.path != "/metrics" && req.path != "/version";
     if (needs_engine && ctx.state.engine() == nullptr) {
-      send_status_error(res, unavailable("the model is not loaded yet"), opt.retry_after_seconds);
+      ctx.send_error_for(req.path, res,
+                         http_error_from_status(unavailable("the model is not loaded yet"),
+                                                opt.retry_after_seconds));
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -233,17 +238,20 @@ void HttpServer::configure() {
                                                                   httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
     if (res.status == 413) {
-      send_error(res, payload_too_large_error(ctx.state.options().max_body_bytes));
+      ctx.send_error_for(req.path, res,
+                         payload_too_large_error(ctx.state.options().max_body_bytes));
     } else if (res.status == 404) {
-      send_error(res, not_found_error("no route for " + req.method + " " + req.path));
+      ctx.send_error_for(req.path, res,
+                         not_found_error("no route for " + req.method + " " + req.path));
     } else if (res.status == 405) {
-      send_error(res, HttpError{405, "method not allowed", "invalid_request_error", "", "", 0});
+      ctx.send_error_for(req.path, res,
+                         HttpError{405, "method not allowed", "invalid_request_error", "", "", 0});
     } else {
       HttpError e{
           res.status, "HTTP error " + std::to_string(res.status), "invalid_request_error", "", "",
           0};
       if (res.status >= 500) e.type = "server_error";
-      send_error(res, e);
+      ctx.send_error_for(req.path, res, e);
     }
     return httplib::Server::HandlerResponse::Handled;
   }));
@@ -270,6 +278,13 @@ void HttpServer::configure() {
   register_info_routes(s, ctx);
   register_render_routes(s, ctx);
   register_cache_routes(s, ctx);
+  for (const HttpApi& api : ctx.apis) {
+    if (api.add_routes) api.add_routes(s, ctx);
+  }
+}
+
+void HttpServer::add_api(HttpApi api) {
+  ctx_->apis.push_back(std::move(api));
 }
 
 Status HttpServer::start() {

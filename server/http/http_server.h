@@ -16,6 +16,7 @@
 #include "engine/core/status.h"
 #include "server/common/server_state.h"
 #include "server/http/chat_request.h"
+#include "server/http/http_api.h"
 #include "server/metrics/server_metrics.h"
 
 struct ssl_ctx_st;
@@ -33,6 +34,9 @@ class HttpServer {
   // `state` and `metrics` must outlive the server. `chat_renderer` may be empty.
   HttpServer(ServerState& state, ServerMetrics& metrics, ChatRenderer chat_renderer);
   ~HttpServer();
+
+  // Serves another API beside the OpenAI routes (before start()).
+  void add_api(HttpApi api);
 
   // Binds host:port (port 0 = any free port) and starts serving. TLS when options say so.
   Status start();

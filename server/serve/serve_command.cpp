@@ -12,6 +12,7 @@
 
 #include "config/config_cli.h"
 #include "engine/engine.h"
+#include "server/anthropic/anthropic_routes.h"
 #include "server/common/default_sampling.h"
 #include "server/common/heap_release.h"
 #include "server/common/options_from_config.h"
@@ -145,6 +146,9 @@ int serve(const ConfigFlags& flags) {
                  reasoning_parser_name(renderer.reasoning), config->server.reasoning_parser);
   }
   HttpServer http(state, metrics, std::move(renderer));
+  MessagesOptions messages_options;
+  messages_options.strip_system_lines = config->server.anthropic_strip_system_lines;
+  http.add_api(anthropic_api(std::move(messages_options)));
   GrpcServer grpc(state, metrics);
   if (Status st = http.start(); !st.is_ok()) {
     spdlog::error("{}", st.message());

@@ -476,8 +476,40 @@ def bounded_json_seeds():
     seed("syntax_error_quotes_a_key", 8, 64, '{"f"" [[[(server.max_json_depth)')
 
 
+def messages_request_seeds():
+    """/v1/messages bodies; the same target also streams each seed as a model reply, so reply
+    shapes (generic tool JSON, Hermes tags) are seeds too."""
+    seeds = {
+        "good_text": {"model": "fuzz-model", "max_tokens": 8, "system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=1.2.3.abc;"},
+            {"type": "text", "text": "Be brief."}], "messages": [{"role": "user", "content": "hi"}]},
+        "good_tools": {"model": "fuzz-model", "max_tokens": 8, "tools": [
+            {"name": "f", "input_schema": {"type": "object", "properties": {"a": {"type": "string"}}}}],
+            "tool_choice": {"type": "any", "disable_parallel_tool_use": True}, "messages": [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "t", "signature": ""},
+                    {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": "b"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": [{"type": "text", "text": "r"}], "is_error": True},
+                    {"type": "text", "text": "ok"}]}],
+            "thinking": {"type": "enabled", "budget_tokens": 1024}, "stop_sequences": ["END"]},
+        "image_block": {"model": "fuzz-model", "max_tokens": 8, "messages": [
+            {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "data": ""}}]}]},
+    }
+    for name, body in seeds.items():
+        write("messages_request", name, json.dumps(body))
+    write("messages_request", "reply_generic",
+          '{"tool_calls": [{"name": "f", "arguments": {"a": "\\u00e9\\ud83d\\ude00\\"}"}}]}')
+    write("messages_request", "reply_hermes", 'Text <tool_call>\n{"name": "f", "arguments": {"a": 1}}'
+          '\n</tool_call>\n<tool_call>bad</tool_call> <tool_ca')
+    write("messages_request", "reply_response", '{"response": {"x": [1, "}"]}}')
+
+
 def main():
     bounded_json_seeds()
+    messages_request_seeds()
     gguf_seeds()
     safetensors_seeds()
     tokenizer_seeds()

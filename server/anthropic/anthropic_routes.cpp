@@ -1,0 +1,244 @@
+#include "server/anthropic/anthropic_routes.h"
+
+#include <chrono>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "server/anthropic/anthropic_error.h"
+#include "server/anthropic/message_events.h"
+#include "server/common/generation_job.h"
+#include "server/common/request_grammar.h"
+#include "server/http/http_connection.h"
+#include "server/http/http_context.h"
+#include "server/http/sse.h"
+
+namespace llmserve {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr auto kPingInterval = std::chrono::seconds(5);
+
+void fail(httplib::Response& res, const Status& s, int retry) {
+  send_anthropic_error(res, http_error_from_status(s, retry));
+}
+
+void send_message_json(httplib::Response& res, const json& body) {
+  res.status = 200;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+struct StreamState {
+  std::unique_ptr<ServerState::Slot> slot;
+  std::unique_ptr<GenerationJob> job;
+  std::unique_ptr<ActiveRequests::Registration> registration;
+  std::unique_ptr<MessageEvents> events;
+  Clock::time_point last_write = Clock::now();
+  bool done = false;
+
+  ~StreamState() {
+    registration.reset();  // before the job it points to
+    job.reset();           // cancels when unfinished
+  }
+};
+
+bool write_all(httplib::DataSink& sink, const std::string& s) {
+  return sink.is_writable() && sink.write(s.data(), s.size());
+}
+
+std::string sse_of(const std::vector<json>& events) {
+  std::string out;
+  for (const json& e : events) out += anthropic_sse(e);
+  return out;
+}
+
+// The first error an output carried, OK when none.
+Status output_error(const StepOutput& out) {
+  if (out.finish != FinishReason::kError) return Status::ok();
+  return out.error.is_ok() ? internal_error("generation failed") : out.error;
+}
+
+bool pump(StreamState& st, httplib::DataSink& sink, Status& error) {
+  if (st.done) return false;
+  auto ev = st.job->next(kPollInterval);
+  if (!ev) {
+    if (st.job->timed_out()) {
+      if (Clock::now() - st.last_write >= kPingInterval) {
+        // A ping keeps the connection probed during a long prefill (Anthropic sends them too).
+        if (!write_all(sink, anthropic_sse(json{{"type", "ping"}}))) {
+          st.job->cancel();
+          return false;
+        }
+        st.last_write = Clock::now();
+      }
+      return true;
+    }
+    st.done = true;
+    const bool ok = write_all(sink, sse_of(st.events->finish(error)));
+    sink.done();
+    return ok;
+  }
+  if (error.is_ok()) error = output_error(ev->output);
+  const std::string data = sse_of(st.events->on_output(ev->output));
+  if (data.empty()) return true;
+  if (!write_all(sink, data)) {
+    st.job->cancel();
+    return false;
+  }
+  st.last_write = Clock::now();
+  return true;
+}
+
+MessagesTranslation* no_translation() {
+  return nullptr;
+}
+
+void handle_count_tokens(HttpContext& ctx, const MessagesOptions& options,
+                         const httplib::Request& req, httplib::Response& res) {
+  const int retry = ctx.state.options().retry_after_seconds;
+  Engine& engine = *ctx.state.engine();
+  auto parsed = parse_messages_request(req.body, engine.tokenizer(), ctx.chat_renderer,
+                                       ctx.limits(), options, no_translation(),
+                                       /*count_only=*/true);
+  if (!parsed.is_ok()) return fail(res, parsed.status(), retry);
+  send_message_json(res, json{{"input_tokens", parsed->prompt_token_ids.at(0).size()}});
+}
+
+void handle_messages(HttpContext& ctx, const MessagesOptions& options, const httplib::Request& req,
+                     httplib::Response& res) {
+  const int retry = ctx.state.options().retry_after_seconds;
+  RejectReason reason = RejectReason::kNone;
+  Status admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
+  if (!admitted.is_ok()) {
+    ctx.metrics.count_rejection(reject_reason_name(reason));
+    return send_anthropic_error(res, admission_error(admitted, reject_reason_name(reason), retry));
+  }
+  Engine& engine = *ctx.state.engine();
+  const RequestLimits limits = ctx.limits();
+  MessagesTranslation translation;
+  auto parsed = parse_messages_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits,
+                                       options, &translation);
+  if (!parsed.is_ok()) return fail(res, parsed.status(), retry);
+  GenerationRequest& request = *parsed;
+  Status valid = request.params.validate(limits.vocab_size, limits.max_logprobs);
+  if (!valid.is_ok()) return fail(res, valid, retry);
+  auto deadline =
+      request_deadline(req, request.timeout_seconds, ctx.state.options().request_timeout_seconds);
+  if (!deadline.is_ok()) return fail(res, deadline.status(), retry);
+
+  const std::string id = request_id_of(res);
+  res.set_header("request-id", id);  // where Anthropic's SDKs read it
+  auto registration = ctx.state.active().reserve(id, "X-Request-Id");
+  if (!registration.is_ok()) return fail(res, registration.status(), retry);
+
+  MessageContext mc;
+  mc.id = message_id(id);
+  mc.model = ctx.state.model_name();
+  mc.tools = request.tools.active();
+  mc.tool_format = ctx.chat_renderer.tool_format;
+  mc.reasoning = request.reasoning;
+  mc.stop_sequences = translation.stop_sequences;
+
+  std::vector<GenerateRequest> engine_requests =
+      make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline);
+  if (request.grammar) {
+    Status grammar = attach_request_grammar(engine, request, *deadline, &engine_requests,
+                                            [] { return http_client_disconnected(); });
+    if (grammar.code() == StatusCode::kCancelled) return;
+    if (!grammar.is_ok()) return fail(res, grammar, retry);
+    admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
+    if (!admitted.is_ok()) {
+      ctx.metrics.count_rejection(reject_reason_name(reason));
+      return send_anthropic_error(res,
+                                  admission_error(admitted, reject_reason_name(reason), retry));
+    }
+  }
+  auto slot = ctx.state.take_slot();
+  auto job = GenerationJob::start(engine, std::move(engine_requests));
+  if (!job.is_ok()) {
+    if (job.status().code() == StatusCode::kResourceExhausted) {
+      ctx.metrics.count_rejection("queue_full");
+    }
+    return fail(res, job.status(), retry);
+  }
+  auto st = std::make_shared<StreamState>();
+  st->slot = std::move(slot);
+  st->job = std::move(job).value();
+  st->registration = std::move(registration).value();
+  st->registration->attach(st->job.get());
+  st->events = std::make_unique<MessageEvents>(std::move(mc));
+
+  if (!translation.stream) {
+    const auto give_up =
+        deadline->has_value() ? **deadline + std::chrono::seconds(30) : Clock::time_point::max();
+    auto next_check = Clock::now() + kPollInterval;
+    Status error;
+    while (true) {
+      if (Clock::now() >= next_check) {
+        if (http_client_disconnected()) {
+          st->job->cancel();
+          return;
+        }
+        next_check = Clock::now() + kPollInterval;
+      }
+      auto ev = st->job->next(kPollInterval);
+      if (ev) {
+        if (error.is_ok()) error = output_error(ev->output);
+        st->events->on_output(ev->output);
+        continue;
+      }
+      if (!st->job->timed_out()) break;
+      if (Clock::now() > give_up) {
+        st->job->cancel();
+        return fail(res, {StatusCode::kDeadlineExceeded, "request timed out"}, retry);
+      }
+    }
+    if (!error.is_ok()) return fail(res, error, retry);
+    st->events->finish(error);
+    return send_message_json(res, st->events->message());
+  }
+
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  // Never gzipped: see generation_routes.cpp.
+  const_cast<httplib::Request&>(req).headers.erase("Accept-Encoding");
+  auto error = std::make_shared<Status>();
+  res.set_chunked_content_provider(
+      sse::kContentType,
+      [st, error](size_t /*offset*/, httplib::DataSink& sink) { return pump(*st, sink, *error); },
+      [st](bool success) {
+        if (!st->job->finished()) {
+          spdlog::debug("messages stream ended early (success={}); cancelling", success);
+          st->job->cancel();
+        }
+        st->registration.reset();
+        st->slot.reset();
+      });
+}
+
+}  // namespace
+
+HttpApi anthropic_api(MessagesOptions options) {
+  HttpApi api;
+  api.path_prefix = "/v1/messages";
+  api.api_key_header = "x-api-key";
+  api.send_error = send_anthropic_error;
+  api.add_routes = [options = std::move(options)](httplib::Server& server, HttpContext& ctx) {
+    server.Post("/v1/messages",
+                [&ctx, options](const httplib::Request& req, httplib::Response& res) {
+                  handle_messages(ctx, options, req, res);
+                });
+    server.Post("/v1/messages/count_tokens",
+                [&ctx, options](const httplib::Request& req, httplib::Response& res) {
+                  handle_count_tokens(ctx, options, req, res);
+                });
+  };
+  return api;
+}
+
+}  // namespace llmserve
