@@ -23,6 +23,16 @@ struct Avx2 {
     odd =
         _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
   }
+  // FP8: one row, 2 units (4 scale + 4 weight vectors beside 4 accumulators); more rows: 1.
+  static constexpr int fp8_units_for(int R) { return R <= 2 ? 2 : 1; }
+  static F loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  // 8 e4m3 bytes -> f16 bits (sign-extended, << 7, sign and 7 value bits kept) -> f32.
+  static F load_e4m3(const uint8_t* p) {
+    const __m128i w = _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_cvtph_ps(
+        _mm_and_si128(_mm_slli_epi16(w, 7), _mm_set1_epi16(static_cast<int16_t>(0xbf80))));
+  }
   static void store(float* y, F v, int valid) {
     if (valid >= kLanes) {
       _mm256_storeu_ps(y, v);

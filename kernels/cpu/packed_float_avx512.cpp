@@ -25,6 +25,17 @@ struct Avx512 {
     odd =
         _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
   }
+  // FP8: one row, 4 units (scales and weights of 8 vectors beside 8 accumulators); 2 to 4 rows,
+  // 2 units; more, 1 (at most 24 accumulators + 2 scale + 2 weight vectors).
+  static constexpr int fp8_units_for(int R) { return R == 1 ? 4 : R <= 4 ? 2 : 1; }
+  static F loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  // 16 e4m3 bytes -> f16 bits (sign-extended, << 7, sign and 7 value bits kept) -> f32.
+  static F load_e4m3(const uint8_t* p) {
+    const __m256i w = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_cvtph_ps(
+        _mm256_and_si256(_mm256_slli_epi16(w, 7), _mm256_set1_epi16(static_cast<int16_t>(0xbf80))));
+  }
   static void store(float* y, F v, int valid) {
     if (valid >= kLanes) {
       _mm512_storeu_ps(y, v);
