@@ -35,8 +35,10 @@ value q.float() * s (one f32 product, broadcast over the block). block/ is also 
 transformers itself (FineGrainedFP8Config(dequantize=True), which dequantizes on the CPU); when
 that works its logits must equal the dequantized model's within 1e-5 and "direct_load" says so.
 
+tests/fixtures/tiny_fp8/e4m3_cast.bin holds torch's float32 -> e4m3 casts (write_cast_table).
+
 Run: .venv-ref/bin/python tests/reference/make_tiny_fp8.py   (venv: torch transformers
-safetensors numpy). Deterministic: seeded.
+safetensors numpy accelerate compressed-tensors). Deterministic: seeded.
 """
 import json
 import pathlib
@@ -176,6 +178,29 @@ def main():
         write_oracle(folder, model, seqs, prompt, steps, extra)
         print(name, "written", extra)
     write_oracle(OUT / "bf16", model_with(config, state), seqs, prompt, steps, {})
+    write_cast_table(OUT / "e4m3_cast.bin")
+
+
+def write_cast_table(path):
+    """torch's float32 -> float8_e4m3fn cast, the oracle of kernels::float_to_fp8_e4m3: n (u32 LE),
+    n f32 inputs, n e4m3 bytes. Inputs: every finite e4m3 value, every midpoint between two
+    neighbours (ties: round to even), values a hair either side of those midpoints, and 4096
+    log-uniform magnitudes from 2^-12 to 448 with random signs (subnormals and normals)."""
+    codes = torch.arange(256, dtype=torch.uint8).view(FP8).float()
+    finite = torch.sort(torch.unique(codes[torch.isfinite(codes)]))[0]
+    mids = (finite[1:] + finite[:-1]) / 2
+    up = torch.nextafter(mids, torch.full_like(mids, 1e9))
+    down = torch.nextafter(mids, torch.full_like(mids, -1e9))
+    gen = torch.Generator().manual_seed(11)
+    mag = torch.exp2(torch.rand(4096, generator=gen) * (np.log2(448.0) + 12) - 12)
+    sign = torch.where(torch.rand(4096, generator=gen) < 0.5, -1.0, 1.0)
+    x = torch.cat([finite, mids, up, down, mag * sign]).float()
+    x = x[x.abs() <= 448.0]
+    q = x.to(FP8).view(torch.uint8)
+    with open(path, "wb") as f:
+        f.write(np.uint32(x.numel()).tobytes())
+        f.write(x.numpy().astype("<f4").tobytes())
+        f.write(q.numpy().tobytes())
 
 
 def direct_load_matches(folder, model, seqs):
