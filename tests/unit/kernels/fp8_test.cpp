@@ -40,8 +40,7 @@ struct CastTable {
 };
 
 CastTable read_cast_table() {
-  std::ifstream f(std::string(LLMSERVE_FIXTURES_DIR) + "/tiny_fp8/e4m3_cast.bin",
-                  std::ios::binary);
+  std::ifstream f(std::string(LLMSERVE_FIXTURES_DIR) + "/tiny_fp8/e4m3_cast.bin", std::ios::binary);
   uint32_t n = 0;
   f.read(reinterpret_cast<char*>(&n), 4);
   CastTable t{std::vector<float>(n), std::vector<uint8_t>(n)};
