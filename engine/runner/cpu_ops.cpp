@@ -132,7 +132,10 @@ Result<Weight> CpuOps::prepare_fp8(const TensorView& t, bool pack, bool keep_sou
   if (packed_.contains(t.data)) return w;
   const auto p0 = std::chrono::steady_clock::now();
   kernels::PackedWeight p = kernels::pack_weight_fp8(t.data, t.scales, t.rows(), t.cols(), &pool_);
-  if (p.empty()) return resource_exhausted("cpu ops: cannot allocate the packed copy of " + t.name);
+  if (p.empty()) {
+    return resource_exhausted("cpu ops: cannot pack FP8 matrix " + t.name +
+                              " (out of memory, or a scale of 256 or more)");
+  }
   CpuWeightStats::Packed& s = stats_.packed[std::string(kernels::dtype_name(t.type))];
   s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
   ++s.matrices;

@@ -32,8 +32,10 @@ size_t panel_bytes(DType type, int64_t K, int64_t group) {
                              : static_cast<size_t>(K) * 2 * kPanel;
 }
 
-// One FP8 panel: the bytes column by column, then each group's 32 scales times 2^8 (the
-// kernels' e4m3 -> f16 widening leaves the value times 2^-8).
+// 2^120: the kernels' e4m3 -> f32 widening leaves the value times 2^-120.
+constexpr float kFp8ScaleBias = 0x1p120f;
+
+// One FP8 panel: the bytes column by column, then each group's 32 scales times 2^120.
 void pack_fp8_panel(const uint8_t* w, const Fp8Scales& s, int64_t N, int64_t K, int64_t p,
                     uint8_t* d) {
   const int64_t group = s.block_cols, groups = (K + group - 1) / group;
@@ -49,7 +51,7 @@ void pack_fp8_panel(const uint8_t* w, const Fp8Scales& s, int64_t N, int64_t K, 
   for (int64_t g = 0; g < groups; ++g) {
     for (int64_t j = 0; j < kPanel; ++j) {
       const int64_t n = p * kPanel + j;
-      sc[g * kPanel + j] = n < N ? s.at(n, g * group, K) * 256.0f : 0.0f;
+      sc[g * kPanel + j] = n < N ? s.at(n, g * group, K) * kFp8ScaleBias : 0.0f;
     }
   }
 }
@@ -122,6 +124,14 @@ bool can_pack_float(DType type, int64_t N, int64_t K) {
 
 size_t packed_float_bytes(DType type, int64_t N, int64_t K, int64_t group) {
   return static_cast<size_t>(panels_of(N)) * panel_bytes(type, K, group);
+}
+
+bool fp8_scales_packable(const Fp8Scales& scales, int64_t N, int64_t K) {
+  const size_t n = scales.count(N, K);
+  for (size_t i = 0; i < n; ++i) {
+    if (!(scales.data[i] >= 0.0f && scales.data[i] < 256.0f)) return false;
+  }
+  return true;
 }
 
 void pack_fp8(const uint8_t* w, const Fp8Scales& scales, int64_t N, int64_t K, void* out,

@@ -23,11 +23,14 @@
 //
 // FP8 e4m3 (F8_E4M3, with scales: fp8.h): element (k, j) at byte k * 32 + j, the K columns padded
 // to a 64-byte multiple, then per scale group g (group = the checkpoint's block columns, or K for
-// one scale per row) the 32 rows' f32 scales times 2^8. A kernel widens 16 (8) bytes to f16 bits
-// by a sign-extend, a shift and a mask ((b << 7) & 0xbf80: the e4m3 value times 2^-8, exact,
-// subnormals included), to f32 by vcvtph2ps, multiplies by the scale vector (one rounding: the
-// f32 value dequantize_fp8_row gives) and runs the same FMA chain. Decode reads one byte per
-// weight plus 4 bytes of scale per 32 x group weights.
+// one scale per row) the 32 rows' f32 scales times 2^120. A kernel widens 16 (8) bytes to f32 bits
+// by a sign-extend to 32 bits, a shift by 20 and a mask (0x87f00000: the sign and the 7 value
+// bits under f32's exponent; the e4m3 value times 2^-120, exact, subnormals included as f32
+// subnormals), multiplies by the scale vector (one rounding: the f32 value dequantize_fp8_row
+// gives) and runs the same FMA chain. Three integer ops per 16 weights, where widening through
+// f16 takes four uops (vcvtph2ps is two). Decode reads one byte per weight
+// plus 4 bytes of scale per 32 x group weights. A scale of 2^8 or more (a weight beyond 114688)
+// would overflow times 2^120: pack_fp8 refuses it (no checkpoint has one).
 #pragma once
 
 #include <cstddef>
@@ -55,6 +58,8 @@ void pack_float(DType type, const void* w, int64_t N, int64_t K, void* out,
                 ThreadPool* pool = nullptr);
 // The FP8 panels of W[N, K] (e4m3 bytes) with scales whose block_cols is the group
 // (packed_float_bytes(F8_E4M3, N, K, scales.block_cols) bytes at out, 64-byte aligned).
+// Precondition: fp8_scales_packable.
+bool fp8_scales_packable(const Fp8Scales& scales, int64_t N, int64_t K);  // every scale < 2^8
 void pack_fp8(const uint8_t* w, const Fp8Scales& scales, int64_t N, int64_t K, void* out,
               ThreadPool* pool = nullptr);
 

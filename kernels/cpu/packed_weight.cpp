@@ -162,7 +162,8 @@ bool can_pack_weight(DType type, int64_t N, int64_t K) {
 PackedWeight pack_weight_fp8(const void* w, const Fp8Scales& scales, int64_t N, int64_t K,
                              ThreadPool* pool) {
   PackedWeight p;
-  if (N <= 0 || K <= 0 || scales.empty() || scales.block_rows <= 0 || scales.block_cols <= 0) {
+  if (N <= 0 || K <= 0 || scales.empty() || scales.block_rows <= 0 || scales.block_cols <= 0 ||
+      !cpu::fp8_scales_packable(scales, N, K)) {
     return p;
   }
   const size_t bytes = cpu::packed_float_bytes(DType::F8_E4M3, N, K, scales.block_cols);

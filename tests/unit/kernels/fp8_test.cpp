@@ -202,6 +202,10 @@ TEST(PackedFp8, RefusesMissingScales) {
   const std::vector<uint8_t> w(64, 0x38);
   EXPECT_TRUE(pack_weight_fp8(w.data(), Fp8Scales{}, 8, 8).empty());
   EXPECT_FALSE(can_pack_weight(DType::F8_E4M3, 8, 8));  // only with its scales
+  const float huge = 256.0f;  // times the kernels' 2^120 it would overflow
+  EXPECT_TRUE(pack_weight_fp8(w.data(), Fp8Scales{&huge, 8, 8}, 8, 8).empty());
+  const float fine = 255.0f;
+  EXPECT_FALSE(pack_weight_fp8(w.data(), Fp8Scales{&fine, 8, 8}, 8, 8).empty());
 }
 
 // model.quantize fp8's rule: s = max|w| / 448 per block, q = e4m3(w / s). Each block's largest

@@ -56,7 +56,8 @@ bool can_pack_weight(DType type, int64_t N, int64_t K);
 // scales beside them (kernels/cpu/packed_float.h); the matmul widens each weight to f32 and
 // multiplies it by its scale in registers (exactly dequantize_fp8_row's f32 product), then runs
 // the f32 FMA chain of the F16 / BF16 panels. Empty result when N or K is not positive, the
-// scales are empty, or out of memory.
+// scales are empty, a scale is negative, NaN or 256 or more (weights beyond 114688), or out of
+// memory.
 PackedWeight pack_weight_fp8(const void* w, const Fp8Scales& scales, int64_t N, int64_t K,
                              ThreadPool* pool = nullptr);
 
