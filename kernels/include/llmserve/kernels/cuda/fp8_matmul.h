@@ -1,7 +1,7 @@
-// CUDA matmuls over FP8 e4m3 weights kept as stored (docs/CUDA.md, "FP8 weights"): W [N, K] row-major
-// bytes and its f32 scale grid (kernels/fp8.h: one scale per block_rows x block_cols block), x bf16
-// rows of pitch ldx elements (the CUDA backend's GEMM inputs), y f32 rows of pitch ldy. Each
-// launcher enqueues on `stream` and returns the launch error.
+// CUDA matmuls over FP8 e4m3 weights kept as stored (docs/CUDA.md, "FP8 weights"): W [N, K]
+// row-major bytes and its f32 scale grid (kernels/fp8.h: one scale per block_rows x block_cols
+// block), x bf16 rows of pitch ldx elements (the CUDA backend's GEMM inputs), y f32 rows of pitch
+// ldy. Each launcher enqueues on `stream` and returns the launch error.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,8 +13,8 @@ namespace llmserve::kernels::cuda {
 inline constexpr int kFp8GemvMaxRows = 8;
 
 struct Fp8Matrix {
-  const uint8_t* w = nullptr;      // [N, K] e4m3 bytes, rows 16-byte aligned when gemv runs
-  const float* scales = nullptr;   // [ceil(N / block_rows), ceil(K / block_cols)]
+  const uint8_t* w = nullptr;     // [N, K] e4m3 bytes, rows 16-byte aligned when gemv runs
+  const float* scales = nullptr;  // [ceil(N / block_rows), ceil(K / block_cols)]
   int64_t block_rows = 0, block_cols = 0;
   int64_t N = 0, K = 0;
 };
