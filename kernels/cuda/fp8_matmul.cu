@@ -16,11 +16,6 @@ __device__ __forceinline__ float2 e4m3x2_to_float2(unsigned short pair) {
   return __half22float2(__half2(h));
 }
 
-__device__ __forceinline__ float scale_at(const Fp8Matrix& m, int64_t n, int64_t k) {
-  const int64_t gc = (m.K + m.block_cols - 1) / m.block_cols;
-  return m.scales[(n / m.block_rows) * gc + k / m.block_cols];
-}
-
 // One warp per output row n; lane l reads the 16-byte chunks l, l + 32, ... of the row.
 template <int M>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
@@ -31,13 +26,20 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   if (n >= m.N) return;
   const auto* row = reinterpret_cast<const uint4*>(m.w + n * m.K);
   const int64_t chunks = m.K / 16;
+  // This row's scales; chunk c is in scale column c / per (a shift for 128-column blocks), all in
+  // column 0 when one scale covers the row.
+  const int64_t gc = (m.K + m.block_cols - 1) / m.block_cols;
+  const float* srow = m.scales + (n / m.block_rows) * gc;
+  const auto per = static_cast<uint32_t>(m.block_cols >= m.K ? chunks : m.block_cols / 16);
+  const int shift = (per & (per - 1)) == 0 ? __ffs(static_cast<int>(per)) - 1 : -1;
   float acc[M];
 #pragma unroll
   for (int r = 0; r < M; ++r) acc[r] = 0.0f;
 #pragma unroll 4
   for (int64_t c = lane; c < chunks; c += 32) {
     const uint4 q = __ldg(row + c);
-    const float s = scale_at(m, n, c * 16);
+    const auto cc = static_cast<uint32_t>(c);
+    const float s = srow[shift >= 0 ? cc >> shift : cc / per];
     float w[16];
     const uint32_t words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
@@ -70,13 +72,19 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// Block (x, y): columns [x * 256, x * 256 + 256) of rows y, y + gridDim.y, ... (no division per
+// element; each warp writes 64 contiguous bytes).
 __global__ void fp8_dequantize_kernel(Fp8Matrix m, __nv_bfloat16* out) {
-  const int64_t total = m.N * m.K;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t n = i / m.K, k = i - n * m.K;
-    const __half_raw h = __nv_cvt_fp8_to_halfraw(m.w[i], __NV_E4M3);
-    out[i] = __float2bfloat16_rn(__half2float(__half(h)) * scale_at(m, n, k));
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= m.K) return;
+  const int64_t gc = (m.K + m.block_cols - 1) / m.block_cols, kb = k / m.block_cols;
+  for (int64_t n = blockIdx.y; n < m.N; n += gridDim.y) {
+    const __half_raw h = __nv_cvt_fp8_to_halfraw(m.w[n * m.K + k], __NV_E4M3);
+    out[n * m.K + k] =
+        __float2bfloat16_rn(__half2float(__half(h)) *
+                            m.scales[static_cast<uint32_t>(n) /
+                                         static_cast<uint32_t>(m.block_rows) * gc +
+                                     kb]);
   }
 }
 
@@ -117,8 +125,9 @@ cudaError_t fp8_gemv(const uint16_t* x, int64_t ldx, int M, const Fp8Matrix& m, 
 
 cudaError_t fp8_dequantize_bf16(const Fp8Matrix& m, uint16_t* out, cudaStream_t stream) {
   if (m.N <= 0 || m.K <= 0) return cudaSuccess;
-  fp8_dequantize_kernel<<<detail::grid_for(m.N * m.K, 256), 256, 0, stream>>>(
-      m, reinterpret_cast<__nv_bfloat16*>(out));
+  const dim3 grid(static_cast<unsigned>((m.K + 255) / 256),
+                  static_cast<unsigned>(m.N < 65535 ? m.N : 65535));
+  fp8_dequantize_kernel<<<grid, 256, 0, stream>>>(m, reinterpret_cast<__nv_bfloat16*>(out));
   return cudaGetLastError();
 }
 
