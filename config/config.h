@@ -73,7 +73,7 @@ struct ModelSection {
   std::string dummy_preset = "llama-3.1-8b";                    // shape for load_format dummy
   std::string chat_template;                                    // Jinja file; "" = model's own
   int max_model_len = 0;                                        // tokens; 0 = from the model
-  // Load-time quantization of F32 / F16 / BF16 matmul weights: "" (off), q8_0, q4_0 or q4_k
+  // Load-time quantization of F32 / F16 / BF16 matmul weights: "" (off), q8_0, q4_0, q4_k or fp8
   // (engine/model/quantize_model.h).
   std::string quantize;
   // "key=value" sampling defaults for requests that omit them, over the model directory's

@@ -133,12 +133,14 @@ std::vector<ConfigKey> build_table() {
                       "Context length limit, tokens (prompt + output); 0 = the model's.",
                       {"max-model-len"}));
   t.push_back(choice_key(
-      "model", "quantize", &C::model, &MS::quantize, {"", "q8_0", "q4_0", "q4_k"},
+      "model", "quantize", &C::model, &MS::quantize, {"", "q8_0", "q4_0", "q4_k", "fp8"},
       "Quantize the model's F32 / F16 / BF16 matmul weights at start-up (CPU backend only): "
-      "\"\" = off (weights as stored), q8_0, q4_0 or q4_k. Faster on a BF16 / F16 model, at a "
+      "\"\" = off (weights as stored), q8_0, q4_0, q4_k or fp8 (e4m3 with 128 x 128 block "
+      "scales, as the published FP8 checkpoints). Faster on a BF16 / F16 model, at a "
       "perplexity cost (bench/RESULTS.md); embeddings and already quantized tensors stay as they "
-      "are, and with q4_0 / q4_k an untied output.weight is q8_0. Start-up cost on 2 cores: about "
-      "5 s per GiB of F16 weights (q8_0, q4_0), 1.5 min per GiB (q4_k).",
+      "are, with q4_0 / q4_k an untied output.weight is q8_0, with fp8 it stays as stored. "
+      "Start-up cost on 2 cores: about 5 s per GiB of F16 weights (q8_0, q4_0, fp8), 1.5 min per "
+      "GiB (q4_k).",
       {"quantize"}));
   t.push_back(list_key("model", "default_sampling", &C::model, &MS::default_sampling,
                        "Sampling defaults for requests that omit them, key=value items "
@@ -268,12 +270,12 @@ std::vector<ConfigKey> build_table() {
                       &PS::max_running_requests, 0, 65536,
                       "Above this many running requests a step drafts nothing (large batches "
                       "are compute-bound; speculation would slow them)."));
-  t.push_back(double_key("speculative", "draft_token_cost", &C::speculative, &PS::draft_token_cost,
-                         -1, 100, false,
-                         "Cost of verifying (and for a draft model, making) one draft relative "
-                         "to a decode step. Each request drafts only as many tokens as pay for "
-                         "themselves at its recent acceptance rate; 0 = always num_tokens; -1 = "
-                         "measured at start-up (a decode step and a check of each draft count, timed)."));
+  t.push_back(double_key(
+      "speculative", "draft_token_cost", &C::speculative, &PS::draft_token_cost, -1, 100, false,
+      "Cost of verifying (and for a draft model, making) one draft relative "
+      "to a decode step. Each request drafts only as many tokens as pay for "
+      "themselves at its recent acceptance rate; 0 = always num_tokens; -1 = "
+      "measured at start-up (a decode step and a check of each draft count, timed)."));
   // metrics
   t.push_back(bool_key("metrics", "vllm_names", &C::metrics, &MeS::vllm_names,
                        "Also export vLLM's names on /metrics (vllm:num_requests_running, "

@@ -28,7 +28,7 @@ struct EngineOptions {
   std::string cpu_matmul_precision =
       "by_format";                         // by_format | auto | q8x2 | q8 (matmul_precision.h)
   std::string cpu_isa = "auto";            // auto | avx2 | avx512 (process-wide)
-  std::string quantize;                    // model.quantize: "" | q8_0 | q4_0 | q4_k (CPU)
+  std::string quantize;                    // model.quantize: "" | q8_0 | q4_0 | q4_k | fp8 (CPU)
   std::string kv_cache_dtype = "f16";      // f16 | f32 (CPU) | int8 | fp8 (CUDA)
   uint64_t kv_cache_bytes = 256ull << 20;  // CPU KV budget
   double gpu_memory_utilization = 0.9;

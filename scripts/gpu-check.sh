@@ -22,7 +22,8 @@
 # (`llmserve serve --device cuda` serving HTTP, SSE, gRPC and /metrics); spec-identity (scripts/gpu_check/spec_identity.py: token ids with n-gram speculation
 # on and off, and batched against alone, must be equal); kv-quant (perplexity with f16, int8 and
 # fp8 KV pages on the device); bench
-# (bench_cuda: kernels, attention, the 8B-shaped model's decode); sdpa (torch
+# (bench_cuda: kernels, attention, the 8B-shaped model's decode with BF16 and with FP8 weights);
+# sdpa (torch
 # SDPA on the same attention shapes); then the report (scripts/gpu_check/report.py).
 #
 # Device tool call: run(command="scripts/gpu-check.sh run", carry=[".gpu-bundle"], timeout_s=540)
@@ -354,7 +355,7 @@ gpu_stages() {
 
   kv_quant_stage "$oracle_dir/smollm2-135m-shape"
 
-  run_timed bench 240 "${bin[@]}" "$bundle/bin/bench_cuda" --model-preset llama-3.1-8b
+  run_timed bench 240 "${bin[@]}" "$bundle/bin/bench_cuda" --model-preset llama-3.1-8b --model-fp8
   nbench=$(grep -c '^BENCH ' "$work/bench.txt")
   if [[ $rc == 0 ]] && { ! grep -q '^## GPU:' "$work/bench.txt" ||
     grep -qE 'CUDA ERROR|STEP ERROR' "$work/bench.txt" ||

@@ -36,6 +36,8 @@ void run_kernel_benchmarks(double bw_gbs);
 //   BENCH {"kernel": "decode_attention", "batch": B, "ctx": L, "ms": t, "gbs": g, ...}
 void run_decode_attention_benchmarks(double bw_gbs);
 void run_prefill_attention_benchmarks();
-int run_model_benchmarks(const char* preset, double bw_gbs);
+// fp8: the same model with its matmul weights quantized to FP8 e4m3 with 128 x 128 block scales
+// (model.quantize fp8) and kept FP8 on the device; its BENCH lines name the preset "<preset>-fp8".
+int run_model_benchmarks(const char* preset, double bw_gbs, bool fp8 = false);
 
 }  // namespace llmserve::bench

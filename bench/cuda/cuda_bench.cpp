@@ -1,4 +1,5 @@
-// bench_cuda [--model-preset llama-3.1-8b|llama-3.2-1b|none]: prints Markdown tables.
+// bench_cuda [--model-preset llama-3.1-8b|llama-3.2-1b|none] [--model-fp8]: prints Markdown
+// tables; --model-fp8 also runs the model's decode with FP8 weights (model_bench.cpp).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -9,8 +10,10 @@
 int main(int argc, char** argv) {
   using namespace llmserve;
   const char* preset = "llama-3.1-8b";
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--model-preset") == 0) preset = argv[i + 1];
+  bool fp8 = false;
+  for (int i = 1; i < argc; ++i) {
+    if (i + 1 < argc && std::strcmp(argv[i], "--model-preset") == 0) preset = argv[i + 1];
+    if (std::strcmp(argv[i], "--model-fp8") == 0) fp8 = true;
   }
   if (cuda_device_count() == 0) {
     std::printf("no CUDA device: nothing to benchmark\n");
@@ -27,5 +30,6 @@ int main(int argc, char** argv) {
   bench::run_decode_attention_benchmarks(bw);
   bench::run_prefill_attention_benchmarks();
   if (std::strcmp(preset, "none") == 0) return 0;
-  return bench::run_model_benchmarks(preset, bw);
+  const int rc = bench::run_model_benchmarks(preset, bw);
+  return fp8 ? rc | bench::run_model_benchmarks(preset, bw, true) : rc;
 }

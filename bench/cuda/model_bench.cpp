@@ -14,11 +14,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/cuda/bench_util.h"
 #include "engine/model/dummy_model.h"
 #include "engine/model/llama_graph.h"
+#include "engine/model/quantize_model.h"
 #include "engine/runner/cuda/cuda_ops.h"
 
 namespace llmserve::bench {
@@ -132,15 +135,24 @@ bool time_decode(LlamaGraph& graph, CudaOps& ops, const ForwardBatch& fb, void* 
 
 }  // namespace
 
-int run_model_benchmarks(const char* preset, double bw) {
+int run_model_benchmarks(const char* preset_name, double bw, bool fp8) {
+  const std::string label = std::string(preset_name) + (fp8 ? "-fp8" : "");
+  const char* preset = label.c_str();
   auto t0 = std::chrono::steady_clock::now();
-  auto path = write_dummy_gguf(preset, "/tmp", 1);
+  auto path = write_dummy_gguf(preset_name, "/tmp", 1);
   if (!path.is_ok()) return std::printf("dummy model: %s\n", path.status().message().c_str()), 1;
   auto model = load_model(path.value());
   if (!model.is_ok()) return std::printf("load: %s\n", model.status().message().c_str()), 1;
   const ModelConfig& c = (*model)->config();
   std::printf("Model %s (dummy weights): written and mapped in %.1f s\n", preset,
               seconds_since(t0));
+  if (fp8) {
+    t0 = std::chrono::steady_clock::now();
+    kernels::ThreadPool pool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    auto q = quantize_model_weights(**model, kernels::DType::F8_E4M3, pool);
+    if (!q.is_ok()) return std::printf("fp8: %s\n", q.status().message().c_str()), 1;
+    std::printf("Quantized to FP8 (128 x 128 blocks) in %.1f s\n", seconds_since(t0));
+  }
   CudaOpsOptions o;
   o.max_tokens = 512;
   o.max_samples = kMaxSeqs;
@@ -158,8 +170,16 @@ int run_model_benchmarks(const char* preset, double bw) {
   auto graph_r = LlamaGraph::create(**model, ops, o.max_tokens, o.max_samples);
   if (!graph_r.is_ok()) return std::printf("graph: %s\n", graph_r.status().message().c_str()), 1;
   LlamaGraph& graph = *graph_r.value();
-  std::printf("Weights uploaded as BF16 in %.1f s\n", seconds_since(t0));
-  const double weight_bytes = static_cast<double>((*model)->parameter_count()) * 2.0;
+  std::printf("Weights uploaded (%s) in %.1f s\n", fp8 ? "FP8 matmuls, BF16 embeddings" : "BF16",
+              seconds_since(t0));
+  // The weight bytes a decode step reads, as parameter_count() x 2 for BF16 before: every tensor
+  // at its on-device size (BF16 2 bytes; FP8 1 byte plus its f32 scales).
+  double weight_bytes = 0;
+  for (const TensorView& t : (*model)->tensors()) {
+    weight_bytes += t.type == kernels::DType::F8_E4M3
+                        ? static_cast<double>(t.nbytes + t.scales.count(t.rows(), t.cols()) * 4)
+                        : static_cast<double>(t.num_elements()) * 2.0;
+  }
   const double kv_token_bytes = static_cast<double>(c.kv_bytes_per_token(2));
   const double floor_ms = weight_bytes / (bw * 1e6);
   std::printf(
@@ -180,8 +200,11 @@ int run_model_benchmarks(const char* preset, double bw) {
       kContext);
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   int rc = 0;
-  for (const auto& [B, graphs] : {std::pair{1, true}, std::pair{1, false}, std::pair{8, true},
-                                  std::pair{64, true}, std::pair{256, true}}) {
+  const std::vector<std::pair<int, bool>> runs =
+      fp8 ? std::vector<std::pair<int, bool>>{{1, true}, {1, false}, {8, true}, {64, true}}
+          : std::vector<std::pair<int, bool>>{
+                {1, true}, {1, false}, {8, true}, {64, true}, {256, true}};
+  for (const auto& [B, graphs] : runs) {
     const DecodeBatch batch(B, c.vocab_size);
     const ForwardBatch fb = batch.view();
     ops.set_cuda_graphs(graphs);

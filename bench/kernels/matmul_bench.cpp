@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <random>
 
 #include "bench_common.h"
 #include "llmserve/kernels/matmul.h"
@@ -129,6 +130,57 @@ void packed_format_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"type", "K", "N", "M", "isa", "prec"})->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 BENCHMARK(BM_MatmulPacked)->Name("BM_MatmulPackedFormats")->Apply(packed_format_args);
+
+// FP8 e4m3 panels (128 x 128 block scales, as Qwen3-FP8 / model.quantize fp8) against BF16
+// panels of the same shape: the weights FP8 checkpoints load as on the CPU, decode (M = 1, 8) at
+// Llama-3.1-8B's down (K 14336) and gate / up (N 14336) shapes and SmolLM2-1.7B's gate / up;
+// isa 1 = AVX2 forced, 0 = the host's choice.
+void BM_MatmulPackedFp8(benchmark::State& state) {
+  const auto type = static_cast<DType>(state.range(0));
+  const int64_t K = state.range(1), N = state.range(2), M = state.range(3);
+  set_packed_isa(static_cast<PackedIsa>(state.range(4)));
+  std::vector<uint8_t> w;
+  std::vector<float> scales;
+  PackedWeight pw;
+  if (type == DType::F8_E4M3) {
+    std::mt19937 rng(7);
+    w.resize(static_cast<size_t>(N * K));
+    for (uint8_t& b : w) b = static_cast<uint8_t>(rng() % 0x7e) | (rng() & 0x80);
+    Fp8Scales grid{nullptr, 128, 128};
+    scales.assign(grid.count(N, K), 0.001f);
+    grid.data = scales.data();
+    pw = pack_weight_fp8(w.data(), grid, N, K);
+  } else {
+    w = weights(type, N, K);
+    pw = pack_weight(type, w.data(), N, K);
+  }
+  const auto x = random_vec(M * K);
+  std::vector<float> y(M * N);
+  auto& pool = bench_pool();
+  for (auto _ : state) {
+    matmul_packed(pool, x.data(), M, pw, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_packed_isa(PackedIsa::kAuto);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(w.size()) * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(std::string(dtype_name(type)));
+}
+
+void packed_fp8_args(benchmark::internal::Benchmark* b) {
+  const int64_t shapes[][2] = {{2048, 8192}, {4096, 14336}, {14336, 4096}};
+  for (auto [k, n] : shapes) {
+    for (int64_t m : {1, 8}) {
+      for (int64_t isa : {0, 1}) {
+        for (DType t : {DType::BF16, DType::F8_E4M3}) {
+          b->Args({static_cast<int64_t>(t), k, n, m, isa});
+        }
+      }
+    }
+  }
+  b->ArgNames({"type", "K", "N", "M", "isa"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK(BM_MatmulPackedFp8)->Apply(packed_fp8_args);
 
 // The AVX2 kernels (isa 1) of Q4_0 and the K-quants in one pass (llama.cpp's precision, the
 // default for K-quant files) at SmolLM2-1.7B's gate/up and down shapes, prefill and decode.

@@ -269,7 +269,7 @@ Status GgufFile::parse_all() {
     const uint64_t type_at = c.pos();
     LLMSERVE_ASSIGN_OR_RETURN(uint32_t type_id, c.read<uint32_t>(twhat + " type"));
     const auto dinfo = kernels::dtype_info(type_id);
-    if (!dinfo) {
+    if (!dinfo || dinfo->type == kernels::DType::F8_E4M3) {
       return unimplemented("gguf: " + twhat + at_offset(type_at) + ": unsupported tensor type id " +
                            std::to_string(type_id));
     }

@@ -54,6 +54,16 @@ Status LoadedModel::replace_tensor_data(std::string_view name, DType type, void*
   return Status::ok();
 }
 
+Status LoadedModel::replace_tensor_fp8(std::string_view name, void* data, size_t nbytes,
+                                       float* scales, int64_t block_rows, int64_t block_cols) {
+  std::unique_ptr<void, HostFree> owned_scales(scales);
+  LLMSERVE_RETURN_IF_ERROR(replace_tensor_data(name, DType::F8_E4M3, data, nbytes));
+  TensorView& t = tensors_[index_.at(std::string(name))];
+  t.scales = kernels::Fp8Scales{scales, block_rows, block_cols};
+  owned_.push_back(std::move(owned_scales));
+  return Status::ok();
+}
+
 Status LoadedModel::check_tensors() const {
   const ModelConfig& c = config_;
   auto expect = [&](const std::string& name, std::vector<int64_t> shape) -> Status {

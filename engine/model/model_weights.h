@@ -21,6 +21,7 @@
 #include "engine/model/mapped_file.h"
 #include "engine/model/model_config.h"
 #include "llmserve/kernels/dtype.h"
+#include "llmserve/kernels/fp8.h"
 
 namespace llmserve {
 
@@ -32,6 +33,8 @@ struct TensorView {
   std::vector<int64_t> shape;
   const std::byte* data = nullptr;
   size_t nbytes = 0;
+  // F8_E4M3 matrices: the scale grid (f32, owned by the LoadedModel; fp8_checkpoint.h).
+  kernels::Fp8Scales scales;
 
   int64_t num_elements() const;
   int64_t rows() const { return shape.size() < 2 ? 1 : num_elements() / shape.back(); }
@@ -70,6 +73,9 @@ class LoadedModel {
   // the model then owns (model.quantize: engine/model/quantize_model.h). NOT_FOUND for an
   // unknown name; the buffer is freed either way.
   Status replace_tensor_data(std::string_view name, DType type, void* data, size_t nbytes);
+  // The same for an F8_E4M3 copy and its scale grid (another host_alloc buffer the model owns).
+  Status replace_tensor_fp8(std::string_view name, void* data, size_t nbytes, float* scales,
+                            int64_t block_rows, int64_t block_cols);
 
  private:
   friend Result<std::unique_ptr<LoadedModel>> load_model(const std::string& path);
@@ -87,6 +93,7 @@ class LoadedModel {
     void operator()(void* p) const;
   };
   std::vector<std::unique_ptr<void, HostFree>> owned_;  // replace_tensor_data's buffers
+  std::vector<std::unique_ptr<float[]>> fp8_scales_;    // f32 copies of checkpoint scales
   std::vector<TensorView> tensors_;
   std::unordered_map<std::string, size_t> index_;
 };

@@ -32,6 +32,7 @@ struct Weight {
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
+  kernels::Fp8Scales scales = {};  // F8_E4M3: the scale grid (backend memory)
 };
 
 // One mixture-of-experts FFN layer (moe_ffn): the router [num_experts, hidden] and each

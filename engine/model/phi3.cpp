@@ -127,7 +127,7 @@ Result<std::vector<TensorView>> split_phi3_tensor(const TensorView& t, const Mod
   size_t offset = 0;
   for (const auto& [suffix, rows] : parts) {
     const size_t nbytes = static_cast<size_t>(rows) * row_bytes;
-    out.push_back(TensorView{stem + suffix, t.type, {rows, t.cols()}, t.data + offset, nbytes});
+    out.push_back(TensorView{stem + suffix, t.type, {rows, t.cols()}, t.data + offset, nbytes, {}});
     offset += nbytes;
   }
   return out;

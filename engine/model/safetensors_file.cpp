@@ -18,6 +18,7 @@ Result<DType> parse_dtype(const std::string& s, const std::string& where) {
   if (s == "BF16") return DType::BF16;
   if (s == "F64") return DType::F64;
   if (s == "I8") return DType::I8;
+  if (s == "F8_E4M3") return DType::F8_E4M3;  // its scales: engine/model/fp8_checkpoint.h
   if (s == "I16") return DType::I16;
   if (s == "I32") return DType::I32;
   if (s == "I64") return DType::I64;

@@ -88,6 +88,7 @@ Result<Weight> CpuOps::prepare(const TensorView& t, bool pack, bool keep_source)
     return Weight{DType::F32, f, 1, t.cols()};
   }
   if (t.shape.size() != 2) return invalid_argument("cpu ops: " + t.name + " is not a matrix");
+  if (t.type == DType::F8_E4M3) return prepare_fp8(t, pack, keep_source);
   const auto info = kernels::dtype_info(t.type);
   if (!kernels::matmul_supports(t.type) || t.cols() % info.block_elems != 0) {
     return unimplemented("cpu ops: no matmul for " + t.name + " of type " +
@@ -115,6 +116,36 @@ Result<Weight> CpuOps::prepare(const TensorView& t, bool pack, bool keep_source)
   } else if (pack) {
     ++stats_.unpacked_matrices;
     stats_.unpacked_bytes += t.nbytes;
+  }
+  return w;
+}
+
+// FP8 matrices run only packed (there is no per-row FP8 kernel): packed whatever
+// LLMSERVE_CPU_NO_PACK says; an FP8 embedding table (read by row) is refused.
+Result<Weight> CpuOps::prepare_fp8(const TensorView& t, bool pack, bool keep_source) {
+  if (t.scales.empty()) return data_loss("cpu ops: FP8 matrix " + t.name + " has no scales");
+  if (!pack || keep_source) {
+    return unimplemented("cpu ops: " + t.name +
+                         " is FP8, which only matmul reads (no FP8 embedding table)");
+  }
+  const Weight w{t.type, t.data, t.rows(), t.cols(), t.scales};
+  if (packed_.contains(t.data)) return w;
+  const auto p0 = std::chrono::steady_clock::now();
+  kernels::PackedWeight p = kernels::pack_weight_fp8(t.data, t.scales, t.rows(), t.cols(), &pool_);
+  if (p.empty()) {
+    return resource_exhausted("cpu ops: cannot pack FP8 matrix " + t.name +
+                              " (out of memory, or a scale of 256 or more)");
+  }
+  CpuWeightStats::Packed& s = stats_.packed[std::string(kernels::dtype_name(t.type))];
+  s.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - p0).count();
+  ++s.matrices;
+  s.source_bytes += t.nbytes;
+  s.packed_bytes += p.bytes();
+  packed_.emplace(t.data, std::move(p));
+  if (release_source_) {
+    const size_t n = release_mapped_pages(t.data, t.nbytes);
+    stats_.released_bytes += n;
+    if (n > 0) released_.emplace_back(t.data, t.nbytes);
   }
   return w;
 }

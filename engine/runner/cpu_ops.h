@@ -105,6 +105,7 @@ class CpuOps final : public Ops {
   using Buffer = std::unique_ptr<float[], AlignedFree>;
   Result<float*> alloc(int64_t n);
   Result<Weight> prepare(const TensorView& t, bool pack, bool keep_source);
+  Result<Weight> prepare_fp8(const TensorView& t, bool pack, bool keep_source);
   kernels::PagedKv paged_kv(int64_t layer, int64_t req_begin) const;
   // Rows [begin, end) of the step that share one activation precision.
   struct PrecisionRun {

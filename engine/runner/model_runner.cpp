@@ -179,11 +179,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   LLMSERVE_RETURN_IF_ERROR(model->check_tensors());
   LLMSERVE_ASSIGN_OR_RETURN(const std::optional<kernels::DType> quantize,
                             parse_model_quantize(options.quantize));
-  if (quantize && options.use_cuda) {
+  if (quantize && options.use_cuda && *quantize != kernels::DType::F8_E4M3) {
     return failed_precondition(
         "model.quantize is " + options.quantize +
-        " but it is for the CPU backend only (the CUDA backend runs every weight in bf16); set "
-        "engine.device cpu or leave model.quantize empty");
+        " but on the CUDA backend only fp8 is (the GGUF formats run in bf16 there); set "
+        "engine.device cpu, model.quantize fp8, or leave model.quantize empty");
   }
   if (quantize) {
     kernels::ThreadPool pool(options.num_threads);

@@ -19,9 +19,41 @@ int64_t panels_of(int64_t N) {
   return (N + kPanel - 1) / kPanel;
 }
 
-size_t panel_bytes(DType type, int64_t K) {
+size_t fp8_weight_bytes(int64_t K) {
+  return static_cast<size_t>((K * kPanel + 63) / 64 * 64);
+}
+
+size_t panel_bytes(DType type, int64_t K, int64_t group) {
+  if (type == DType::F8_E4M3) {
+    const int64_t groups = (K + group - 1) / group;
+    return fp8_weight_bytes(K) + static_cast<size_t>(groups) * kPanel * sizeof(float);
+  }
   return type == DType::BF16 ? static_cast<size_t>((K + 1) / 2) * 4 * kPanel
                              : static_cast<size_t>(K) * 2 * kPanel;
+}
+
+// 2^120: the kernels' e4m3 -> f32 widening leaves the value times 2^-120.
+constexpr float kFp8ScaleBias = 0x1p120f;
+
+// One FP8 panel: the bytes column by column, then each group's 32 scales times 2^120.
+void pack_fp8_panel(const uint8_t* w, const Fp8Scales& s, int64_t N, int64_t K, int64_t p,
+                    uint8_t* d) {
+  const int64_t group = s.block_cols, groups = (K + group - 1) / group;
+  for (int64_t k0 = 0; k0 < K; k0 += 64) {
+    const int64_t k1 = std::min(K, k0 + 64);
+    for (int64_t j = 0; j < kPanel; ++j) {
+      const int64_t n = p * kPanel + j;
+      for (int64_t k = k0; k < k1; ++k) d[k * kPanel + j] = n < N ? w[n * K + k] : 0;
+    }
+  }
+  std::memset(d + K * kPanel, 0, fp8_weight_bytes(K) - static_cast<size_t>(K * kPanel));
+  auto* sc = reinterpret_cast<float*>(d + fp8_weight_bytes(K));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t j = 0; j < kPanel; ++j) {
+      const int64_t n = p * kPanel + j;
+      sc[g * kPanel + j] = n < N ? s.at(n, g * group, K) * kFp8ScaleBias : 0.0f;
+    }
+  }
 }
 
 // Writes one panel: element (k, j) of its rows (rows[j]; nullptr: a padding row) at d[at(k, j)],
@@ -83,15 +115,37 @@ struct Chunk {
 }  // namespace
 
 bool is_float_pack_type(DType type) {
-  return type == DType::F16 || type == DType::BF16;
+  return type == DType::F16 || type == DType::BF16 || type == DType::F8_E4M3;
 }
 
 bool can_pack_float(DType type, int64_t N, int64_t K) {
-  return is_float_pack_type(type) && N > 0 && K > 0;
+  return (type == DType::F16 || type == DType::BF16) && N > 0 && K > 0;
 }
 
-size_t packed_float_bytes(DType type, int64_t N, int64_t K) {
-  return static_cast<size_t>(panels_of(N)) * panel_bytes(type, K);
+size_t packed_float_bytes(DType type, int64_t N, int64_t K, int64_t group) {
+  return static_cast<size_t>(panels_of(N)) * panel_bytes(type, K, group);
+}
+
+bool fp8_scales_packable(const Fp8Scales& scales, int64_t N, int64_t K) {
+  const size_t n = scales.count(N, K);
+  for (size_t i = 0; i < n; ++i) {
+    if (!(scales.data[i] >= 0.0f && scales.data[i] < 256.0f)) return false;
+  }
+  return true;
+}
+
+void pack_fp8(const uint8_t* w, const Fp8Scales& scales, int64_t N, int64_t K, void* out,
+              ThreadPool* pool) {
+  const size_t pb = panel_bytes(DType::F8_E4M3, K, scales.block_cols);
+  auto* dst = static_cast<uint8_t*>(out);
+  auto pack = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) pack_fp8_panel(w, scales, N, K, p, dst + p * pb);
+  };
+  if (pool != nullptr) {
+    pool->parallel_for(panels_of(N), pack);
+  } else {
+    pack(0, panels_of(N));
+  }
 }
 
 void pack_float(DType type, const void* w, int64_t N, int64_t K, void* out, ThreadPool* pool) {
@@ -168,7 +222,7 @@ void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
     FloatTileFn fn;
     const uint8_t* w;
     size_t panel_bytes;
-    int64_t N, panels, first_task;
+    int64_t N, panels, first_task, group;
     float* y;
   };
   Job jobs[kMaxWeights];
@@ -176,9 +230,10 @@ void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
   for (size_t i = 0; i < nw; ++i) {
     const PackedWeight& w = *ws[i];
     Job& j = jobs[i];
-    j.fn = w.type() == DType::BF16 ? ks.bf16 : ks.f16;
+    j.fn = w.type() == DType::BF16 ? ks.bf16 : w.type() == DType::F8_E4M3 ? ks.fp8 : ks.f16;
     j.w = static_cast<const uint8_t*>(w.data());
-    j.panel_bytes = panel_bytes(w.type(), K);
+    j.group = w.group();
+    j.panel_bytes = panel_bytes(w.type(), K, w.group());
     j.N = w.rows();
     j.panels = panels_of(j.N);
     j.first_task = tasks;
@@ -197,7 +252,7 @@ void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
       const uint8_t* w = j.w + static_cast<size_t>(p0) * j.panel_bytes;
       for (int64_t c = tile_first[tile]; c < tile_first[tile + 1]; ++c) {
         const Chunk ch = chunks[c];
-        j.fn(w, static_cast<int64_t>(j.panel_bytes), np, K, xt + ch.m * K, ch.rows,
+        j.fn(w, static_cast<int64_t>(j.panel_bytes), np, K, j.group, xt + ch.m * K, ch.rows,
              j.y + ch.m * j.N + n0, j.N, valid, prefetch);
       }
     }

@@ -23,6 +23,17 @@ struct Avx2 {
     odd =
         _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
   }
+  // FP8: one row, 2 units (4 scale + 4 weight vectors beside 4 accumulators); more rows: 1.
+  static constexpr int fp8_units_for(int R) { return R <= 2 ? 2 : 1; }
+  static F loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  // 8 e4m3 bytes -> f32 bits: sign-extended to 32 bits, << 20, sign and the 7 value bits kept:
+  // the e4m3 value times 2^-120 exactly (subnormals become f32 subnormals).
+  static F load_e4m3(const uint8_t* p) {
+    const __m256i w = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(w, 20),
+                                                _mm256_set1_epi32(static_cast<int>(0x87f00000u))));
+  }
   static void store(float* y, F v, int valid) {
     if (valid >= kLanes) {
       _mm256_storeu_ps(y, v);

@@ -25,6 +25,18 @@ struct Avx512 {
     odd =
         _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
   }
+  // FP8: one row, 4 units (scales and weights of 8 vectors beside 8 accumulators); 2 to 4 rows,
+  // 2 units; more, 1 (at most 24 accumulators + 2 scale + 2 weight vectors).
+  static constexpr int fp8_units_for(int R) { return R == 1 ? 4 : R <= 4 ? 2 : 1; }
+  static F loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  // 16 e4m3 bytes -> f32 bits: sign-extended to 32 bits, << 20, sign and the 7 value bits kept:
+  // the e4m3 value times 2^-120 exactly (subnormals become f32 subnormals).
+  static F load_e4m3(const uint8_t* p) {
+    const __m512i w = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(w, 20),
+                                                _mm512_set1_epi32(static_cast<int>(0x87f00000u))));
+  }
   static void store(float* y, F v, int valid) {
     if (valid >= kLanes) {
       _mm512_storeu_ps(y, v);

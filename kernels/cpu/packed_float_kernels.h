@@ -3,7 +3,8 @@
 // (hence the unnamed namespace: each includer gets its own copy, built with its target flags).
 // I provides: F (vector of kLanes floats), zero(), bcast(const float*), fma(a, b, c),
 // load_f16(const uint16_t*) -> F, load_bf16_pairs(const uint16_t*, F& even, F& odd),
-// store(float*, F, int valid), and units_for(R): weight units (2 vectors each) per call.
+// store(float*, F, int valid), and units_for(R): weight units (2 vectors each) per call; for the
+// FP8 panels (packed_fp8_kernels.h) also load_e4m3, loadu, mul and fp8_units_for(R).
 // Every variant computes each output as the same f32 FMA chain over k, so all agree bit for bit.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <utility>
 
 #include "kernels/cpu/packed_float.h"
+#include "kernels/cpu/packed_fp8_kernels.h"
 
 namespace llmserve::kernels::cpu {
 namespace {
@@ -132,8 +134,9 @@ void float_rows_for(int R, const uint8_t* w, int64_t panel_bytes, int64_t K, con
 
 // A FloatTileFn for I (R <= I::kMaxRows).
 template <typename I, bool kBf16>
-void float_tile_fn(const uint8_t* w, int64_t panel_bytes, int64_t panels, int64_t K, const float* x,
-                   int R, float* y, int64_t ldy, int64_t valid, bool prefetch) {
+void float_tile_fn(const uint8_t* w, int64_t panel_bytes, int64_t panels, int64_t K,
+                   int64_t /*group*/, const float* x, int R, float* y, int64_t ldy, int64_t valid,
+                   bool prefetch) {
   valid = std::min<int64_t>(valid, panels * kFloatPanelRows);
   float_rows_for<I, kBf16>(R, w, panel_bytes, K, x, y, ldy, valid, prefetch,
                            std::make_integer_sequence<int, I::kMaxRows>());
@@ -144,6 +147,7 @@ FloatKernels make_float_kernels() {
   FloatKernels k;
   k.f16 = float_tile_fn<I, false>;
   k.bf16 = float_tile_fn<I, true>;
+  k.fp8 = fp8_tile_fn<I>;
   k.max_rows = I::kMaxRows;
   return k;
 }

@@ -159,6 +159,26 @@ bool can_pack_weight(DType type, int64_t N, int64_t K) {
   return group_block_bytes(type) != 0 && N > 0 && K > 0 && K % block == 0;
 }
 
+PackedWeight pack_weight_fp8(const void* w, const Fp8Scales& scales, int64_t N, int64_t K,
+                             ThreadPool* pool) {
+  PackedWeight p;
+  if (N <= 0 || K <= 0 || scales.empty() || scales.block_rows <= 0 || scales.block_cols <= 0 ||
+      !cpu::fp8_scales_packable(scales, N, K)) {
+    return p;
+  }
+  const size_t bytes = cpu::packed_float_bytes(DType::F8_E4M3, N, K, scales.block_cols);
+  void* mem = host_alloc(bytes);
+  if (mem == nullptr) return p;
+  cpu::pack_fp8(static_cast<const uint8_t*>(w), scales, N, K, mem, pool);
+  p.data_.reset(static_cast<uint8_t*>(mem));
+  p.bytes_ = bytes;
+  p.type_ = DType::F8_E4M3;
+  p.rows_ = N;
+  p.cols_ = K;
+  p.group_ = scales.block_cols;
+  return p;
+}
+
 PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K, ThreadPool* pool) {
   PackedWeight p;
   if (!can_pack_weight(type, N, K)) return p;

@@ -195,8 +195,8 @@ void add_perplexity_command(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"by_format", "q8x2", "q8", "auto"}));
   cmd->add_option("--quantize", o->quantize,
                   "Quantize F32 / F16 / BF16 matmul weights at load, as model.quantize: q8_0, "
-                  "q4_0 or q4_k (default: as stored)")
-      ->check(CLI::IsMember({"", "q8_0", "q4_0", "q4_k"}));
+                  "q4_0, q4_k or fp8 (default: as stored)")
+      ->check(CLI::IsMember({"", "q8_0", "q4_0", "q4_k", "fp8"}));
   cmd->add_flag("--json", o->json, "Print the result as one JSON line");
   cmd->callback([o, &exit_code] {
     log_to_stderr();

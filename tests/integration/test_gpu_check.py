@@ -119,7 +119,9 @@ def test_report_build(tmp_path):
              "gap_us_p90": 260.0, "graphs_captured": 1}
     (tmp_path / "bench.txt").write_text(
         "## GPU: NVIDIA H200 (sm_90, 139.8 GiB)\n\nDevice-to-device copy: 4300 GB/s\n"
-        "| kernel | launch | ms | figure |\nBENCH " + json.dumps(model) + "\nBENCH {bad\n")
+        "| kernel | launch | ms | figure |\nBENCH " + json.dumps(model) + "\nBENCH " +
+        json.dumps({**model, "preset": "llama-3.1-8b-fp8", "tok_s": 400.0, "ms": 2.5}) +
+        "\nBENCH {bad\n")
     oracle_line = {"model": "hd128-gqa4", "backend": "cuda", "graphs": True, "rows": 100,
                    "bad_rows": 0, "median_rel_l2": 0.004, "worst_rel_l2": 0.01,
                    "worst_where": "prompt 4 position 599 (step 1)",
@@ -147,7 +149,10 @@ def test_report_build(tmp_path):
 
     def met_of(prefix):
         return [v for k, v in met.items() if k.startswith(prefix)]
-    assert met_of("batch-1 decode of the 8B-shaped model") == [True]
+    assert met_of("batch-1 decode of the 8B-shaped model >=") == [True]
+    assert met_of("batch-1 decode of the 8B-shaped model with FP8") == [True]  # 400 >= 380
+    assert "### The same model with FP8 e4m3 weights" in md
+    assert summary["figures"] == {"decode_b1_bf16_tok_s": 250.0, "decode_b1_fp8_tok_s": 400.0}
     assert met_of("CPU gap between decode steps") == [True]
     assert met_of("decode attention >= 80% of HBM") == [True]  # 3600 >= 0.8 x 4300
     assert met_of("decode attention >= 0.9x torch") == [True, None]  # 1 x 32k not measured

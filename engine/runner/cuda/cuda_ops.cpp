@@ -205,6 +205,20 @@ Result<Weight> CudaOps::prepare_weight(const TensorView& t) {
 
 Result<std::vector<Weight>> CudaOps::prepare_fused(std::span<const TensorView* const> ts) {
   if (ts.empty()) return invalid_argument("cuda ops: no tensors to prepare");
+  if (std::any_of(ts.begin(), ts.end(),
+                  [](const TensorView* t) { return t->type == DType::F8_E4M3; })) {
+    std::vector<Weight> out;  // FP8 weights stay as stored, each its own matmul (cuda_fp8.cpp)
+    for (const TensorView* t : ts) {
+      if (t->type == DType::F8_E4M3) {
+        LLMSERVE_ASSIGN_OR_RETURN(Weight w, prepare_fp8(*t));
+        out.push_back(w);
+      } else {
+        LLMSERVE_ASSIGN_OR_RETURN(Weight w, prepare_weight(*t));
+        out.push_back(w);
+      }
+    }
+    return out;
+  }
   const bool vectors = is_vector(*ts[0]);
   size_t bytes = 0;
   int64_t fused_rows = 0;

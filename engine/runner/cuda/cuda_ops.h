@@ -131,6 +131,11 @@ class CudaOps final : public Ops {
   void gemm(const void* x_bf16, int64_t x_stride, int64_t M, const void* w, int64_t N, int64_t K,
             const float* bias, float* y, int64_t ldy);
   void record(const Status& st);
+  // cuda_fp8.cpp: an FP8 weight as stored with its scales, and y = x . W^T over it (the GEMV for
+  // M <= 8, else a dequantized bf16 copy into fp8_scratch_ and gemm).
+  Result<Weight> prepare_fp8(const TensorView& t);
+  void matmul_fp8(const void* x_bf16, int64_t x_stride, int64_t M, const Weight& w,
+                  const float* bias, float* y, int64_t ldy);
 
   CudaOpsOptions options_;
   bool use_graphs_ = true;
@@ -150,11 +155,13 @@ class CudaOps final : public Ops {
   RopeSpec rope_;
   float* inv_freq_ = nullptr;
   float* local_inv_freq_ = nullptr;  // rope_.local_inv_freq on the device
-  float* fused_out_ = nullptr;  // outputs of fused GEMMs [max rows, widest fused N]
+  float* fused_out_ = nullptr;       // outputs of fused GEMMs [max rows, widest fused N]
   int64_t fused_out_floats_ = 0;
   FusedViews views_;
   std::vector<const void*> fused_first_;  // first weight of each prepare_fused group
-  float* attn_ws_ = nullptr;              // decode split-K workspace
+  uint16_t* fp8_scratch_ = nullptr;       // bf16 copy of one FP8 matrix (prefill path)
+  int64_t fp8_scratch_elems_ = 0;
+  float* attn_ws_ = nullptr;  // decode split-K workspace
   int64_t attn_ws_floats_ = 0;
   float* host_out_ = nullptr;  // pinned, for to_host
   int64_t host_out_floats_ = 0;

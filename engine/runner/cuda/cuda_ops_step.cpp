@@ -157,6 +157,12 @@ void CudaOps::matmul(const float* x, int64_t M, const Weight& w, const Weight* b
   if (skip()) return;
   const int64_t m = rows(M);
   if (m <= 0) return;
+  if (w.type == DType::F8_E4M3) {
+    views_.erase(y);
+    matmul_fp8(as_bf16(x), 2 * w.cols, m, w,
+               bias != nullptr ? static_cast<const float*>(bias->data) : nullptr, y, w.rows);
+    return;
+  }
   if (w.type != DType::BF16) {
     check(cudaErrorInvalidValue, "matmul: weight not prepared by CudaOps");
     return;

@@ -224,8 +224,10 @@ TEST(ModelQuantize, ChoicesAndErrorsNameTheKey) {
   ASSERT_TRUE(yaml("model:\n  quantize: \"\"\n", &c).is_ok());
   EXPECT_EQ(c.model.quantize, "");
   EXPECT_EQ(yaml("model:\n  quantize: q3\n").message(),
-            "t.yaml:2: model.quantize: must be one of \"\", \"q8_0\", \"q4_0\", \"q4_k\", got "
-            "\"q3\"");
+            "t.yaml:2: model.quantize: must be one of \"\", \"q8_0\", \"q4_0\", \"q4_k\", "
+            "\"fp8\", got \"q3\"");
+  ASSERT_TRUE(yaml("model:\n  quantize: FP8\n", &c).is_ok());
+  EXPECT_EQ(c.model.quantize, "fp8");
   Config e;
   ASSERT_TRUE(apply_env(e, {{"LLMSERVE_MODEL_QUANTIZE", "q8_0"}}).is_ok());
   EXPECT_EQ(e.model.quantize, "q8_0");

@@ -13,6 +13,7 @@
 
 #include "llmserve/kernels/act_precision.h"
 #include "llmserve/kernels/dtype.h"
+#include "llmserve/kernels/fp8.h"
 #include "llmserve/kernels/thread_pool.h"
 
 namespace llmserve::kernels {
@@ -27,10 +28,14 @@ class PackedWeight {
   int64_t cols() const { return cols_; }  // K
   const void* data() const { return data_.get(); }
   size_t bytes() const { return bytes_; }
+  // F8_E4M3: the columns each scale covers (the checkpoint's block columns, or K); 0 otherwise.
+  int64_t group() const { return group_; }
 
  private:
   friend PackedWeight pack_weight(DType type, const void* w, int64_t N, int64_t K,
                                   ThreadPool* pool);
+  friend PackedWeight pack_weight_fp8(const void* w, const Fp8Scales& scales, int64_t N, int64_t K,
+                                      ThreadPool* pool);
   struct Free {
     void operator()(void* p) const;
   };
@@ -38,6 +43,7 @@ class PackedWeight {
   size_t bytes_ = 0;
   DType type_ = DType::F32;
   int64_t rows_ = 0, cols_ = 0;
+  int64_t group_ = 0;
 };
 
 // True for the types pack_weight handles when N, K > 0 and K is a multiple of the block: Q4_0,
@@ -45,6 +51,15 @@ class PackedWeight {
 // Also F16 and BF16 for any N, K > 0: those go in panels of 32 rows and their matmul is exact
 // f32 whatever ActPrecision (kernels/cpu/packed_float.h); AVX-512F is enough for their wide path.
 bool can_pack_weight(DType type, int64_t N, int64_t K);
+
+// FP8 e4m3 W[N, K] (N rows of K bytes) with its scales (fp8.h) into panels of 32 rows, the
+// scales beside them (kernels/cpu/packed_float.h); the matmul widens each weight to f32 and
+// multiplies it by its scale in registers (exactly dequantize_fp8_row's f32 product), then runs
+// the f32 FMA chain of the F16 / BF16 panels. Empty result when N or K is not positive, the
+// scales are empty, a scale is negative, NaN or 256 or more (weights beyond 114688), or out of
+// memory.
+PackedWeight pack_weight_fp8(const void* w, const Fp8Scales& scales, int64_t N, int64_t K,
+                             ThreadPool* pool = nullptr);
 
 // Repacks W[N, K] (N rows of row_bytes(type, K) bytes), on the pool's threads when given. Empty
 // result when !can_pack_weight or out of memory.
