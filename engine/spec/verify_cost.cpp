@@ -11,7 +11,7 @@ namespace llmserve {
 Result<std::vector<double>> measure_check_costs(ModelRunner& runner, int32_t num_tokens) {
   constexpr int32_t kContext = 512;     // checks re-read the context once per row
   constexpr int32_t kMeasuredUpTo = 8;  // every d up to this; beyond it only num_tokens
-  constexpr int kMinRounds = 5, kMaxRounds = 15;
+  constexpr int kMinRounds = 9, kMaxRounds = 21;
   constexpr double kBudgetSeconds = 1.0;  // rounds after kMinRounds stop once this is spent
   if (num_tokens < 1) return invalid_argument("measure_check_costs: num_tokens < 1");
   std::vector<int32_t> tokens(static_cast<size_t>(kContext + num_tokens + 1));
