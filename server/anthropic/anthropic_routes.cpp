@@ -9,6 +9,7 @@
 #include "server/anthropic/message_events.h"
 #include "server/common/generation_job.h"
 #include "server/common/request_grammar.h"
+#include "server/http/collect_job.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_context.h"
 #include "server/http/sse.h"
@@ -173,30 +174,13 @@ void handle_messages(HttpContext& ctx, const MessagesOptions& options, const htt
   st->events = std::make_unique<MessageEvents>(std::move(mc));
 
   if (!translation.stream) {
-    const auto give_up =
-        deadline->has_value() ? **deadline + std::chrono::seconds(30) : Clock::time_point::max();
-    auto next_check = Clock::now() + kPollInterval;
     Status error;
-    while (true) {
-      if (Clock::now() >= next_check) {
-        if (http_client_disconnected()) {
-          st->job->cancel();
-          return;
-        }
-        next_check = Clock::now() + kPollInterval;
-      }
-      auto ev = st->job->next(kPollInterval);
-      if (ev) {
-        if (error.is_ok()) error = output_error(ev->output);
-        st->events->on_output(ev->output);
-        continue;
-      }
-      if (!st->job->timed_out()) break;
-      if (Clock::now() > give_up) {
-        st->job->cancel();
-        return fail(res, {StatusCode::kDeadlineExceeded, "request timed out"}, retry);
-      }
-    }
+    const Status waited = collect_job(*st->job, *deadline, [&](const GenerationJob::Event& ev) {
+      if (error.is_ok()) error = output_error(ev.output);
+      st->events->on_output(ev.output);
+    });
+    if (waited.code() == StatusCode::kCancelled) return;  // nobody to answer
+    if (!waited.is_ok()) return fail(res, waited, retry);
     if (!error.is_ok()) return fail(res, error, retry);
     st->events->finish(error);
     return send_message_json(res, st->events->message());

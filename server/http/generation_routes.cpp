@@ -10,6 +10,7 @@
 #include "server/common/request_grammar.h"
 #include "server/http/body_pieces.h"
 #include "server/http/chat_request.h"
+#include "server/http/collect_job.h"
 #include "server/http/completion_request.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_context.h"
@@ -201,29 +202,11 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   }
 
   if (!stream) {
-    const auto give_up =
-        deadline->has_value() ? **deadline + std::chrono::seconds(30) : Clock::time_point::max();
-    auto next_check = Clock::now() + kPollInterval;
-    while (true) {
-      if (Clock::now() >= next_check) {
-        // A client that went away gets nothing: stop its generation instead of running it out.
-        if (http_client_disconnected()) {
-          st->job->cancel();
-          return;
-        }
-        next_check = Clock::now() + kPollInterval;
-      }
-      auto ev = st->job->next(kPollInterval);
-      if (ev) {
-        st->builder->accumulate(ev->prompt_index, ev->output);
-        continue;
-      }
-      if (!st->job->timed_out()) break;
-      if (Clock::now() > give_up) {
-        st->job->cancel();
-        return send_status_error(res, {StatusCode::kDeadlineExceeded, "request timed out"}, retry);
-      }
-    }
+    const Status waited = collect_job(*st->job, *deadline, [&](const GenerationJob::Event& ev) {
+      st->builder->accumulate(ev.prompt_index, ev.output);
+    });
+    if (waited.code() == StatusCode::kCancelled) return;  // nobody to answer
+    if (!waited.is_ok()) return send_status_error(res, waited, retry);
     if (!st->builder->error().is_ok()) return send_status_error(res, st->builder->error(), retry);
     if (responses) {
       const auto body =
