@@ -13,6 +13,8 @@
 #include "config/config_cli.h"
 #include "engine/engine.h"
 #include "server/anthropic/anthropic_routes.h"
+#include "server/embeddings/embeddings_routes.h"
+#include "server/embeddings/rerank_routes.h"
 #include "server/common/default_sampling.h"
 #include "server/common/heap_release.h"
 #include "server/common/options_from_config.h"
@@ -149,6 +151,8 @@ int serve(const ConfigFlags& flags) {
   MessagesOptions messages_options;
   messages_options.strip_system_lines = config->server.anthropic_strip_system_lines;
   http.add_api(anthropic_api(std::move(messages_options)));
+  http.add_api(embeddings_api());
+  http.add_api(rerank_api());
   GrpcServer grpc(state, metrics);
   if (Status st = http.start(); !st.is_ok()) {
     spdlog::error("{}", st.message());
