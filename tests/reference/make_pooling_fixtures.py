@@ -11,18 +11,30 @@ tests/unit/pooling/ and tests/integration/test_embeddings.py:
                                          Qwen3-Embedding's appends <|endoftext|>).
   tests/fixtures/tiny_qwen3_embed_mean/  the same backbone, mean pooling, no Dense, no Normalize.
 
+With --llama-cpp SRC (llama.cpp's source, e.g. the llama-cpp-python sdist's vendor/llama.cpp)
+each folder also gets model.gguf made by its convert_hf_to_gguf.py (--outtype f32; the tokenizer
+swapped for a SentencePiece one in a temporary copy, since the converter does not know this
+tokenizer's pre-tokenizer; the GGUF's tokenizer is not used by the tests, which feed token ids),
+carrying {arch}.pooling_type from 1_Pooling. llama.cpp's converter does not carry Dense layers
+for Qwen3, so the GGUF test compares against "hidden_embeddings": the pooled, normalised vector
+before the Dense layer, computed from the same model with sentence-transformers' modules.
+
 Each folder gets expected.json: {"texts", "ids" (tokenizer ids, special tokens included),
 "embeddings" (model.encode(texts)), "query_ids", "query_embeddings" (prompt_name="query"),
 "sentence_transformers", "transformers"}.
 
 Run: PYTHONPATH=.venv-st <venv with torch + transformers>/bin/python \
-        tests/reference/make_pooling_fixtures.py
-(venv: torch transformers safetensors numpy, and sentence-transformers). Deterministic: seeded.
+        tests/reference/make_pooling_fixtures.py [--llama-cpp SRC]
+(venv: torch transformers safetensors numpy sentencepiece, and sentence-transformers). Deterministic: seeded.
 """
-import copy
+import argparse
 import json
+import os
 import pathlib
 import shutil
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 import sentence_transformers
@@ -96,7 +108,37 @@ def encode_all(st, prompt_name=None):
     return ids, emb.astype(np.float32).tolist()
 
 
-def make(name, hf_dir, modules_fn, prompts):
+def convert(folder, llama_cpp):
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from make_kquant_gguf import train_tokenizer
+    with tempfile.TemporaryDirectory() as tmp:
+        hf = pathlib.Path(tmp) / "hf"
+        shutil.copytree(folder, hf, ignore=shutil.ignore_patterns("expected*", "*.gguf",
+                                                                  "tokenizer*"))
+        train_tokenizer(hf / "tokenizer.model")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(pathlib.Path(llama_cpp) / "gguf-py") + os.pathsep + \
+            env.get("PYTHONPATH", "")
+        subprocess.run([sys.executable, str(pathlib.Path(llama_cpp) / "convert_hf_to_gguf.py"),
+                        str(hf), "--outtype", "f32", "--outfile", str(folder / "model.gguf")],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+def hidden_embeddings(st, ids):
+    """The Pooling module's output, L2-normalised: what a GGUF without the Dense layer gives."""
+    out = []
+    with torch.no_grad():
+        for seq in ids:
+            feats = {"input_ids": torch.tensor([seq]), "attention_mask": torch.ones(1, len(seq),
+                                                                                    dtype=torch.long)}
+            for module in list(st)[:2]:
+                feats = module(feats)
+            v = feats["sentence_embedding"][0]
+            out.append((v / v.norm()).tolist())
+    return out
+
+
+def make(name, hf_dir, modules_fn, prompts, llama_cpp=None):
     out = FIXTURES / name
     shutil.rmtree(out, ignore_errors=True)
     tr = Transformer(str(hf_dir), max_seq_length=512)
@@ -110,6 +152,9 @@ def make(name, hf_dir, modules_fn, prompts):
     if prompts:
         q_ids, q_emb = encode_all(st, "query")
         meta.update({"query_prompt": QUERY_PROMPT, "query_ids": q_ids, "query_embeddings": q_emb})
+    if llama_cpp:
+        convert(out, llama_cpp)
+        meta["hidden_embeddings"] = hidden_embeddings(st, ids)
     (out / "expected.json").write_text(json.dumps(meta, ensure_ascii=False))
     for junk in ("README.md",):
         (out / junk).unlink(missing_ok=True)
@@ -117,7 +162,9 @@ def make(name, hf_dir, modules_fn, prompts):
 
 
 def main():
-    import tempfile
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--llama-cpp", help="llama.cpp source folder (convert_hf_to_gguf.py)")
+    args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         hf = backbone(pathlib.Path(tmp))
 
@@ -132,8 +179,9 @@ def main():
         def mean_only(tr):
             return [tr, Pooling(64, pooling_mode="mean")]
 
-        make("tiny_qwen3_embed", hf, last_dense_norm, {"query": QUERY_PROMPT, "document": ""})
-        make("tiny_qwen3_embed_mean", hf, mean_only, {})
+        make("tiny_qwen3_embed", hf, last_dense_norm, {"query": QUERY_PROMPT, "document": ""},
+             args.llama_cpp)
+        make("tiny_qwen3_embed_mean", hf, mean_only, {}, args.llama_cpp)
 
 
 if __name__ == "__main__":

@@ -81,9 +81,11 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 void expect_matches(const std::string& dir, const char* ids_key, const char* emb_key,
-                    const char* kv) {
+                    const char* kv, const std::string& model = "") {
   const json ex = expected(dir);
-  auto e = engine_for(options(dir, kv));
+  EngineOptions o = options(dir, kv);
+  if (!model.empty()) o.model_path = fixture(dir + "/" + model);
+  auto e = engine_for(o);
   ASSERT_NE(e, nullptr);
   ASSERT_NE(e->pooler(), nullptr);
   for (size_t i = 0; i < ex[ids_key].size(); ++i) {
@@ -111,6 +113,17 @@ TEST(PoolingEngine, MeanPoolingMatchesSentenceTransformers) {
 
 TEST(PoolingEngine, F16KvCacheStillMatches) {
   expect_matches("tiny_qwen3_embed", "ids", "embeddings", "f16");
+}
+
+// The GGUF llama.cpp's converter made of the same folder: {arch}.pooling_type (3 last, 1 mean),
+// normalised as llama.cpp's server does; no Dense layer (the converter keeps none for Qwen3), so
+// the oracle is sentence-transformers' Pooling output, normalised.
+TEST(PoolingEngine, GgufLastTokenMatchesSentenceTransformers) {
+  expect_matches("tiny_qwen3_embed", "ids", "hidden_embeddings", "f32", "model.gguf");
+}
+
+TEST(PoolingEngine, GgufMeanPoolingMatchesSentenceTransformers) {
+  expect_matches("tiny_qwen3_embed_mean", "ids", "hidden_embeddings", "f32", "model.gguf");
 }
 
 TEST(PoolingEngine, ReadsTheSentenceTransformersLayout) {
