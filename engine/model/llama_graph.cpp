@@ -273,8 +273,15 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
 
 Status LlamaGraph::copy_pool_rows(const ForwardBatch& batch) {
   const int64_t H = cfg_.hidden_size;
-  std::span<const float> all = ops_.to_host(resid_, batch.num_tokens() * H);
+  int64_t rows = 0;  // rows up to the last pool row are read
+  for (int32_t r : batch.pool_rows) rows = std::max<int64_t>(rows, r + 1);
+  std::span<const float> all = ops_.to_host(resid_, rows * H);
   LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
+  if (static_cast<int64_t>(all.size()) < rows * H) {
+    return resource_exhausted("pooling: the backend's host buffer holds " +
+                              std::to_string(all.size()) + " floats; this step's pool rows need " +
+                              std::to_string(rows * H));
+  }
   pooled_.resize(static_cast<size_t>(batch.num_pool_rows() * H));
   for (size_t p = 0; p < batch.pool_rows.size(); ++p) {
     std::copy_n(all.data() + static_cast<int64_t>(batch.pool_rows[p]) * H, H,

@@ -1,5 +1,6 @@
 #include "server/embeddings/embeddings_request.h"
 
+#include "engine/model/model_config.h"
 #include "engine/pooling/pooler.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "server/http/json_fields.h"

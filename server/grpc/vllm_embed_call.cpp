@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "engine/model/model_config.h"
 #include "server/common/embedding_job.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/wire_codec.h"
