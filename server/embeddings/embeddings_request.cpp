@@ -72,6 +72,9 @@ Result<EmbeddingsRequest> read_embeddings_request(const json& body, const Engine
   const auto vocab = static_cast<int32_t>(engine.model_config().vocab_size);
   const json& in = body.at("input");
   auto text = [&](const json& s) -> Result<std::vector<int32_t>> {
+    if (s.get_ref<const std::string&>().empty()) {
+      return field_error("input", "texts must not be empty");
+    }
     return tokenize_for_pooling(engine, s.get<std::string>(), prompt_name);
   };
   if (in.is_string()) {
@@ -79,13 +82,12 @@ Result<EmbeddingsRequest> read_embeddings_request(const json& body, const Engine
     r.inputs.push_back(std::move(ids));
   } else if (in.is_array()) {
     if (in.empty()) return field_error("input", "must not be an empty list");
-    if (in.size() > max_inputs) {
-      return field_error("input", "at most " + std::to_string(max_inputs) +
-                                      " inputs per request, got " + std::to_string(in.size()));
-    }
     if (in.front().is_number()) {
       LLMSERVE_ASSIGN_OR_RETURN(auto ids, token_list(in, vocab));
       r.inputs.push_back(std::move(ids));
+    } else if (in.size() > max_inputs) {
+      return field_error("input", "at most " + std::to_string(max_inputs) +
+                                      " inputs per request, got " + std::to_string(in.size()));
     } else {
       for (const json& item : in) {
         if (item.is_string()) {
