@@ -21,9 +21,9 @@ StepOutput StepLoop::pooled_output(ActiveRequest& req, SampleSlot& slot, size_t 
                         internal_error("pooling: the step did not return the prompt's " +
                                        std::to_string(req.num_prompt_tokens) + " rows"));
   }
-  std::vector<float> v = pooler_->pool(
-      hidden.subspan(static_cast<size_t>(first * H), static_cast<size_t>(n * H)), n,
-      req.pooling->dimensions);
+  std::vector<float> v =
+      pooler_->pool(hidden.subspan(static_cast<size_t>(first * H), static_cast<size_t>(n * H)), n,
+                    req.pooling->dimensions);
   StepOutput out = final_output(req, slot, FinishReason::kStop);
   out.embedding = std::move(v);
   ++pooled_requests_;

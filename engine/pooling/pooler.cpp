@@ -50,7 +50,8 @@ Status Pooler::check_dimensions(int32_t dimensions) const {
 void Pooler::final_norm(std::span<float> row) const {
   double ss = 0;
   for (float v : row) ss += double{v} * v;
-  const float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(row.size())) + eps_);
+  const float inv =
+      1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(row.size())) + eps_);
   for (size_t i = 0; i < row.size(); ++i) row[i] = row[i] * inv * norm_[i];
 }
 

@@ -161,8 +161,8 @@ Result<std::optional<PoolingConfig>> load_pooling_config(const LoadedModel& mode
     // L2-normalises embeddings by default.
     if (auto t = g->get_u32(cfg.architecture + ".pooling_type")) {
       PoolingConfig p;
-      p.source = model.path() + " (" + cfg.architecture + ".pooling_type " + std::to_string(*t) +
-                 ")";
+      p.source =
+          model.path() + " (" + cfg.architecture + ".pooling_type " + std::to_string(*t) + ")";
       if (*t == 1) {
         p.type = PoolingType::kMean;
       } else if (*t == 2) {
@@ -174,10 +174,9 @@ Result<std::optional<PoolingConfig>> load_pooling_config(const LoadedModel& mode
     }
   }
   if (pc && !pc->dense.empty() && pc->dense.front().in_features != cfg.hidden_size) {
-    return invalid_argument("pooling: the first Dense layer takes " +
-                            std::to_string(pc->dense.front().in_features) +
-                            " features, the model's hidden size is " +
-                            std::to_string(cfg.hidden_size));
+    return invalid_argument(
+        "pooling: the first Dense layer takes " + std::to_string(pc->dense.front().in_features) +
+        " features, the model's hidden size is " + std::to_string(cfg.hidden_size));
   }
   return pc;
 }

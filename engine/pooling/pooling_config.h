@@ -30,8 +30,8 @@ struct DenseLayer {
 
 struct PoolingConfig {
   PoolingType type = PoolingType::kLast;
-  bool normalize = true;          // L2-normalise the output vector
-  std::vector<DenseLayer> dense;  // in order, after pooling
+  bool normalize = true;                       // L2-normalise the output vector
+  std::vector<DenseLayer> dense;               // in order, after pooling
   std::map<std::string, std::string> prompts;  // name -> text put before the input
   std::string default_prompt_name;             // "" = none
   std::string source;                          // where it was read from, for the start-up log

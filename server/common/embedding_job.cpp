@@ -47,7 +47,8 @@ Result<EmbeddingResult> collect_embeddings(GenerationJob& job) {
                                    : unavailable("the embeddings request was aborted");
     }
   }
-  if (job.cancelled()) return Status{StatusCode::kCancelled, "the embeddings request was cancelled"};
+  if (job.cancelled())
+    return Status{StatusCode::kCancelled, "the embeddings request was cancelled"};
   if (!failure.is_ok()) return failure;
   for (bool d : done) {
     if (!d) return internal_error("an embeddings input ended without its vector");

@@ -38,8 +38,7 @@ std::chrono::milliseconds timeout_of(const HttpContext& ctx, const httplib::Requ
     if (!st->is_ok()) return {};
     body_timeout = t;
   }
-  auto deadline =
-      request_deadline(req, body_timeout, ctx.state.options().request_timeout_seconds);
+  auto deadline = request_deadline(req, body_timeout, ctx.state.options().request_timeout_seconds);
   if (!deadline.is_ok()) {
     *st = deadline.status();
     return {};
@@ -77,12 +76,13 @@ void handle_embeddings(HttpContext& ctx, const httplib::Request& req, httplib::R
     }
     data.push_back(std::move(item));
   }
-  send_json(res, 200,
-            {{"object", "list"},
-             {"data", std::move(data)},
-             {"model", ctx.state.model_name()},
-             {"usage",
-              {{"prompt_tokens", result->prompt_tokens}, {"total_tokens", result->prompt_tokens}}}});
+  send_json(
+      res, 200,
+      {{"object", "list"},
+       {"data", std::move(data)},
+       {"model", ctx.state.model_name()},
+       {"usage",
+        {{"prompt_tokens", result->prompt_tokens}, {"total_tokens", result->prompt_tokens}}}});
 }
 
 }  // namespace

@@ -52,8 +52,8 @@ Result<std::vector<std::string>> texts_of(const json& body, const char* field, b
       out.push_back(std::move(t));
     }
   } else {
-    return field_error(field, allow_one ? "must be a string or a list of strings"
-                                        : "must be a list of strings");
+    return field_error(
+        field, allow_one ? "must be a string or a list of strings" : "must be a list of strings");
   }
   for (const std::string& t : out) {
     if (t.empty()) return field_error(field, "texts must not be empty");
@@ -115,12 +115,14 @@ void handle_rerank(HttpContext& ctx, const httplib::Request& req, httplib::Respo
   auto r = embed_texts(*p->engine, texts, id, "documents");
   if (!r.is_ok()) return send_status_error(res, r.status(), retry);
   std::vector<double> scores;
-  for (size_t i = 1; i < r->vectors.size(); ++i) scores.push_back(cosine(r->vectors[0], r->vectors[i]));
+  for (size_t i = 1; i < r->vectors.size(); ++i)
+    scores.push_back(cosine(r->vectors[0], r->vectors[i]));
   std::vector<size_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return scores[a] > scores[b]; });
-  if (top_n > 0 && static_cast<size_t>(top_n) < order.size()) order.resize(static_cast<size_t>(top_n));
+  if (top_n > 0 && static_cast<size_t>(top_n) < order.size())
+    order.resize(static_cast<size_t>(top_n));
   json results = json::array();
   for (size_t i : order) {
     json item = {{"index", i}, {"relevance_score", scores[i]}};

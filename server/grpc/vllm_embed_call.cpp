@@ -17,8 +17,8 @@ std::chrono::milliseconds timeout_of(const grpc::CallbackServerContext* ctx, dou
   const auto d = ctx->deadline();
   if (d != std::chrono::system_clock::time_point::max() &&
       d - std::chrono::system_clock::now() < std::chrono::hours(24 * 365)) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        d - std::chrono::system_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(d - std::chrono::system_clock::now());
     return std::max(left, std::chrono::milliseconds(1));
   }
   if (default_s > 0) {
@@ -106,7 +106,8 @@ grpc::ServerUnaryReactor* start_vllm_embed_call(VllmEngineService& svc,
                               req.request_id().empty() ? "embd" : req.request_id(),
                               timeout_of(ctx, svc.state().options().request_timeout_seconds));
   if (!job.is_ok()) {
-    return calls.finish_unary(ctx, kMethod, calls.with_retry_hint(ctx, to_grpc_status(job.status())));
+    return calls.finish_unary(ctx, kMethod,
+                              calls.with_retry_hint(ctx, to_grpc_status(job.status())));
   }
   return new EmbedReactor(svc, std::move(job).value(), response);
 }
