@@ -173,6 +173,22 @@ Result<std::optional<PoolingConfig>> load_pooling_config(const LoadedModel& mode
       if (*t != 0) pc = std::move(p);
     }
   }
+  // What the graph cannot do yet must not give plausible but wrong vectors.
+  if (model.source() == LoadedModel::Source::kSafetensors &&
+      fs::exists(fs::path(model.path()) / "config.json")) {
+    LLMSERVE_ASSIGN_OR_RETURN(json hf, read_json(fs::path(model.path()) / "config.json"));
+    if (hf.value("use_bidirectional_attention", false) || !hf.value("is_causal", true)) {
+      return unimplemented(
+          "pooling: this model needs bidirectional attention (use_bidirectional_attention / "
+          "is_causal false in config.json), which the graph does not implement yet");
+    }
+  }
+  if (model.source() == LoadedModel::Source::kGguf && pc &&
+      (cfg.architecture == "gemma3" || model.tensor("dense_2.weight") != nullptr)) {
+    return unimplemented("pooling: " + cfg.architecture +
+                         " embedding GGUFs (bidirectional attention, dense_2 / dense_3 "
+                         "layers) are not implemented yet");
+  }
   if (pc && !pc->dense.empty() && pc->dense.front().in_features != cfg.hidden_size) {
     return invalid_argument(
         "pooling: the first Dense layer takes " + std::to_string(pc->dense.front().in_features) +
