@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/generate_request.h"
+#include "engine/pooling/pooling_params.h"
 #include "engine/request_stream.h"
 #include "engine/runner/sampling_state.h"
 #include "engine/runner/stop_checker.h"
@@ -64,6 +65,7 @@ struct ActiveRequest {
   // Disaggregated prefill: a producer request's prompt blocks become a lease when it ends.
   bool kv_produce = false;
   uint64_t prompt_hash = 0;
+  std::optional<PoolingParams> pooling;  // a pooling request (GenerateRequest::pooling)
 
   int32_t completion_tokens() const {
     int32_t n = 0;

@@ -16,6 +16,7 @@
 
 namespace llmserve {
 
+class Pooler;
 class Tokenizer;
 class ChatTemplate;
 class KvEventBus;
@@ -85,6 +86,9 @@ class Engine {
   // Compiles structured-output grammars for this engine's tokenizer (thread-safe).
   virtual GrammarCompiler& grammar_compiler() = 0;
   virtual const ModelConfig& model_config() const = 0;
+  // Turns a prompt's hidden states into its vector (engine/pooling): its width, prompts and
+  // pooling. Null when the engine cannot pool.
+  virtual const Pooler* pooler() const { return nullptr; }
   virtual int32_t max_model_len() const = 0;
   virtual const EngineOptions& options() const = 0;
   virtual std::string model_name() const = 0;

@@ -12,6 +12,8 @@
 #include "engine/kv_cache/kv_cache_manager.h"
 #include "engine/llm_engine.h"
 #include "engine/model/moe_tensors.h"
+#include "engine/pooling/pooler.h"
+#include "engine/pooling/pooling_config.h"
 #include "engine/runner/model_runner.h"
 #include "engine/runner/stop_checker.h"
 #include "engine/scheduler/scheduler.h"
@@ -133,6 +135,20 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   ro.max_model_len = max_model_len;
   ro.cuda_graphs = options.cuda_graphs;
   ro.eos_ids = generation_eos_ids(*tokenizer, cfg);
+  // Before the runner takes the model: the pooler copies the final norm (and the config reads
+  // the sentence-transformers files beside the weights).
+  LLMSERVE_ASSIGN_OR_RETURN(std::optional<PoolingConfig> pooling, load_pooling_config(*model));
+  const bool pooling_declared = pooling.has_value();
+  LLMSERVE_ASSIGN_OR_RETURN(std::unique_ptr<Pooler> pooler,
+                            Pooler::create(*model, pooling.value_or(PoolingConfig{})));
+  spdlog::info("pooling: {} pooling{}{}, {} dimensions ({})",
+               pooling_type_name(pooler->config().type),
+               pooler->config().dense.empty()
+                   ? ""
+                   : fmt::format(", {} Dense layer(s)", pooler->config().dense.size()),
+               pooler->config().normalize ? ", L2-normalised" : "", pooler->width(),
+               pooling_declared ? pooler->config().source
+                                : "the model declares none: last token, normalised");
   LLMSERVE_ASSIGN_OR_RETURN(auto runner, ModelRunner::create(std::move(model), ro));
   Speculation speculation{options.speculative, nullptr, nullptr};
   // The proposer first: a draft model it refuses stops start-up before the cost is measured.
@@ -240,7 +256,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                mib_string(mem.peak_bytes));
   return std::unique_ptr<Engine>(new LlmEngine(
       options, std::move(tokenizer), std::move(chat_template), std::move(runner),
-      std::move(scheduler), max_model_len, std::move(speculation), std::move(kv_agent), kv_wake));
+      std::move(scheduler), max_model_len, std::move(speculation), std::move(kv_agent), kv_wake,
+      std::shared_ptr<const Pooler>(std::move(pooler))));
 }
 
 }  // namespace llmserve

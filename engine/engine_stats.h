@@ -25,6 +25,7 @@ struct EngineStats {
   // counters
   uint64_t steps = 0;  // engine steps run (readiness watchdog)
   uint64_t prompt_tokens = 0;
+  uint64_t pooling_requests = 0;  // pooling requests answered (embeddings, rerank, score)
   uint64_t generation_tokens = 0;
   uint64_t preemptions = 0;
   uint64_t prefix_cache_queries = 0;             // tokens looked up

@@ -12,6 +12,7 @@
 #include "engine/core/status.h"
 #include "engine/grammar/compiled_grammar.h"
 #include "engine/kv_transfer/kv_handoff.h"
+#include "engine/pooling/pooling_params.h"
 #include "engine/sampling_params.h"
 
 namespace llmserve {
@@ -27,6 +28,9 @@ struct GenerateRequest {
   std::shared_ptr<const CompiledGrammar> grammar;
   // Disaggregated prefill/decode: keep the prompt's KV for a consumer, or pull it from a producer.
   KvTransferRequest kv_transfer;
+  // Set: a pooling request (embeddings, rerank): params.max_tokens must be 0 and n 1; the one
+  // final message carries StepOutput::embedding (finish kStop).
+  std::optional<PoolingParams> pooling;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kAbort, kTimeout, kError };
@@ -71,6 +75,8 @@ struct StepOutput {
   Usage usage;              // filled on every message: the request's totals so far
   // A KvTransferRequest::produce request's last message: where its prompt's KV waits.
   std::optional<KvHandoff> kv_handoff;
+  // A pooling request's last message: its vector (Pooler::pool).
+  std::vector<float> embedding;
 };
 
 }  // namespace llmserve

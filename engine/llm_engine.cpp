@@ -48,11 +48,13 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
                      std::unique_ptr<ChatTemplate> chat_template,
                      std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
                      int32_t max_model_len, Speculation speculation,
-                     std::unique_ptr<KvTransferAgent> kv_agent, KvWakeHook kv_wake)
+                     std::unique_ptr<KvTransferAgent> kv_agent, KvWakeHook kv_wake,
+                     std::shared_ptr<const Pooler> pooler)
     : options_(options),
       tokenizer_(std::move(tokenizer)),
       chat_template_(std::move(chat_template)),
       config_(runner->config()),
+      pooler_(std::move(pooler)),
       grammar_compiler_(std::make_unique<GrammarCompiler>(*tokenizer_,
                                                           static_cast<int32_t>(config_.vocab_size),
                                                           grammar_compiler_options(options))),
@@ -70,6 +72,7 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
       std::move(runner), std::move(scheduler), *tokenizer_, metrics_, options.seed,
       [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); },
       std::move(speculation));
+  loop_->set_pooler(pooler_);
   if (kv_agent != nullptr) {
     kv_engine_id_ = kv_agent->engine_id();
     kv_transfer_port_ = kv_agent->port();
@@ -101,6 +104,19 @@ Status LlmEngine::validate(const GenerateRequest& r) const {
                             std::to_string(vocab));
   }
   const int64_t prompt = static_cast<int64_t>(r.prompt_token_ids.size());
+  if (r.pooling) {
+    if (pooler_ == nullptr) return invalid_argument("this engine cannot pool (embeddings)");
+    if (r.params.max_tokens != 0 || r.params.n != 1 || r.grammar || r.params.prompt_logprobs >= 0) {
+      return invalid_argument("a pooling request samples nothing (max_tokens 0, n 1)");
+    }
+    LLMSERVE_RETURN_IF_ERROR(pooler_->check_dimensions(r.pooling->dimensions));
+    if (prompt > options_.max_num_batched_tokens) {
+      return out_of_range("this input has " + std::to_string(prompt) +
+                          " tokens; embeddings take at most " +
+                          std::to_string(options_.max_num_batched_tokens) +
+                          " (max_num_batched_tokens: an input runs in one step)");
+    }
+  }
   const int64_t total = prompt + r.params.max_tokens;
   if (prompt >= max_model_len_ || total > max_model_len_) {
     return out_of_range("this model's maximum context length is " + std::to_string(max_model_len_) +

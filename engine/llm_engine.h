@@ -18,6 +18,7 @@
 #include "engine/engine_intake.h"
 #include "engine/kv_events/kv_event_bus.h"
 #include "engine/model/model_config.h"
+#include "engine/pooling/pooler.h"
 #include "engine/step_loop.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -39,7 +40,7 @@ class LlmEngine final : public Engine {
             std::unique_ptr<ChatTemplate> chat_template, std::unique_ptr<ModelRunner> runner,
             std::unique_ptr<Scheduler> scheduler, int32_t max_model_len,
             Speculation speculation = {}, std::unique_ptr<KvTransferAgent> kv_agent = nullptr,
-            KvWakeHook kv_wake = nullptr);
+            KvWakeHook kv_wake = nullptr, std::shared_ptr<const Pooler> pooler = nullptr);
   ~LlmEngine() override;
 
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;
@@ -50,6 +51,7 @@ class LlmEngine final : public Engine {
   const ChatTemplate* chat_template() const override { return chat_template_.get(); }
   GrammarCompiler& grammar_compiler() override { return *grammar_compiler_; }
   const ModelConfig& model_config() const override { return config_; }
+  const Pooler* pooler() const override { return pooler_.get(); }
   int32_t max_model_len() const override { return max_model_len_; }
   const EngineOptions& options() const override { return options_; }
   std::string model_name() const override { return model_name_; }
@@ -83,6 +85,7 @@ class LlmEngine final : public Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
   ModelConfig config_;
+  std::shared_ptr<const Pooler> pooler_;
   std::unique_ptr<GrammarCompiler> grammar_compiler_;
   int32_t max_model_len_;
   std::string model_name_;

@@ -65,6 +65,10 @@ struct Request {
   // before it; such a request skips the prefix cache (the rows must be computed) and is
   // prefilled in chunks of at most SchedulerConfig::max_scored_tokens_per_step.
   bool score_prompt = false;
+  // A pooling request (engine/pooling): max_tokens 0; its whole prompt runs in one step (never
+  // chunked, so every row's hidden state comes back together) and it skips the prefix-cache
+  // lookup (every row must be computed); its full blocks are cached when it ends as usual.
+  bool pool = false;
   // Disaggregated prefill (engine/kv_transfer). remote_kv: at admission the request takes blocks
   // for its whole prompt and waits in kRemoteKv until Scheduler::finish_remote_kv; it is not
   // admitted (holds no block or slot) until remote_kv_open says the producer answered

@@ -93,6 +93,7 @@ void StepLoop::admit(PendingSubmit p) {
   r.deadline = p.request.deadline;
   r.stream = std::move(p.stream);
   r.arrival = p.arrival;
+  r.pooling = p.request.pooling;
   const std::vector<int32_t>& prompt = p.request.prompt_token_ids;
   const int32_t max_model_len = scheduler_->config().max_model_len;
   const int32_t max_new = std::min(r.params.max_tokens, max_model_len - r.num_prompt_tokens);
@@ -126,6 +127,7 @@ void StepLoop::admit(PendingSubmit p) {
     sr.max_tokens = r.params.max_tokens;
     sr.group_id = n > 1 ? r.id : 0;
     sr.score_prompt = slot->index == 0 && r.params.prompt_logprobs >= 0;
+    sr.pool = r.pooling.has_value();
     plan_kv_transfer(r, p.request.kv_transfer, prompt, sr);
     Status st = scheduler_->add_request(std::move(sr));
     if (!st.is_ok()) {
@@ -266,6 +268,7 @@ bool StepLoop::step() {
     e.drafts = s.draft_tokens;
     e.num_scored = s.num_scored;
     e.num_prompt = ref.req->num_prompt_tokens;
+    e.pool = s.pool;
     entries_.push_back(e);
   }
   Result<ForwardBatch> batch = builder_.build(entries_);
@@ -308,7 +311,8 @@ bool StepLoop::step() {
   const auto t4 = Clock::now();
 
   size_t k = 0;
-  for (const ScheduledRequest& s : out.scheduled) {
+  for (size_t entry = 0; entry < out.scheduled.size(); ++entry) {
+    const ScheduledRequest& s = out.scheduled[entry];
     const SampleRef ref = by_seq_.at(s.request_id);
     ActiveRequest& req = *ref.req;
     SampleSlot& slot = *ref.slot;
@@ -316,6 +320,8 @@ bool StepLoop::step() {
     if (s.sample) {
       deliver_tokens(s, first_row_[k], num_accepted_[k], sched_end, t4);
       ++k;
+    } else if (s.pool && !slot.finished()) {
+      deliver(req, slot, pooled_output(req, slot, entry, s));
     } else if (sched_end != FinishReason::kNone && !slot.finished()) {
       deliver(req, slot, final_output(req, slot, sched_end));  // prompt-only request
     }
@@ -461,6 +467,7 @@ void StepLoop::fill_stats(EngineStats& s) const {
   s.waiting_prompt_tokens = waiting_prompt_tokens();
   s.steps = steps_;
   s.prompt_tokens = prompt_tokens_;
+  s.pooling_requests = pooled_requests_;
   s.generation_tokens = generation_tokens_;
   s.preemptions = static_cast<uint64_t>(scheduler_->num_preemptions());
   s.prefix_cache_queries = static_cast<uint64_t>(kv.prefix_cache_queries());

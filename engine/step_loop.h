@@ -20,6 +20,7 @@
 #include "engine/engine_intake.h"
 #include "engine/engine_stats.h"
 #include "engine/kv_transfer/kv_transfer_agent.h"
+#include "engine/pooling/pooler.h"
 #include "engine/runner/batch_builder.h"
 #include "engine/runner/model_runner.h"
 #include "engine/runner/sampler.h"
@@ -80,6 +81,8 @@ class StepLoop {
   // Disaggregated prefill/decode (step_loop_kv_transfer.cpp): the agent, set once before the
   // first admit; null when kv_transfer.role is none.
   void set_kv_agent(std::unique_ptr<KvTransferAgent> agent) { kv_agent_ = std::move(agent); }
+  // Pooling requests' vectors (engine/pooling); set once before the first admit.
+  void set_pooler(std::shared_ptr<const Pooler> pooler) { pooler_ = std::move(pooler); }
   const KvTransferAgent* kv_agent() const { return kv_agent_.get(); }
   // Each loop pass: applies finished pulls (the requests run from the next step) and unpins
   // leases released or expired.
@@ -163,12 +166,17 @@ class StepLoop {
   std::vector<size_t> first_row_;      // per sampling entry: its first row in results_
 
   Speculation spec_;
+  std::shared_ptr<const Pooler> pooler_;
+  // Pooling: the vector of a pooling entry of this step (rows from the runner's pooled_hidden).
+  StepOutput pooled_output(ActiveRequest& req, SampleSlot& slot, size_t entry,
+                           const ScheduledRequest& s);
   std::vector<DraftRequest> draft_requests_;
   std::vector<Draft> drafts_;
 
   // Counters (engine thread writes; fill_stats reads on the same thread).
   uint64_t steps_ = 0;
   uint64_t prompt_tokens_ = 0;
+  uint64_t pooled_requests_ = 0;  // pooling requests answered
   uint64_t generation_tokens_ = 0;
   std::array<uint64_t, 6> finished_by_reason_{};
   uint64_t spec_num_drafts_ = 0, spec_num_draft_tokens_ = 0, spec_num_accepted_tokens_ = 0;

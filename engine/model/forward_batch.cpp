@@ -54,6 +54,9 @@ Status ForwardBatch::validate(int64_t vocab_size, int64_t num_blocks, int block_
   for (int32_t r : sample_rows) {
     if (r < 0 || r >= T) return bad("sample row out of range");
   }
+  for (int32_t r : pool_rows) {
+    if (r < 0 || r >= T) return bad("pool row out of range");
+  }
   return Status::ok();
 }
 

@@ -26,10 +26,14 @@ struct ForwardBatch {
   // [T] 1 = the row's token is part of its request's prompt, 0 = output (generated or a draft);
   // may be empty (all output). Backends may compute prompt rows at a lower precision.
   std::span<const uint8_t> prompt_rows = {};
+  // [P] rows whose last hidden state (before the final norm) comes back to the host
+  // (LlamaGraph::pooled_hidden): the rows of pooling requests (engine/pooling). May be empty.
+  std::span<const int32_t> pool_rows = {};
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_requests() const { return static_cast<int64_t>(seq_lens.size()); }
   int64_t num_samples() const { return static_cast<int64_t>(sample_rows.size()); }
+  int64_t num_pool_rows() const { return static_cast<int64_t>(pool_rows.size()); }
 
   // Checks sizes and index ranges: spans agree with T / B, query_start is non-decreasing and
   // ends at T, new tokens fit in seq_lens, block-table entries < num_blocks, slots <

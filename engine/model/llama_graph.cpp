@@ -1,5 +1,6 @@
 #include "engine/model/llama_graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <string>
@@ -179,6 +180,7 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
                             std::to_string(max_tokens_) + " / " + std::to_string(max_samples_));
   }
   LLMSERVE_RETURN_IF_ERROR(ops_.begin_step(batch));
+  pooled_.clear();
 
   const int nh = static_cast<int>(cfg_.num_heads), nkv = static_cast<int>(cfg_.num_kv_heads);
   const int hd = static_cast<int>(cfg_.head_dim);
@@ -240,12 +242,18 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
     ops_.matmul(gate_, T, L.w_down, nullptr, o_);
     if (sandwich) ops_.add_normed(resid_, o_, L.post_ffn_norm, T, eps);
   }
+  // Pooling rows need the last layer's output in f32 (rms_norm outputs may be in a backend's
+  // GEMM-input format): complete the residual stream for every row first.
+  const bool pooling = batch.num_pool_rows() > 0;
+  if (pooling && !sandwich) ops_.add_rms_norm(resid_, o_, output_norm_, T, eps, h_);
+  const bool resid_complete = sandwich || pooling;
   if (S == 0) {
     ops_.finish_step();
     LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
+    if (pooling) LLMSERVE_RETURN_IF_ERROR(copy_pool_rows(batch));
     return static_cast<const float*>(nullptr);
   }
-  if (sandwich) {  // resid_ holds every output already
+  if (resid_complete) {  // resid_ holds every output already
     ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_x_);
     ops_.rms_norm(s_x_, output_norm_, S, eps, s_x_);
   } else {
@@ -259,7 +267,27 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
   }
   ops_.finish_step();
   LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
+  if (pooling) LLMSERVE_RETURN_IF_ERROR(copy_pool_rows(batch));
   return static_cast<const float*>(logits_);
+}
+
+Status LlamaGraph::copy_pool_rows(const ForwardBatch& batch) {
+  const int64_t H = cfg_.hidden_size;
+  int64_t rows = 0;  // rows up to the last pool row are read
+  for (int32_t r : batch.pool_rows) rows = std::max<int64_t>(rows, r + 1);
+  std::span<const float> all = ops_.to_host(resid_, rows * H);
+  LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
+  if (static_cast<int64_t>(all.size()) < rows * H) {
+    return resource_exhausted("pooling: the backend's host buffer holds " +
+                              std::to_string(all.size()) + " floats; this step's pool rows need " +
+                              std::to_string(rows * H));
+  }
+  pooled_.resize(static_cast<size_t>(batch.num_pool_rows() * H));
+  for (size_t p = 0; p < batch.pool_rows.size(); ++p) {
+    std::copy_n(all.data() + static_cast<int64_t>(batch.pool_rows[p]) * H, H,
+                pooled_.data() + static_cast<int64_t>(p) * H);
+  }
+  return Status::ok();
 }
 
 }  // namespace llmserve

@@ -36,6 +36,9 @@ class LlamaGraph {
   // for a backend that samples where the logits are.
   Result<const float*> forward_logits(const ForwardBatch& batch);
 
+  // The last forward's batch.pool_rows: [P, hidden] hidden states after the last layer, before
+  // the final norm (engine/pooling applies it), in pool_rows order; valid until the next forward.
+  std::span<const float> pooled_hidden() const { return pooled_; }
   const ModelConfig& config() const { return cfg_; }
   int64_t max_tokens() const { return max_tokens_; }
   int64_t max_samples() const { return max_samples_; }
@@ -52,6 +55,7 @@ class LlamaGraph {
     MoeLayerWeights moe;
   };
   LlamaGraph(const ModelConfig& cfg, Ops& ops) : cfg_(cfg), ops_(ops) {}
+  Status copy_pool_rows(const ForwardBatch& batch);
   Status init(const LoadedModel& model, int64_t max_tokens, int64_t max_samples,
               int64_t context_len);
 
@@ -68,6 +72,7 @@ class LlamaGraph {
   // orthonormal Hadamard transform after RoPE and the attention output rotated back, which
   // leaves the attention exact and spreads outlier channels before they are quantized.
   bool rotate_kv_ = false;
+  std::vector<float> pooled_;  // host copy of the pool rows (pooled_hidden)
 };
 
 }  // namespace llmserve

@@ -12,6 +12,11 @@ std::string block_tensor_name(int64_t layer, std::string_view suffix) {
 }
 
 std::string canonical_tensor_name(std::string_view hf) {
+  // A base model saved without its causal-LM wrapper (Qwen3Model, as sentence-transformers
+  // folders such as Qwen3-Embedding hold it) names its tensors without the "model." prefix.
+  if (hf.starts_with("layers.") || hf == "embed_tokens.weight" || hf == "norm.weight") {
+    return canonical_tensor_name("model." + std::string(hf));
+  }
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";

@@ -47,6 +47,9 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
         (e.num_scored > 0 && e.expands())) {
       return invalid_argument("batch builder: scored rows out of range");
     }
+    if (e.pool && (e.expands() || e.num_scored > 0)) {
+      return invalid_argument("batch builder: a pooling entry cannot have drafts or scored rows");
+    }
     const size_t needed =
         (static_cast<size_t>(e.num_computed + e.num_new) + block_size_ - 1) / block_size_;
     if (e.block_table.size() < needed) {
@@ -112,6 +115,14 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
     for (int32_t row = last - e.num_sampled() + 1; row <= last; ++row) sample_rows_.push_back(row);
   }
 
+  pool_rows_.clear();
+  pool_index_.assign(entries.size(), -1);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i].pool) continue;
+    pool_index_[i] = static_cast<int32_t>(pool_rows_.size());
+    for (int32_t j = 0; j < entries[i].num_new; ++j) pool_rows_.push_back(first_row_[i] + j);
+  }
+
   ForwardBatch fb;
   fb.token_ids = token_ids_;
   fb.positions = positions_;
@@ -123,6 +134,7 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   fb.sample_rows = sample_rows_;
   fb.is_prefill = is_prefill_;
   fb.prompt_rows = prompt_rows_;
+  fb.pool_rows = pool_rows_;
   fb.num_decodes = static_cast<int64_t>(num_decodes);
   return fb;
 }

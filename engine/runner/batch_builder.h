@@ -33,6 +33,9 @@ struct BatchEntry {
   // 0 = not told (every row counts as output).
   int32_t num_prompt = 0;
 
+  // A pooling request (engine/pooling): every new row comes back as a hidden state
+  // (ForwardBatch::pool_rows); never with drafts, rows_as_decodes or scoring.
+  bool pool = false;
   bool expands() const { return rows_as_decodes || !drafts.empty(); }
   int32_t num_sampled() const { return !sample ? 0 : drafts.empty() ? 1 : num_new; }
 };
@@ -50,11 +53,14 @@ class BatchBuilder {
   // First scored logits row of entry i (its num_scored rows come just before its sampled
   // ones), or -1 when it scores none.
   int32_t score_index(size_t entry) const { return score_index_[entry]; }
+  // First pool row (index into ForwardBatch::pool_rows) of entry i, or -1 when it does not pool.
+  int32_t pool_index(size_t entry) const { return pool_index_[entry]; }
 
  private:
   int block_size_;
   std::vector<int32_t> token_ids_, positions_, query_start_, seq_lens_, block_tables_;
   std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_, score_index_, first_row_;
+  std::vector<int32_t> pool_rows_, pool_index_;
   std::vector<uint8_t> is_prefill_, prompt_rows_;
   std::vector<size_t> order_;
 };

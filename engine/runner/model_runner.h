@@ -72,6 +72,9 @@ class ModelRunner {
   Result<std::vector<SampleResult>> execute_and_sample(const ForwardBatch& batch,
                                                        std::span<const SampleRow> rows,
                                                        Sampler& sampler);
+  // The last execute's ForwardBatch::pool_rows: [P, hidden] last-layer hidden states before
+  // the final norm, valid until the next execute.
+  std::span<const float> pooled_hidden() const { return graph_->pooled_hidden(); }
   // Decode-graph buckets captured at start-up (CUDA with cuda_graphs; 0 otherwise).
   size_t num_decode_graphs() const;
 

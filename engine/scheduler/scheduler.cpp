@@ -27,6 +27,13 @@ Status Scheduler::add_request(Request request) {
     return invalid_argument(who + "prompt has " + std::to_string(request.num_prompt_tokens()) +
                             " tokens; max_model_len is " + std::to_string(config_.max_model_len));
   }
+  if (request.pool && (request.max_tokens != 0 || request.score_prompt ||
+                       request.num_prompt_tokens() > config_.max_num_batched_tokens)) {
+    return invalid_argument(who + "a pooling request samples nothing and its prompt (" +
+                            std::to_string(request.num_prompt_tokens()) +
+                            " tokens) must fit one step (max_num_batched_tokens " +
+                            std::to_string(config_.max_num_batched_tokens) + ")");
+  }
   const int64_t max_len = std::min<int64_t>(
       int64_t{request.num_prompt_tokens()} + request.max_tokens, config_.max_model_len);
   const int64_t max_blocks = (max_len + kv_.block_size() - 1) / kv_.block_size();
@@ -137,6 +144,7 @@ void Scheduler::emit(Request& request, int32_t num_new_tokens, bool is_new) {
       request.num_computed_tokens + num_new_tokens - s.num_draft_tokens() == request.num_tokens() &&
       request.max_tokens > 0;
   s.is_new = is_new;
+  s.pool = request.pool;
   output_.scheduled.push_back(s);
   auto& st = output_.stats;
   st.num_scheduled_tokens += num_new_tokens;
@@ -284,10 +292,16 @@ void Scheduler::schedule_waiting(int32_t& budget) {
         continue;
       }
     }
-    const CachedPrefix prefix = r.score_prompt ? CachedPrefix{} : kv_.find_cached_prefix(r);
+    const CachedPrefix prefix =
+        r.score_prompt || r.pool ? CachedPrefix{} : kv_.find_cached_prefix(r);
     const int32_t left = r.num_tokens() - prefix.num_tokens;
     int32_t num_new = std::min(left, budget);
-    if (r.score_prompt) {
+    if (r.pool) {
+      if (num_new < left) {
+        ++it;  // waits for a step with room for its whole prompt; others may go first
+        continue;
+      }
+    } else if (r.score_prompt) {
       num_new = std::min(num_new, score_room(r));
       if (num_new <= 0) {
         ++it;  // waits for a step with scoring room; others may go first

@@ -24,6 +24,7 @@ struct ScheduledRequest {
   // Prompt scoring (Request::score_prompt): the first num_scored new tokens' logits are also
   // returned, row i scoring prompt token num_computed_tokens + i + 1.
   int32_t num_scored = 0;
+  bool pool = false;  // Request::pool: every new row's hidden state is wanted
 
   int32_t num_draft_tokens() const { return static_cast<int32_t>(draft_tokens.size()); }
 };

@@ -7,6 +7,7 @@
 
 #include "server/common/heap_release.h"
 #include "server/grpc/grpc_status.h"
+#include "server/grpc/vllm_embed_call.h"
 #include "server/grpc/vllm_generate_call.h"
 #include "server/grpc/vllm_info.h"
 #include "server/grpc/vllm_request.h"
@@ -120,6 +121,10 @@ VllmEngineService::Unary* VllmEngineService::FlushCache(Ctx* ctx, const Bytes* b
         "prefix cache flushed; blocks that running requests hold are dropped when they finish");
   }
   return calls_.finish_unary(ctx, m, grpc::Status::OK, &resp, out);
+}
+
+VllmEngineService::Unary* VllmEngineService::Embed(Ctx* ctx, const Bytes* bytes, Bytes* out) {
+  return start_vllm_embed_call(*this, ctx, *bytes, out);
 }
 
 VllmEngineService::Unary* VllmEngineService::Abort(Ctx* ctx, const Bytes* bytes, Bytes* out) {

@@ -5,9 +5,9 @@
 // GetModelInfo / GetServerInfo / GetLoads describe the engine (vllm_info.h); GetTokenizer
 // streams the tokenizer files as a zip (tokenizer_bundle.h); FlushCache drops the prefix cache.
 // SubscribeKvEvents streams the engine's KV events (kv_events_fanout.h: one thread for every
-// subscriber, at most ServerOptions::max_kv_event_subscribers). Embed and the profiler calls are
-// UNIMPLEMENTED, as is SubscribeKvEvents when the engine publishes no KV events. Metrics label
-// each method "VllmEngine/<name>".
+// subscriber, at most ServerOptions::max_kv_event_subscribers). Embed runs a pooling request
+// (vllm_embed_call.h). The profiler calls are UNIMPLEMENTED, as is SubscribeKvEvents when the
+// engine publishes no KV events. Metrics label each method "VllmEngine/<name>".
 #pragma once
 
 #include <atomic>
@@ -27,11 +27,12 @@ namespace llmserve {
 
 namespace vllm_raw {
 using E = ::vllm::grpc::engine::VllmEngine;
-using Service = E::WithRawCallbackMethod_Generate<E::WithRawCallbackMethod_HealthCheck<
-    E::WithRawCallbackMethod_FlushCache<E::WithRawCallbackMethod_Abort<
-        E::WithRawCallbackMethod_GetModelInfo<E::WithRawCallbackMethod_GetServerInfo<
-            E::WithRawCallbackMethod_GetLoads<E::WithRawCallbackMethod_GetTokenizer<
-                E::WithRawCallbackMethod_SubscribeKvEvents<E::Service>>>>>>>>>;
+using Service = E::WithRawCallbackMethod_Generate<
+    E::WithRawCallbackMethod_HealthCheck<E::WithRawCallbackMethod_FlushCache<
+        E::WithRawCallbackMethod_Abort<E::WithRawCallbackMethod_GetModelInfo<
+            E::WithRawCallbackMethod_GetServerInfo<E::WithRawCallbackMethod_GetLoads<
+                E::WithRawCallbackMethod_GetTokenizer<E::WithRawCallbackMethod_SubscribeKvEvents<
+                    E::WithRawCallbackMethod_Embed<E::Service>>>>>>>>>>;
 }  // namespace vllm_raw
 
 class VllmEngineService final : public vllm_raw::Service {
@@ -52,6 +53,7 @@ class VllmEngineService final : public vllm_raw::Service {
   Unary* GetModelInfo(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   Unary* GetServerInfo(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   Unary* GetLoads(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  Unary* Embed(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   Writer* GetTokenizer(Ctx* ctx, const Bytes* req) override;
   Writer* SubscribeKvEvents(Ctx* ctx, const Bytes* req) override;
 

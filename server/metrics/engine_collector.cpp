@@ -81,6 +81,9 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
           "KV-cache bytes one token takes over all layers (K and V, int8/fp8 scales included).",
           d(s.kv_bytes_per_token));
   f.counter("llmserve_prompt_tokens_total", "Prompt tokens processed.", d(s.prompt_tokens));
+  f.counter("llmserve_pooling_requests_total",
+            "Pooling requests answered (each input of /v1/embeddings, the Embed RPC).",
+            d(s.pooling_requests));
   f.counter("llmserve_generation_tokens_total", "Tokens generated.", d(s.generation_tokens));
   MetricFamily& finished = f.family("llmserve_requests_finished_total",
                                     "Finished requests by finish reason.", MetricType::Counter);

@@ -17,6 +17,8 @@
 #include "server/common/heap_release.h"
 #include "server/common/options_from_config.h"
 #include "server/common/server_state.h"
+#include "server/embeddings/embeddings_routes.h"
+#include "server/embeddings/rerank_routes.h"
 #include "server/grpc/grpc_server.h"
 #include "server/http/chat_renderer.h"
 #include "server/http/http_server.h"
@@ -149,6 +151,8 @@ int serve(const ConfigFlags& flags) {
   MessagesOptions messages_options;
   messages_options.strip_system_lines = config->server.anthropic_strip_system_lines;
   http.add_api(anthropic_api(std::move(messages_options)));
+  http.add_api(embeddings_api());
+  http.add_api(rerank_api());
   GrpcServer grpc(state, metrics);
   if (Status st = http.start(); !st.is_ok()) {
     spdlog::error("{}", st.message());

@@ -71,14 +71,14 @@ class Scrape:
 
 
 class Daemon:
-    def __init__(self, extra_args=(), env=None):
+    def __init__(self, extra_args=(), env=None, model=None):
         self.http_port = free_port()
         self.grpc_port = free_port()
         while self.grpc_port == self.http_port:
             self.grpc_port = free_port()
         self.base_url = f"http://127.0.0.1:{self.http_port}"
         self.grpc_target = f"127.0.0.1:{self.grpc_port}"
-        args = [str(BIN), "serve", "--model", str(MODEL), "--host", "127.0.0.1",
+        args = [str(BIN), "serve", "--model", str(model or MODEL), "--host", "127.0.0.1",
                 "--http-port", str(self.http_port), "--grpc-port", str(self.grpc_port),
                 *extra_args]
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"llmserve-{self.http_port}.log"
@@ -156,8 +156,8 @@ def start_daemon():
         pytest.skip(why)
     started = []
 
-    def start(*extra_args, env=None):
-        d = Daemon(extra_args, env)
+    def start(*extra_args, env=None, model=None):
+        d = Daemon(extra_args, env, model)
         started.append(d)
         return d.wait_ready()
 
