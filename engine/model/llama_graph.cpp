@@ -242,33 +242,29 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
     ops_.matmul(gate_, T, L.w_down, nullptr, o_);
     if (sandwich) ops_.add_normed(resid_, o_, L.post_ffn_norm, T, eps);
   }
-  // Pooling rows need the last layer's output in f32 (rms_norm outputs may be in a backend's
-  // GEMM-input format): complete the residual stream for every row first.
   const bool pooling = batch.num_pool_rows() > 0;
+  if (S > 0) {
+    if (sandwich) {  // resid_ holds every output already
+      ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_x_);
+      ops_.rms_norm(s_x_, output_norm_, S, eps, s_x_);
+    } else {
+      ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_resid_);
+      ops_.gather_sample_rows(o_, cfg_.hidden_size, s_x_);
+      ops_.add_rms_norm(s_resid_, s_x_, output_norm_, S, eps, s_x_);
+    }
+    ops_.matmul(s_x_, S, lm_head_, nullptr, logits_);
+    if (cfg_.final_logit_softcap > 0.0f) {
+      ops_.softcap(logits_, S, cfg_.vocab_size, cfg_.final_logit_softcap);
+    }
+  }
+  // Pooling rows need the last layer's output in f32 (rms_norm outputs may be in a backend's
+  // GEMM-input format): the residual stream is completed for every row once the sampled rows
+  // took theirs, so their arithmetic is the same with pool rows in the step or without.
   if (pooling && !sandwich) ops_.add_rms_norm(resid_, o_, output_norm_, T, eps, h_);
-  const bool resid_complete = sandwich || pooling;
-  if (S == 0) {
-    ops_.finish_step();
-    LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
-    if (pooling) LLMSERVE_RETURN_IF_ERROR(copy_pool_rows(batch));
-    return static_cast<const float*>(nullptr);
-  }
-  if (resid_complete) {  // resid_ holds every output already
-    ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_x_);
-    ops_.rms_norm(s_x_, output_norm_, S, eps, s_x_);
-  } else {
-    ops_.gather_sample_rows(resid_, cfg_.hidden_size, s_resid_);
-    ops_.gather_sample_rows(o_, cfg_.hidden_size, s_x_);
-    ops_.add_rms_norm(s_resid_, s_x_, output_norm_, S, eps, s_x_);
-  }
-  ops_.matmul(s_x_, S, lm_head_, nullptr, logits_);
-  if (cfg_.final_logit_softcap > 0.0f) {
-    ops_.softcap(logits_, S, cfg_.vocab_size, cfg_.final_logit_softcap);
-  }
   ops_.finish_step();
   LLMSERVE_RETURN_IF_ERROR(ops_.step_status());
   if (pooling) LLMSERVE_RETURN_IF_ERROR(copy_pool_rows(batch));
-  return static_cast<const float*>(logits_);
+  return S > 0 ? static_cast<const float*>(logits_) : static_cast<const float*>(nullptr);
 }
 
 Status LlamaGraph::copy_pool_rows(const ForwardBatch& batch) {

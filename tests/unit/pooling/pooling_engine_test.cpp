@@ -4,6 +4,7 @@
 // bit, whether a text ran alone or among 64 pooling requests and generation requests.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -174,15 +175,38 @@ TEST(PoolingEngine, SameVectorAtBatchOneAndSixtyFour) {
     }
     std::vector<std::vector<float>> alone;
     for (const auto& ids : inputs) alone.push_back(embed(*e, ids));
-    const uint64_t steps_alone = e->stats().steps;
 
-    std::vector<std::shared_ptr<RequestStream>> gens, pools;
-    for (int g = 0; g < 4; ++g) {
+    auto generation = [&](int g) {
       GenerateRequest r;
       r.prompt_token_ids = ex["ids"][g].get<std::vector<int32_t>>();
       r.params.max_tokens = 24;
+      r.params.temperature = 0.0f;
+      r.params.logprobs = 0;  // the chosen token's logprob: the logits' bits show
       r.params.ignore_eos = true;
-      auto s = e->submit(std::move(r));
+      return r;
+    };
+    // Each token with its logprob, as bits.
+    auto read_tokens = [](RequestStream& s) {
+      std::vector<std::pair<int32_t, uint32_t>> tokens;
+      while (auto out = s.next(std::chrono::seconds(120))) {
+        for (size_t i = 0; i < out->token_ids.size(); ++i) {
+          const float lp = i < out->logprobs.size() ? out->logprobs[i].logprob : 0.0f;
+          tokens.emplace_back(out->token_ids[i], std::bit_cast<uint32_t>(lp));
+        }
+      }
+      return tokens;
+    };
+    std::vector<std::vector<std::pair<int32_t, uint32_t>>> gen_alone;
+    for (int g = 0; g < 4; ++g) {
+      auto s = e->submit(generation(g));
+      ASSERT_TRUE(s.is_ok());
+      gen_alone.push_back(read_tokens(**s));
+    }
+    const uint64_t steps_before = e->stats().steps;
+
+    std::vector<std::shared_ptr<RequestStream>> gens, pools;
+    for (int g = 0; g < 4; ++g) {
+      auto s = e->submit(generation(g));
       ASSERT_TRUE(s.is_ok());
       gens.push_back(*s);
     }
@@ -194,12 +218,13 @@ TEST(PoolingEngine, SameVectorAtBatchOneAndSixtyFour) {
     for (size_t i = 0; i < pools.size(); ++i) {
       EXPECT_EQ(read_vector(*pools[i]), alone[i]) << kv << " input " << i;
     }
-    for (auto& g : gens) {
-      size_t tokens = 0;
-      while (auto out = g->next(std::chrono::seconds(120))) tokens += out->token_ids.size();
-      EXPECT_EQ(tokens, 24u);
+    // Generation in steps with pool rows: the same greedy tokens and logprobs as alone.
+    for (size_t g = 0; g < gens.size(); ++g) {
+      const auto tokens = read_tokens(*gens[g]);
+      EXPECT_EQ(tokens.size(), 24u);
+      EXPECT_EQ(tokens, gen_alone[g]) << kv << " generation " << g;
     }
-    const uint64_t steps_together = e->stats().steps - steps_alone;
+    const uint64_t steps_together = e->stats().steps - steps_before;
     EXPECT_LT(steps_together, 40u) << "the 64 inputs and the 4 generations shared steps";
     EXPECT_EQ(e->stats().pooling_requests, 128u);
     auto* le = dynamic_cast<LlmEngine*>(e.get());
