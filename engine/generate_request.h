@@ -12,6 +12,7 @@
 #include "engine/core/status.h"
 #include "engine/grammar/compiled_grammar.h"
 #include "engine/kv_transfer/kv_handoff.h"
+#include "engine/reasoning/reasoning_budget.h"
 #include "engine/sampling_params.h"
 
 namespace llmserve {
@@ -25,6 +26,9 @@ struct GenerateRequest {
   // Structured outputs: every sample's tokens follow this grammar (GrammarCompiler makes it for
   // this engine's tokenizer); it ends the sample with kStop when it reaches its end.
   std::shared_ptr<const CompiledGrammar> grammar;
+  // Thinking models: at most this many tokens inside the reasoning section, then its close is
+  // forced (engine/reasoning/reasoning_budget.h). Inactive by default.
+  ReasoningBudget reasoning_budget;
   // Disaggregated prefill/decode: keep the prompt's KV for a consumer, or pull it from a producer.
   KvTransferRequest kv_transfer;
 };
