@@ -267,9 +267,9 @@ def raw_tokens(d, prompt, n):
     return r.json()["choices"][0]["logprobs"]["tokens"]
 
 
-def budgeted_chat(d, budget, field="thinking_token_budget", **kw):
+def budgeted_chat(d, budget, field="thinking_token_budget", max_tokens=40, **kw):
     return sdk(d).chat.completions.create(
-        model="m", messages=[{"role": "user", "content": BUDGET_Q}], max_tokens=40,
+        model="m", messages=[{"role": "user", "content": BUDGET_Q}], max_tokens=max_tokens,
         temperature=0, logprobs=True, extra_body={field: budget}, **kw)
 
 
@@ -382,7 +382,7 @@ def test_budget_composes_with_a_grammar(think_daemon):
               "required": ["answer"], "additionalProperties": False}
     plain = raw_tokens(think_daemon, prompt_of(BUDGET_Q), 14)
     assert "</think>" not in "".join(plain)
-    r = budgeted_chat(think_daemon, 6, response_format={
+    r = budgeted_chat(think_daemon, 6, max_tokens=100, response_format={
         "type": "json_schema", "json_schema": {"name": "a", "schema": schema}})
     tokens = [t.token for t in r.choices[0].logprobs.content]
     assert tokens[:6] == plain[:6]
