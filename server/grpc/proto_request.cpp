@@ -20,8 +20,7 @@ Status read_finite(const char* field, bool has, float value, float* out) {
 }
 
 Result<std::optional<GrammarSpec>> read_structured_outputs(const v1::GenerateRequest& req,
-                                                           const RequestLimits& limits,
-                                              ReasoningParser reasoning) {
+                                                           const RequestLimits& limits) {
   if (!req.has_structured_outputs()) return std::optional<GrammarSpec>();
   const v1::StructuredOutputs& so = req.structured_outputs();
   GrammarSpec spec;
@@ -90,7 +89,8 @@ Status read_sampling(const v1::GenerateRequest& r, SamplingParams* p) {
 
 Result<GenerationRequest> parse_proto_request(const v1::GenerateRequest& r,
                                               const Tokenizer& tokenizer,
-                                              const RequestLimits& limits) {
+                                              const RequestLimits& limits,
+                                              ReasoningParser reasoning) {
   if (!r.prompt().empty() && !r.prompt_token_ids().empty()) {
     return field_error("prompt", "set either prompt or prompt_token_ids, not both");
   }
@@ -114,19 +114,18 @@ Result<GenerationRequest> parse_proto_request(const v1::GenerateRequest& r,
   LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));
   if (r.has_thinking_token_budget()) {
     if (r.thinking_token_budget() < -1) {
-      return field_error("thinking_token_budget",
-                         "must be -1 (no budget) or >= 0, got " +
-                             std::to_string(r.thinking_token_budget()));
+      return field_error("thinking_token_budget", "must be -1 (no budget) or >= 0, got " +
+                                                      std::to_string(r.thinking_token_budget()));
     }
     out.reasoning_budget = r.thinking_token_budget();
   }
   LLMSERVE_RETURN_IF_ERROR(prepare_prompts(tokenizer, limits, PromptStyle::kCompletion, &out));
   if (out.reasoning_budget >= 0 && reasoning != ReasoningParser::kNone) {
     // Where the reply starts, from the prompt's text as the model sees it (the ids decoded).
-    const std::string text = out.prompt_texts.empty()
-                                 ? tokenizer.decode(out.prompt_token_ids[0])
-                                 : out.prompt_texts[0];
-    out.reasoning = reasoning_start(reasoning, text, /*grammar_without_block=*/out.grammar.has_value());
+    const std::string text =
+        out.prompt_texts.empty() ? tokenizer.decode(out.prompt_token_ids[0]) : out.prompt_texts[0];
+    out.reasoning =
+        reasoning_start(reasoning, text, /*grammar_without_block=*/out.grammar.has_value());
   }
   return out;
 }
