@@ -394,15 +394,16 @@ def test_thinking_budget_is_enforced(think):
     forced and a text block follows within max_tokens."""
     claude = anthropic.Anthropic(base_url=think.url(""), api_key="unused", max_retries=0,
                                  timeout=600)
-    user = "Count slowly from one to two thousand, one number per line."
+    user = "List every integer from 1 to 5000, comma separated."
     prompt = f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n<think>\n"
     raw = requests.post(think.url("/v1/completions"), json={
         "model": "m", "max_tokens": 1024, "temperature": 0, "prompt": prompt},
         timeout=600).json()["choices"][0]
     assert raw["finish_reason"] == "length" and "</think>" not in raw["text"]
-    m = claude.messages.create(model="m", max_tokens=1040, temperature=0,
-                               thinking={"type": "enabled", "budget_tokens": 1024},
-                               messages=[{"role": "user", "content": user}])
+    m = claude.messages.create(**sdk(dict(
+        model="m", max_tokens=1040, temperature=0,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        messages=[{"role": "user", "content": user}])))
     assert [b.type for b in m.content] == ["thinking", "text"]
     assert m.content[0].thinking == raw["text"].strip()
     assert m.usage.output_tokens == 1040 and m.stop_reason == "max_tokens"
