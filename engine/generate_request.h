@@ -13,6 +13,7 @@
 #include "engine/grammar/compiled_grammar.h"
 #include "engine/kv_transfer/kv_handoff.h"
 #include "engine/pooling/pooling_params.h"
+#include "engine/reasoning/reasoning_budget.h"
 #include "engine/sampling_params.h"
 
 namespace llmserve {
@@ -26,6 +27,9 @@ struct GenerateRequest {
   // Structured outputs: every sample's tokens follow this grammar (GrammarCompiler makes it for
   // this engine's tokenizer); it ends the sample with kStop when it reaches its end.
   std::shared_ptr<const CompiledGrammar> grammar;
+  // Thinking models: at most this many tokens inside the reasoning section, then its close is
+  // forced (engine/reasoning/reasoning_budget.h). Inactive by default.
+  ReasoningBudget reasoning_budget;
   // Disaggregated prefill/decode: keep the prompt's KV for a consumer, or pull it from a producer.
   KvTransferRequest kv_transfer;
   // Set: a pooling request (embeddings, rerank): params.max_tokens must be 0 and n 1; the one

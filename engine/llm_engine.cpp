@@ -98,6 +98,7 @@ Status LlmEngine::validate(const GenerateRequest& r) const {
     }
   }
   LLMSERVE_RETURN_IF_ERROR(r.params.validate(vocab, options_.max_logprobs));
+  LLMSERVE_RETURN_IF_ERROR(r.reasoning_budget.validate());
   if (r.grammar && r.grammar->vocab_size() != vocab) {
     return invalid_argument("the request's grammar was compiled for a vocab of " +
                             std::to_string(r.grammar->vocab_size()) + " tokens, not " +

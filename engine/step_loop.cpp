@@ -67,6 +67,7 @@ void StepLoop::propose_drafts() {
           gate.num_drafts_for_match(static_cast<int32_t>(tokens.size()), drafts_[i].match_length)));
     }
     truncate_to_grammar(seq, tokens);
+    truncate_to_budget(seq, tokens);
     if (!tokens.empty()) (void)scheduler_->set_draft_tokens(seq, tokens);
   }
 }
@@ -100,6 +101,7 @@ void StepLoop::admit(PendingSubmit p) {
   const size_t ctx = std::min(prompt.size(), kDetokenizerContext);
   const std::span<const int32_t> context(prompt.data() + prompt.size() - ctx, ctx);
   const int32_t n = std::max(r.params.n, 1);
+  const std::optional<ReasoningBudgetState> budget = budget_state(p.request.reasoning_budget);
   for (int32_t i = 0; i < n; ++i) {
     const uint64_t seed = SamplingState::resolve_seed(r.params, server_seed_, r.id, i);
     auto slot = std::make_unique<SampleSlot>(
@@ -109,6 +111,7 @@ void StepLoop::admit(PendingSubmit p) {
     slot->draft_gate =
         spec_.check_costs ? DraftGate(spec_.check_costs) : DraftGate(spec_.config.draft_token_cost);
     if (p.request.grammar) slot->sampling.set_matcher(p.request.grammar->make_matcher());
+    if (budget) slot->sampling.set_reasoning_budget(*budget);
     by_seq_[slot->seq_id] = {&r, slot.get()};
     r.samples.push_back(std::move(slot));
   }

@@ -21,6 +21,7 @@
 #include "engine/engine_stats.h"
 #include "engine/kv_transfer/kv_transfer_agent.h"
 #include "engine/pooling/pooler.h"
+#include "engine/reasoning/reasoning_budget.h"
 #include "engine/runner/batch_builder.h"
 #include "engine/runner/model_runner.h"
 #include "engine/runner/sampler.h"
@@ -115,6 +116,10 @@ class StepLoop {
   void propose_drafts();
   // Cuts `drafts` at the first token the sample's grammar refuses (none without a grammar).
   void truncate_to_grammar(uint64_t seq_id, std::vector<int32_t>& drafts);
+  // Cuts drafts at the first one that differs from the close a reasoning budget forces there.
+  void truncate_to_budget(uint64_t seq_id, std::vector<int32_t>& drafts);
+  // A sample's reasoning budget state for `budget`, nullopt when inactive.
+  std::optional<ReasoningBudgetState> budget_state(const ReasoningBudget& budget);
   // Tokens of the k-th sampling entry that stand: the leading kept rows of its chain.
   void gather_accepted(const SchedulerOutput& out);
   void keep_prompt_logprobs(const ScheduledRequest& s, size_t row);
@@ -145,6 +150,7 @@ class StepLoop {
   void on_lease_opened(uint64_t seq_id, RemotePull& pull, const KvLeaseInfo& lease);
   std::unordered_map<uint64_t, RemotePull> remote_pulls_;  // consumer requests, by seq id
   const Tokenizer& tokenizer_;
+  std::shared_ptr<const TokenBytesTable> token_bytes_;  // built on the first reasoning budget
   EngineMetrics& metrics_;
   const uint64_t server_seed_;
   EndedFn on_ended_;

@@ -53,13 +53,13 @@ Sampler::Sampler(int32_t vocab_size, std::vector<int32_t> eos_ids)
 SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              SamplingState& state) {
   const bool greedy = params.temperature < kGreedyTemperature;
-  TokenMatcher* matcher = state.matcher();
-  const bool processed = matcher != nullptr || logits_processors_active(params, state);
+  const bool constrained = state.constrained();  // a grammar, or a reasoning budget's close
+  const bool processed = constrained || logits_processors_active(params, state);
   if (!greedy || processed) {
     work_.assign(logits.begin(), logits.end());
-    if (matcher != nullptr) {
+    if (constrained) {
       mask_.resize(static_cast<size_t>(token_bitmask_words(vocab_size_)));
-      matcher->fill_next_token_mask(mask_);
+      state.fill_next_token_mask(mask_);
       apply_token_bitmask(work_, mask_);
     }
     apply_logits_processors(work_, params, state, eos_ids_);
@@ -68,7 +68,7 @@ SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams
   const double u = state.rng().next_uniform();
   int32_t token =
       greedy ? argmax(processed ? std::span<const float>(work_) : logits) : draw(params, u);
-  if (token < 0 && matcher != nullptr) {  // the grammar's choices beat min_tokens masking
+  if (token < 0 && constrained) {  // the grammar's (or budget's) choices beat min_tokens masking
     work_.assign(logits.begin(), logits.end());
     apply_token_bitmask(work_, mask_);
     token = argmax(work_);

@@ -10,8 +10,9 @@
 // its state, never on the batch. A sample with a grammar (SamplingState::matcher) first has every
 // token its grammar does not allow next set to -inf; when the logits processors then leave no
 // token (min_tokens masking the end the grammar needs), the grammar wins: the most likely
-// allowed token is taken. Logprobs are the raw model log-softmax (vLLM's default), not
-// the processed distribution. Not thread-safe: one Sampler per thread (buffers are reused).
+// allowed token is taken. A reasoning budget's forced close (SamplingState::forced_token) is a
+// one-token mask on top of the grammar's. Logprobs are the raw model log-softmax (vLLM's default),
+// not the processed distribution. Not thread-safe: one Sampler per thread (buffers are reused).
 #pragma once
 
 #include <cstdint>

@@ -155,11 +155,11 @@ Status pack_sampling_rows(std::span<const SampleRow> rows, std::span<const int32
         check_room(out.penalties.size(), limits.max_sparse_entries, "penalty tokens"));
     d.penalty_count = static_cast<int32_t>(out.penalties.size()) - d.penalty_offset;
 
-    if (TokenMatcher* m = st.matcher(); m != nullptr) {
+    if (st.constrained()) {  // a grammar, or the close a reasoning budget forces
       const auto words = static_cast<size_t>(token_bitmask_words(vocab_size));
       d.grammar_mask = out.num_grammar_rows++;
       out.grammar_masks.resize(out.grammar_masks.size() + words);
-      m->fill_next_token_mask(
+      st.fill_next_token_mask(
           std::span<uint32_t>(out.grammar_masks.data() + out.grammar_masks.size() - words, words));
     }
     out.rows.push_back(d);

@@ -28,7 +28,8 @@ struct SamplingPack {
   std::vector<int32_t> masked;
   std::vector<kernels::cuda::PenaltyToken> penalties;  // per row sorted by id
   // Rows with a grammar: their allowed-token bitmasks, token_bitmask_words(vocab) words each,
-  // filled from the row state's matcher (rows[i].grammar_mask indexes them).
+  // filled from the row state's matcher, narrowed to the token a reasoning budget forces
+  // (SamplingState::fill_next_token_mask; rows[i].grammar_mask indexes them).
   std::vector<uint32_t> grammar_masks;
   int32_t num_grammar_rows = 0;
   int32_t max_num_top = 0;  // largest top-N over the rows (0 when none asks for one)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/grammar/token_bitmask.h"
+
 namespace llmserve {
 
 SamplingState::SamplingState(const SamplingParams& params, std::span<const int32_t> prompt_ids,
@@ -26,6 +28,19 @@ void SamplingState::append(int32_t token_id) {
   ++num_generated_;
   if (track_output_) ++output_counts_[token_id];
   if (matcher_ && !matcher_->accept(token_id)) grammar_refused_ = true;
+  if (budget_) budget_->append(token_id);
+}
+
+void SamplingState::fill_next_token_mask(std::span<uint32_t> mask) {
+  if (matcher_) {
+    matcher_->fill_next_token_mask(mask);
+  } else {
+    std::fill(mask.begin(), mask.end(), ~0u);
+  }
+  const int32_t forced = forced_token();
+  if (forced < 0 || !token_allowed(mask, forced)) return;
+  std::fill(mask.begin(), mask.end(), 0u);
+  mask[static_cast<size_t>(forced) / 32] = 1u << (static_cast<uint32_t>(forced) % 32);
 }
 
 bool SamplingState::in_prompt(int32_t token_id) const {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/grammar/token_matcher.h"
+#include "engine/reasoning/reasoning_budget.h"
 #include "engine/runner/request_rng.h"
 #include "engine/sampling_params.h"
 
@@ -26,7 +27,8 @@ class SamplingState {
   static uint64_t resolve_seed(const SamplingParams& params, uint64_t server_seed,
                                uint64_t request_id, int32_t index);
 
-  // Records a sampled token (the Sampler calls this); a grammar's matcher advances over it.
+  // Records a sampled token (the Sampler calls this); a grammar's matcher and the reasoning
+  // budget advance over it.
   void append(int32_t token_id);
 
   // Structured outputs: the sample's grammar position (null when unconstrained).
@@ -38,6 +40,18 @@ class SamplingState {
   // A token the grammar does not allow was appended (its matcher stayed where it was): the
   // grammar had come to a dead end, allowing no token at all, and the sample must end in error.
   bool grammar_refused() const { return grammar_refused_; }
+
+  // Reasoning budget (engine/reasoning): the token it forces next, or -1.
+  void set_reasoning_budget(ReasoningBudgetState budget) { budget_.emplace(std::move(budget)); }
+  const ReasoningBudgetState* reasoning_budget() const { return budget_ ? &*budget_ : nullptr; }
+  int32_t forced_token() const { return budget_ ? budget_->forced_token() : -1; }
+
+  // Whether the next token is restricted: by a grammar, or by a token the budget forces.
+  bool constrained() const { return matcher_.has_value() || forced_token() >= 0; }
+  // The allowed next tokens (token_bitmask_words(vocab) words): the grammar's (all without
+  // one), narrowed to the forced token when there is one and the grammar allows it (a grammar
+  // that does not allow it wins: the reply stays in its grammar). Call when constrained().
+  void fill_next_token_mask(std::span<uint32_t> mask);
 
   int32_t num_generated() const { return num_generated_; }
   RequestRng& rng() { return rng_; }
@@ -52,6 +66,7 @@ class SamplingState {
   std::vector<int32_t> prompt_set_;
   std::unordered_map<int32_t, int32_t> output_counts_;
   std::optional<TokenMatcher> matcher_;
+  std::optional<ReasoningBudgetState> budget_;
   bool grammar_refused_ = false;
 };
 

@@ -247,6 +247,9 @@ Status add_tool_choice(const json& choice, json& chat) {
   return Status::ok();
 }
 
+// Anthropic's smallest thinking budget, and its errors for budgets out of range.
+constexpr int64_t kMinThinkingBudget = 1024;
+
 Status add_thinking(const json& thinking, json& chat) {
   if (!thinking.is_object() || !thinking.contains("type") || !thinking["type"].is_string()) {
     return field_error("thinking", "expected {type: enabled, budget_tokens} or {type: disabled}");
@@ -258,8 +261,19 @@ Status add_thinking(const json& thinking, json& chat) {
     }
     auto budget = json_fields::integer_value(thinking["budget_tokens"], "thinking.budget_tokens");
     if (!budget.is_ok()) return budget.status();
-    if (*budget < 1) return field_error("thinking.budget_tokens", "must be at least 1");
+    if (*budget < kMinThinkingBudget) {
+      return field_error("thinking.enabled.budget_tokens",
+                         "Input should be greater than or equal to 1024");
+    }
+    if (chat.contains("max_tokens") && *budget >= chat["max_tokens"].get<int64_t>()) {
+      return invalid_argument(
+          "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+          "documentation at https://docs.claude.com/en/docs/build-with-claude/"
+          "extended-thinking#max-tokens-and-context-window-size");
+    }
     chat["chat_template_kwargs"] = {{"enable_thinking", true}};
+    // Enforced by the engine: the reply's <think> section ends after this many tokens.
+    chat["thinking_token_budget"] = *budget;
   } else if (type == "disabled") {
     chat["chat_template_kwargs"] = {{"enable_thinking", false}};
   } else if (type != "adaptive") {

@@ -245,6 +245,7 @@ std::vector<GenerateRequest> make_generate_requests(
     r.params = req.params;
     r.priority = req.priority;
     r.deadline = deadline;
+    r.reasoning_budget = reasoning_budget(req.reasoning, req.reasoning_budget);
     if (prompts.size() == 1) r.kv_transfer = req.kv_transfer;
     out.push_back(std::move(r));
   }

@@ -48,6 +48,9 @@ struct GenerationRequest {
   ToolRequest tools;  // chat: the tools offered; when active(), `grammar` is their reply format
   // chat: where the reply starts for the reasoning parser (kOff: no reasoning parsing).
   ReasoningStart reasoning = ReasoningStart::kOff;
+  // Tokens the reply may spend inside its reasoning section before the close is forced
+  // (thinking_token_budget; -1 = no budget). Applies when `reasoning` is not kOff.
+  int32_t reasoning_budget = -1;
   // Disaggregated prefill/decode (kv_transfer_params): keep this prefill for a consumer, or pull
   // its KV from a producer. Applies to a single prompt only.
   KvTransferRequest kv_transfer;

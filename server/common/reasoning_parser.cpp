@@ -149,6 +149,16 @@ Result<GrammarSpec> reasoning_grammar(const GrammarSpec& inner, ReasoningStart s
   return out;
 }
 
+ReasoningBudget reasoning_budget(ReasoningStart start, int32_t max_tokens) {
+  ReasoningBudget b;
+  if (start == ReasoningStart::kOff || max_tokens < 0) return b;
+  b.max_tokens = max_tokens;
+  b.open = std::string(kOpen);
+  b.close = std::string(kClose);
+  b.starts_inside = start == ReasoningStart::kInReasoning;
+  return b;
+}
+
 ReasoningSplitter::ReasoningSplitter(ReasoningStart start)
     : state_(start == ReasoningStart::kOff           ? State::kOff
              : start == ReasoningStart::kInReasoning ? State::kReasoning

@@ -20,6 +20,7 @@
 
 #include "engine/core/status.h"
 #include "engine/grammar/grammar_spec.h"
+#include "engine/reasoning/reasoning_budget.h"
 
 namespace llmserve {
 
@@ -50,6 +51,11 @@ ReasoningStart reasoning_start(ReasoningParser parser, std::string_view prompt,
 // Whitespace may follow </think>. An xgrammar structural tag (GrammarKind::kStructuralTag) with
 // inner's `field`; INVALID_ARGUMENT naming the field when inner's JSON text does not parse.
 Result<GrammarSpec> reasoning_grammar(const GrammarSpec& inner, ReasoningStart start);
+
+// The engine's reasoning budget for a reply that starts at `start`: at most `max_tokens` tokens
+// inside the <think> section (kInReasoning: opened by the prompt), then </think> is forced.
+// Inactive when start is kOff (the model has no reasoning section) or max_tokens < 0.
+ReasoningBudget reasoning_budget(ReasoningStart start, int32_t max_tokens);
 
 // One reply's split, as far as it is known.
 struct ReasoningPieces {

@@ -9,6 +9,7 @@
 #include "engine/core/status.h"
 #include "engine/engine.h"
 #include "server/common/active_requests.h"
+#include "server/common/reasoning_parser.h"
 #include "server/common/server_options.h"
 
 namespace llmserve {
@@ -29,6 +30,10 @@ class ServerState {
   const ServerOptions& options() const { return options_; }
   ActiveRequests& active() { return active_; }
   std::string model_name() const;  // served_model_name or the engine's
+  // The reasoning parser in force (server.reasoning_parser resolved against the chat template):
+  // where a reply's reasoning section starts, for transports that get raw prompts (gRPC).
+  ReasoningParser reasoning_parser() const { return reasoning_parser_; }
+  void set_reasoning_parser(ReasoningParser p) { reasoning_parser_ = p; }
 
   void start_draining() { draining_ = true; }
   bool draining() const { return draining_; }
@@ -60,6 +65,7 @@ class ServerState {
   Engine* engine_;
   ServerOptions options_;
   ActiveRequests active_;
+  ReasoningParser reasoning_parser_ = ReasoningParser::kNone;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_{0};
 };

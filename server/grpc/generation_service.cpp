@@ -57,7 +57,8 @@ Result<GenerationService::Started> GenerationService::start_job(grpc::CallbackSe
   return start_grpc_job(
       state_, metrics_, ctx,
       [&](const RequestLimits& limits) {
-        return parse_proto_request(req, state_.engine()->tokenizer(), limits);
+        return parse_proto_request(req, state_.engine()->tokenizer(), limits,
+                                   state_.reasoning_parser());
       },
       req.request_id());
 }

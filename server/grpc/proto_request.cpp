@@ -89,7 +89,8 @@ Status read_sampling(const v1::GenerateRequest& r, SamplingParams* p) {
 
 Result<GenerationRequest> parse_proto_request(const v1::GenerateRequest& r,
                                               const Tokenizer& tokenizer,
-                                              const RequestLimits& limits) {
+                                              const RequestLimits& limits,
+                                              ReasoningParser reasoning) {
   if (!r.prompt().empty() && !r.prompt_token_ids().empty()) {
     return field_error("prompt", "set either prompt or prompt_token_ids, not both");
   }
@@ -111,7 +112,21 @@ Result<GenerationRequest> parse_proto_request(const v1::GenerateRequest& r,
   out.priority = r.priority();
   LLMSERVE_ASSIGN_OR_RETURN(out.grammar, read_structured_outputs(r, limits));
   LLMSERVE_RETURN_IF_ERROR(validate_generation_request(limits, &out));
+  if (r.has_thinking_token_budget()) {
+    if (r.thinking_token_budget() < -1) {
+      return field_error("thinking_token_budget", "must be -1 (no budget) or >= 0, got " +
+                                                      std::to_string(r.thinking_token_budget()));
+    }
+    out.reasoning_budget = r.thinking_token_budget();
+  }
   LLMSERVE_RETURN_IF_ERROR(prepare_prompts(tokenizer, limits, PromptStyle::kCompletion, &out));
+  if (out.reasoning_budget >= 0 && reasoning != ReasoningParser::kNone) {
+    // Where the reply starts, from the prompt's text as the model sees it (the ids decoded).
+    const std::string text =
+        out.prompt_texts.empty() ? tokenizer.decode(out.prompt_token_ids[0]) : out.prompt_texts[0];
+    out.reasoning =
+        reasoning_start(reasoning, text, /*grammar_without_block=*/out.grammar.has_value());
+  }
   return out;
 }
 

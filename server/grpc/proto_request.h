@@ -12,8 +12,11 @@ namespace llmserve {
 
 // Exactly one of prompt / prompt_token_ids; NaN or infinite floats are rejected naming the
 // field. Errors: INVALID_ARGUMENT "<field>: ...", OUT_OF_RANGE (context length).
+// thinking_token_budget: the reply's reasoning section is located with `reasoning` (the server's
+// resolved parser) from the prompt's text; kNone: the budget has no effect.
 Result<GenerationRequest> parse_proto_request(const v1::GenerateRequest& req,
                                               const Tokenizer& tokenizer,
-                                              const RequestLimits& limits);
+                                              const RequestLimits& limits,
+                                              ReasoningParser reasoning = ReasoningParser::kNone);
 
 }  // namespace llmserve

@@ -1,5 +1,6 @@
 #include "server/http/chat_request.h"
 
+#include <limits>
 #include <optional>
 
 #include "server/common/continue_final_message.h"
@@ -168,6 +169,24 @@ Result<std::string> render_chat_prompt(const ChatRenderer& render, const json& m
   return cut_after_final_message(text, content.is_string() ? content.get<std::string>() : "");
 }
 
+// thinking_token_budget (vLLM's name) or thinking_budget_tokens (llama.cpp server's): tokens the
+// reply may spend inside its reasoning section; -1 (or absent) = no budget.
+static Status read_reasoning_budget(const json& body, int32_t* out) {
+  std::optional<int32_t> seen;
+  for (const char* name : {"thinking_token_budget", "thinking_budget_tokens"}) {
+    if (!present(body, name)) continue;
+    int32_t v = -1;
+    LLMSERVE_RETURN_IF_ERROR(
+        json_fields::read_int32(body, name, -1, std::numeric_limits<int32_t>::max(), &v));
+    if (seen && *seen != v) {
+      return field_error(name, "differs from thinking_token_budget (one budget per request)");
+    }
+    seen = v;
+  }
+  if (seen) *out = *seen;
+  return Status::ok();
+}
+
 Result<GenerationRequest> parse_chat_request(std::string_view body_text, const Tokenizer& tokenizer,
                                              const ChatRenderer& render,
                                              const RequestLimits& limits) {
@@ -227,6 +246,7 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
     if (!logprobs) return field_error("top_logprobs", "requires logprobs to be true");
   }
   if (logprobs) out.logprobs = top_logprobs;
+  LLMSERVE_RETURN_IF_ERROR(read_reasoning_budget(body, &out.reasoning_budget));
   if (present(body, "echo")) {
     const json& e = body.at("echo");
     if (!e.is_boolean()) return field_error("echo", "expected a boolean");

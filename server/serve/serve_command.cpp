@@ -147,6 +147,7 @@ int serve(const ConfigFlags& flags) {
                                                                 : "mistral",
                  reasoning_parser_name(renderer.reasoning), config->server.reasoning_parser);
   }
+  state.set_reasoning_parser(renderer ? renderer.reasoning : ReasoningParser::kNone);
   HttpServer http(state, metrics, std::move(renderer));
   MessagesOptions messages_options;
   messages_options.strip_system_lines = config->server.anthropic_strip_system_lines;

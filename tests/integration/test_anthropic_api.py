@@ -357,14 +357,15 @@ def test_thinking_stream(think):
     claude = anthropic.Anthropic(base_url=think.url(""), api_key="unused", max_retries=0,
                                  timeout=120)
     user = "Why is the sky blue?"
-    body = dict(model="m", max_tokens=48, temperature=0,
+    # Anthropic's budget must be >= 1024 and below max_tokens; the stop keeps the reply short.
+    body = dict(model="m", max_tokens=1100, temperature=0, stop_sequences=["."],
                 thinking={"type": "enabled", "budget_tokens": 1024},
                 messages=[{"role": "user", "content": user}])
     events = raw_events(think, {**body, "messages": body["messages"]})
     check_sequence(events)
     # The oracle: the same prompt, written out, on /v1/completions (which parses nothing).
     raw = requests.post(think.url("/v1/completions"), json={
-        "model": "m", "max_tokens": 48, "temperature": 0,
+        "model": "m", "max_tokens": 1100, "temperature": 0, "stop": ["."],
         "prompt": f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n<think>\n"},
         timeout=120).json()["choices"][0]["text"]
     reasoning = raw.split("</think>")[0].strip()
@@ -385,6 +386,41 @@ def test_thinking_stream(think):
     assert off > on  # disabled: the template writes the closed, empty block
     quiet = claude.messages.create(**sdk({**body, "thinking": {"type": "disabled"}}))
     assert [b.type for b in quiet.content] == ["text"]
+
+
+def test_thinking_budget_is_enforced(think):
+    """budget_tokens 1024: the thinking block is the model's first 1024 reasoning tokens (the
+    oracle: /v1/completions on the prompt written out, which has no budget), then the close is
+    forced and a text block follows within max_tokens."""
+    claude = anthropic.Anthropic(base_url=think.url(""), api_key="unused", max_retries=0,
+                                 timeout=600)
+    user = "List every integer from 1 to 5000, comma separated."
+    prompt = f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n<think>\n"
+    raw = requests.post(think.url("/v1/completions"), json={
+        "model": "m", "max_tokens": 1024, "temperature": 0, "prompt": prompt},
+        timeout=600).json()["choices"][0]
+    assert raw["finish_reason"] == "length" and "</think>" not in raw["text"]
+    m = claude.messages.create(**sdk(dict(
+        model="m", max_tokens=1040, temperature=0,
+        thinking={"type": "enabled", "budget_tokens": 1024},
+        messages=[{"role": "user", "content": user}])))
+    assert [b.type for b in m.content] == ["thinking", "text"]
+    assert m.content[0].thinking == raw["text"].strip()
+    assert m.usage.output_tokens == 1040 and m.stop_reason == "max_tokens"
+
+
+@pytest.mark.parametrize("budget,max_tokens,message", [
+    (1023, 2048, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"),
+    (2048, 2048, "`max_tokens` must be greater than `thinking.budget_tokens`"),
+])
+def test_thinking_budget_errors_as_anthropic_gives_them(think, budget, max_tokens, message):
+    claude = anthropic.Anthropic(base_url=think.url(""), api_key="unused", max_retries=0)
+    with pytest.raises(anthropic.BadRequestError) as e:
+        claude.messages.create(model="m", max_tokens=max_tokens,
+                               thinking={"type": "enabled", "budget_tokens": budget},
+                               messages=[{"role": "user", "content": "q"}])
+    assert e.value.body["error"]["type"] == "invalid_request_error"
+    assert e.value.body["error"]["message"].startswith(message)
 
 
 @pytest.fixture(scope="module")

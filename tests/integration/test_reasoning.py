@@ -250,3 +250,144 @@ def test_an_unknown_parser_stops_start_up_naming_the_key():
                           "deepseek"], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "server.reasoning_parser" in out.stdout + out.stderr
+
+
+# --- reasoning budget (thinking_token_budget, thinking_budget_tokens) ---
+# The oracle: /v1/completions on the same prompt written out (it parses nothing and has no
+# budget) gives the model's own first N reasoning tokens with logprobs; with the budget the chat
+# reply's first N tokens are those, then the tokens of "</think>", then the answer, which is the
+# model's greedy continuation of the prompt + those N tokens + "</think>" (the oracle again).
+BUDGET_Q = "Why is the sky blue?"
+
+
+def raw_tokens(d, prompt, n):
+    r = requests.post(d.url("/v1/completions"), json={
+        "prompt": prompt, "max_tokens": n, "temperature": 0, "logprobs": 0}, timeout=120)
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["logprobs"]["tokens"]
+
+
+def budgeted_chat(d, budget, field="thinking_token_budget", max_tokens=40, **kw):
+    return sdk(d).chat.completions.create(
+        model="m", messages=[{"role": "user", "content": BUDGET_Q}], max_tokens=max_tokens,
+        temperature=0, logprobs=True, extra_body={field: budget}, **kw)
+
+
+@pytest.mark.parametrize("field", ["thinking_token_budget", "thinking_budget_tokens"])
+@pytest.mark.parametrize("budget", [0, 5, 12])
+def test_budget_ends_reasoning_at_exactly_n_tokens_then_the_answer(think_daemon, budget, field):
+    plain = raw_tokens(think_daemon, prompt_of(BUDGET_Q), budget + 8)
+    assert "</think>" not in "".join(plain)  # unbudgeted, the model would still be thinking
+    r = budgeted_chat(think_daemon, budget, field)
+    tokens = [t.token for t in r.choices[0].logprobs.content]
+    assert tokens[:budget] == plain[:budget]
+    assert "".join(tokens[budget:]).startswith("</think>")  # forced right after N tokens
+    assert "</think>" not in "".join(tokens[:budget])
+    m = r.choices[0].message
+    assert extra(m, "reasoning_content") == ("".join(plain[:budget]).strip() or None)
+    answer = raw_completion(think_daemon,
+                            prompt_of(BUDGET_Q) + "".join(plain[:budget]) + "</think>", 40)
+    assert m.content and answer.lstrip().startswith(m.content)
+
+
+def test_budget_streamed_equals_whole(think_daemon):
+    whole = budgeted_chat(think_daemon, 5).choices[0].message
+    assert whole.content  # the answer after the forced close
+    reasoning, content = "", ""
+    for chunk in budgeted_chat(think_daemon, 5, stream=True):
+        for ch in chunk.choices:
+            reasoning += extra(ch.delta, "reasoning_content") or ""
+            content += ch.delta.content or ""
+    assert reasoning == extra(whole, "reasoning_content") and content == whole.content
+
+
+def test_budget_without_reasoning_section_changes_nothing(think_daemon):
+    kw = dict(model="m", messages=[{"role": "user", "content": "Say hi."}], max_tokens=12,
+              temperature=0)
+    off = {"chat_template_kwargs": {"enable_thinking": False}}
+    a = sdk(think_daemon).chat.completions.create(**kw, extra_body=off)
+    b = sdk(think_daemon).chat.completions.create(
+        **kw, extra_body={**off, "thinking_token_budget": 0})
+    assert a.choices[0].message.content == b.choices[0].message.content
+
+
+@pytest.mark.parametrize("body,field", [
+    ({"thinking_token_budget": -2}, "thinking_token_budget"),
+    ({"thinking_token_budget": "many"}, "thinking_token_budget"),
+    ({"thinking_token_budget": 3, "thinking_budget_tokens": 4}, "thinking_budget_tokens"),
+])
+def test_bad_budgets_are_400_naming_the_field(think_daemon, body, field):
+    r = requests.post(think_daemon.url("/v1/chat/completions"), json={
+        "model": "m", "messages": [{"role": "user", "content": "q"}], **body}, timeout=60)
+    assert r.status_code == 400, r.text
+    assert field in r.json()["error"]["message"]
+
+
+def test_budget_with_speculation_equals_without(think_daemon, tmp_path):
+    from conftest import Daemon
+    path = tmp_path / "think.jinja"
+    path.write_text(THINK_TEMPLATE)
+    spec = Daemon(["--server.served-model-name", "m", "--chat-template", str(path),
+                   "--reasoning-parser", "qwen3", "--speculative.method", "ngram",
+                   "--speculative.draft-token-cost", "0"]).wait_ready()
+    try:
+        for q in [BUDGET_Q, "Repeat exactly: one two three one two three one two three"]:
+            for budget in (2, 9):
+                kw = dict(model="m", messages=[{"role": "user", "content": q}], max_tokens=32,
+                          temperature=0, logprobs=True,
+                          extra_body={"thinking_token_budget": budget})
+                want = sdk(think_daemon).chat.completions.create(**kw).choices[0]
+                got = sdk(spec).chat.completions.create(**kw).choices[0]
+                assert got.message.content == want.message.content
+                assert extra(got.message, "reasoning_content") == \
+                    extra(want.message, "reasoning_content")
+                assert [t.token for t in got.logprobs.content] == \
+                    [t.token for t in want.logprobs.content]
+        assert spec.metric("llmserve_spec_decode_num_drafts_total") > 0
+    finally:
+        spec.stop()
+
+
+def test_grpc_thinking_token_budget(think_daemon):
+    """gRPC (llmserve.v1): a raw prompt that opens <think>; the budget finds the section with the
+    server's parser, as chat does: the same tokens as the chat request with the same budget."""
+    grpc = pytest.importorskip("grpc")
+    from grpc_protos import llmserve_v1
+    pb2, pb2_grpc = llmserve_v1()
+    channel = grpc.insecure_channel(think_daemon.grpc_target)
+    try:
+        stub = pb2_grpc.GenerationStub(channel)
+        req = pb2.GenerateRequest(prompt=prompt_of(BUDGET_Q), max_tokens=40, temperature=0,
+                                  thinking_token_budget=5)
+        text = stub.Complete(req, timeout=120).choices[0].text
+        plain = stub.Complete(pb2.GenerateRequest(prompt=prompt_of(BUDGET_Q), max_tokens=40,
+                                                  temperature=0), timeout=120).choices[0].text
+        with pytest.raises(grpc.RpcError) as e:
+            stub.Complete(pb2.GenerateRequest(prompt="x", thinking_token_budget=-3), timeout=30)
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "thinking_token_budget" in e.value.details()
+    finally:
+        channel.close()
+    m = budgeted_chat(think_daemon, 5).choices[0].message
+    head = "".join(raw_tokens(think_daemon, prompt_of(BUDGET_Q), 5))
+    assert text.startswith(head + "</think>") and text != plain
+    assert text == head + "</think>" + text.split("</think>", 1)[1]
+    assert text.split("</think>", 1)[1].lstrip() == m.content
+
+
+def test_budget_composes_with_a_grammar(think_daemon):
+    """response_format on a prompt that opened <think>: the grammar holds the block then the JSON;
+    the budget closes the block after N tokens inside that grammar, and the JSON still follows
+    its schema (jsonschema is the oracle)."""
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 20}},
+              "required": ["answer"], "additionalProperties": False}
+    plain = raw_tokens(think_daemon, prompt_of(BUDGET_Q), 14)
+    assert "</think>" not in "".join(plain)
+    r = budgeted_chat(think_daemon, 6, max_tokens=100, response_format={
+        "type": "json_schema", "json_schema": {"name": "a", "schema": schema}})
+    tokens = [t.token for t in r.choices[0].logprobs.content]
+    assert tokens[:6] == plain[:6]
+    assert "".join(tokens[6:]).startswith("</think>")
+    m = r.choices[0].message
+    assert extra(m, "reasoning_content") == "".join(plain[:6]).strip()
+    jsonschema.validate(json.loads(m.content), schema)

@@ -104,7 +104,7 @@ TEST(MessagesRequest, ToolUseAndToolResultBecomeChatToolTurns) {
 
 TEST(MessagesRequest, ToolChoiceAndThinkingMapping) {
   const std::string head =
-      R"({"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"}],
+      R"({"model":"m","max_tokens":2048,"messages":[{"role":"user","content":"q"}],
           "tools":[{"name":"f","input_schema":{"type":"object"}}],)";
   EXPECT_EQ(translate(head + R"("tool_choice":{"type":"auto"}})").chat_body["tool_choice"], "auto");
   EXPECT_EQ(translate(head + R"("tool_choice":{"type":"none"}})").chat_body["tool_choice"], "none");
@@ -121,6 +121,19 @@ TEST(MessagesRequest, ToolChoiceAndThinkingMapping) {
                    .chat_body.contains("chat_template_kwargs"));
   EXPECT_EQ(error_of(head + R"("thinking":{"type":"enabled"}})"),
             "thinking.budget_tokens: is required when thinking is enabled");
+  // The budget is enforced (the chat path's thinking_token_budget), and checked as Anthropic
+  // checks it: at least 1024, and below max_tokens (Anthropic's messages).
+  EXPECT_EQ(translate(head + R"("thinking":{"type":"enabled","budget_tokens":1500}})")
+                .chat_body["thinking_token_budget"],
+            1500);
+  EXPECT_FALSE(translate(head + R"("thinking":{"type":"disabled"}})")
+                   .chat_body.contains("thinking_token_budget"));
+  EXPECT_EQ(error_of(head + R"("thinking":{"type":"enabled","budget_tokens":1023}})"),
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
+  EXPECT_EQ(error_of(head + R"("thinking":{"type":"enabled","budget_tokens":2048}})"),
+            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+            "documentation at https://docs.claude.com/en/docs/build-with-claude/"
+            "extended-thinking#max-tokens-and-context-window-size");
   EXPECT_EQ(error_of(head + R"("tool_choice":{"type":"sometimes"}})"),
             "tool_choice.type: 'sometimes' is not one of auto, any, tool, none");
 }

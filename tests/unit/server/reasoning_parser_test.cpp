@@ -240,5 +240,18 @@ TEST_F(ReasoningGrammar, EveryGrammarKindKeepsItsLanguage) {
   EXPECT_FALSE(accepts(wrapped(object, kIn), "x</think>[1]"));
 }
 
+TEST(ReasoningBudgetRequest, FollowsWhereTheReplyStarts) {
+  EXPECT_FALSE(reasoning_budget(ReasoningStart::kOff, 5).active());  // no section: no budget
+  EXPECT_FALSE(reasoning_budget(ReasoningStart::kInReasoning, -1).active());
+  const ReasoningBudget in = reasoning_budget(ReasoningStart::kInReasoning, 5);
+  EXPECT_EQ(in.max_tokens, 5);
+  EXPECT_TRUE(in.starts_inside);
+  EXPECT_EQ(in.open, "<think>");
+  EXPECT_EQ(in.close, "</think>");
+  const ReasoningBudget may = reasoning_budget(ReasoningStart::kMayOpen, 0);
+  EXPECT_TRUE(may.active());
+  EXPECT_FALSE(may.starts_inside);
+}
+
 }  // namespace
 }  // namespace llmserve::testing
