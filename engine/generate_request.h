@@ -25,6 +25,9 @@ struct GenerateRequest {
   // Structured outputs: every sample's tokens follow this grammar (GrammarCompiler makes it for
   // this engine's tokenizer); it ends the sample with kStop when it reaches its end.
   std::shared_ptr<const CompiledGrammar> grammar;
+  // Tenant isolation of the prefix cache and its tiers (vLLM's cache_salt): requests with
+  // different salts never share KV blocks or restored pages. Empty: no salt.
+  std::string cache_salt;
   // Disaggregated prefill/decode: keep the prompt's KV for a consumer, or pull it from a producer.
   KvTransferRequest kv_transfer;
 };
