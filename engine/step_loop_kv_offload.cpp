@@ -1,7 +1,7 @@
 // The step loop's part of the tiers below the page pool (engine/kv_offload, DESIGN §13):
 // write-behind of newly cached blocks, read-ahead of a request's pages before its admission,
 // and the tier's KV events.
-#include <spdlog/spdlog.h>
+#include <algorithm>
 
 #include "engine/kv_offload/kv_page_file.h"
 #include "engine/step_loop.h"
@@ -41,7 +41,10 @@ bool StepLoop::hold_for_restore(PendingSubmit& p) {
 void StepLoop::poll_kv_offload() {
   if (offloader_ == nullptr) return;
   KvCacheManager& kv = scheduler_->kv_cache_for_offload();
-  const std::vector<int32_t> copied = offloader_->take_copied();
+  // Unpinned last block first, as KvCacheManager::free releases: a chain's end is evicted before
+  // its start.
+  std::vector<int32_t> copied = offloader_->take_copied();
+  std::reverse(copied.begin(), copied.end());
   if (!copied.empty()) kv.unpin(copied);
   for (const KvTierEvent& e : offloader_->take_events()) {
     if (e.stored) {
@@ -75,6 +78,8 @@ void StepLoop::offload_new_blocks() {
   for (KvCacheManager::NewlyCached& n : kv.take_newly_cached()) {
     // Still cached under its hash (a later step of the same pass could not have evicted it:
     // nothing ran in between), and not on disk already.
+    const BlockPool& pool = kv.pool();
+    if (!pool.is_cached(n.block_id) || !(pool.block_hash(n.block_id) == n.hash)) continue;
     if (!offloader_->wants(n.hash)) continue;
     kv.pin(std::span<const int32_t>(&n.block_id, 1));  // until the worker has copied it
     offloader_->store({n.block_id, n.hash, n.parent,

@@ -152,7 +152,7 @@ void KvOffloader::do_restore(KvRestoreJob& job) {
                          job.salt, job.first_block + static_cast<int32_t>(i), job.tokens};
     const std::string why = kv_restore_mismatch(*page, want);
     if (!why.empty()) {
-      spdlog::info("kv_offload: a disk page for block {} is not this request's ({} differ); "
+      spdlog::info("kv_offload: a disk page for block {} is not this request's ({} do not match); "
                    "recomputing",
                    want.block_index, why);
       ++rejected;
