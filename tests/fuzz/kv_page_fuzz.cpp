@@ -1,7 +1,8 @@
 // A disk tier page file (engine/kv_offload/kv_page_file.h), as a restarted daemon finds it:
 // anything may be there. A page that parses must lie within the bytes given, hold a prefix that
 // is a multiple of its block size, and encode back to exactly those bytes (so no byte of it
-// escaped the checksums).
+// escaped the checksums). Seeds (tests/fuzz/corpus/kv_page): pages written by encode_kv_page
+// (one and two blocks, salted or not), one torn, one with a payload byte flipped, a bare header.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
