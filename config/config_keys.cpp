@@ -269,12 +269,12 @@ std::vector<ConfigKey> build_table() {
                       &PS::max_running_requests, 0, 65536,
                       "Above this many running requests a step drafts nothing (large batches "
                       "are compute-bound; speculation would slow them)."));
-  t.push_back(double_key("speculative", "draft_token_cost", &C::speculative, &PS::draft_token_cost,
-                         -1, 100, false,
-                         "Cost of verifying (and for a draft model, making) one draft relative "
-                         "to a decode step. Each request drafts only as many tokens as pay for "
-                         "themselves at its recent acceptance rate; 0 = always num_tokens; -1 = "
-                         "measured at start-up (a decode step and a check of each draft count, timed)."));
+  t.push_back(double_key(
+      "speculative", "draft_token_cost", &C::speculative, &PS::draft_token_cost, -1, 100, false,
+      "Cost of verifying (and for a draft model, making) one draft relative "
+      "to a decode step. Each request drafts only as many tokens as pay for "
+      "themselves at its recent acceptance rate; 0 = always num_tokens; -1 = "
+      "measured at start-up (a decode step and a check of each draft count, timed)."));
   // metrics
   t.push_back(bool_key("metrics", "vllm_names", &C::metrics, &MeS::vllm_names,
                        "Also export vLLM's names on /metrics (vllm:num_requests_running, "
@@ -448,8 +448,9 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const std::vector<std::string_view>& config_sections() {
-  static const std::vector<std::string_view> kSections = {
-      "server", "model", "engine", "speculative", "metrics", "kv_events", "kv_transfer", "kv_offload", "logging"};
+  static const std::vector<std::string_view> kSections = {"server",      "model",      "engine",
+                                                          "speculative", "metrics",    "kv_events",
+                                                          "kv_transfer", "kv_offload", "logging"};
   return kSections;
 }
 

@@ -79,9 +79,9 @@ Status apply_cpu_isa(const std::string& name) {
 // The tiers below the page pool (engine/kv_offload): the fingerprint of what shapes this
 // cache's pages, the disk tier (indexing what an earlier run left) and the worker.
 static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOptions& options,
-                                                       const ModelConfig& cfg,
-                                                       const ModelRunner& runner,
-                                                       std::function<void()> wake) {
+                                                              const ModelConfig& cfg,
+                                                              const ModelRunner& runner,
+                                                              std::function<void()> wake) {
   const auto memory = runner.kv_host_memory();
   if (!memory) {
     return failed_precondition(
@@ -91,9 +91,9 @@ static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOption
   KvFingerprintInputs in;
   LLMSERVE_ASSIGN_OR_RETURN(in.weights_identity, kv_weights_identity(options.model_path));
   in.backend = runner.backend();
-  in.compute = fmt::format("matmul={} quantize={} isa={}",
-                           matmul_precision_name(runner.matmul_precision()), options.quantize,
-                           kernels::cpu_isa_name(kernels::active_cpu_isa()));
+  in.compute =
+      fmt::format("matmul={} quantize={} isa={}", matmul_precision_name(runner.matmul_precision()),
+                  options.quantize, kernels::cpu_isa_name(kernels::active_cpu_isa()));
   in.kv_dtype = kernels::kv_dtype_name(runner.kv_dtype());
   in.block_size = options.block_size;
   in.num_layers = static_cast<int32_t>(cfg.num_layers);
@@ -101,13 +101,12 @@ static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOption
   in.head_dim = static_cast<int32_t>(cfg.head_dim);
   for (const KvHostArray& a : memory->arrays) in.array_block_bytes.push_back(a.block_bytes);
   const RopeScaling& rs = cfg.rope_scaling;
-  in.rope = fmt::format("theta={} dim={} interleaved={} scaling={} factor={} low={} high={} orig={} "
-                        "attn={} short={} long={} local_theta={}",
-                        cfg.rope_theta, cfg.rope_dim, cfg.rope_interleaved,
-                        rope_scaling_name(rs.type), rs.factor, rs.low_freq_factor,
-                        rs.high_freq_factor, rs.original_max_position, rs.attention_factor,
-                        fmt::join(rs.short_factor, ","), fmt::join(rs.long_factor, ","),
-                        cfg.rope_local_theta);
+  in.rope = fmt::format(
+      "theta={} dim={} interleaved={} scaling={} factor={} low={} high={} orig={} "
+      "attn={} short={} long={} local_theta={}",
+      cfg.rope_theta, cfg.rope_dim, cfg.rope_interleaved, rope_scaling_name(rs.type), rs.factor,
+      rs.low_freq_factor, rs.high_freq_factor, rs.original_max_position, rs.attention_factor,
+      fmt::join(rs.short_factor, ","), fmt::join(rs.long_factor, ","), cfg.rope_local_theta);
   KvFingerprint fp = kv_fingerprint(in);
   KvBlockIo io(*memory);
   LLMSERVE_ASSIGN_OR_RETURN(
@@ -120,8 +119,8 @@ static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOption
       "fingerprint {:016x}{:016x}",
       options.kv_offload.disk_path, options.kv_offload.disk_bytes,
       options.kv_offload.disk_bytes / static_cast<int64_t>(io.block_bytes() + kKvPageHeaderBytes),
-      io.block_bytes(), ds.loaded_pages, ds.bytes, ds.corrupt_pages, ds.foreign_pages,
-      fp.digest.hi, fp.digest.lo);
+      io.block_bytes(), ds.loaded_pages, ds.bytes, ds.corrupt_pages, ds.foreign_pages, fp.digest.hi,
+      fp.digest.lo);
   spdlog::debug("KV tiers: fingerprint of {}", fp.text);
   return std::make_unique<KvOffloader>(options.kv_offload, std::move(io), std::move(fp),
                                        static_cast<uint32_t>(options.block_size), std::move(disk),
@@ -265,10 +264,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   }
   std::unique_ptr<KvOffloader> offloader;
   if (options.kv_offload.enabled()) {
-    LLMSERVE_ASSIGN_OR_RETURN(
-        offloader, make_kv_offloader(options, cfg, *runner, [kv_wake] {
-          if (*kv_wake) (*kv_wake)();
-        }));
+    LLMSERVE_ASSIGN_OR_RETURN(offloader, make_kv_offloader(options, cfg, *runner, [kv_wake] {
+                                if (*kv_wake) (*kv_wake)();
+                              }));
   }
   std::unique_ptr<ChatTemplate> chat_template;
   const std::string& source = options.chat_template_override.empty()
@@ -299,10 +297,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   spdlog::info("start-up: engine ready in {:.3f} s; RSS {} (file-mapped {}), peak {}",
                seconds_since(t_start), mib_string(mem.rss_bytes), mib_string(mem.file_bytes),
                mib_string(mem.peak_bytes));
-  return std::unique_ptr<Engine>(new LlmEngine(
-      options, std::move(tokenizer), std::move(chat_template), std::move(runner),
-      std::move(scheduler), max_model_len, std::move(speculation), std::move(kv_agent), kv_wake,
-      std::move(offloader)));
+  return std::unique_ptr<Engine>(
+      new LlmEngine(options, std::move(tokenizer), std::move(chat_template), std::move(runner),
+                    std::move(scheduler), max_model_len, std::move(speculation),
+                    std::move(kv_agent), kv_wake, std::move(offloader)));
 }
 
 }  // namespace llmserve

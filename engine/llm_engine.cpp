@@ -184,7 +184,7 @@ void LlmEngine::serve_engine_thread_calls() {
   }
   if (invariant_requested_) {
     loop_->settle_kv_offload();  // the worker's pins (a block being copied out) go first
-    publish_stats();  // so stats() read after the check sees this state
+    publish_stats();             // so stats() read after the check sees this state
     const Scheduler& sched = loop_->scheduler();
     Status st = sched.check_invariants();
     const KvCacheManager& kv = sched.kv_cache();

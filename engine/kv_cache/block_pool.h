@@ -60,10 +60,10 @@ class BlockPool {
   // tier as medium.
   void record_tier_stored(const BlockHash& hash, const BlockHash& parent,
                           std::span<const int32_t> tokens, const std::string& medium) {
-    events_.stored(external_block_hash(hash),
-                   parent == BlockHash{} ? std::nullopt
-                                         : std::optional(external_block_hash(parent)),
-                   tokens, block_size_, medium);
+    events_.stored(
+        external_block_hash(hash),
+        parent == BlockHash{} ? std::nullopt : std::optional(external_block_hash(parent)), tokens,
+        block_size_, medium);
   }
   void record_tier_removed(const BlockHash& hash, const std::string& medium) {
     events_.removed(external_block_hash(hash), medium);

@@ -119,11 +119,14 @@ void KvCacheManager::cache_computed_blocks(Request& request) {
     const BlockHash parent = i == 0 ? BlockHash{} : kv.block_hashes[i - 1];
     const int32_t id = kv.block_ids[i];
     if (!pool_.is_cached(id)) {
-      const bool cached = pool_.cache_block(id, kv.block_hashes[i], parent, block_tokens(request, i));
+      const bool cached =
+          pool_.cache_block(id, kv.block_hashes[i], parent, block_tokens(request, i));
       if (cached && capture_ && id != kNullBlockId) {
         if (tokens == nullptr) {
-          auto t = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(full) * pool_.block_size());
-          for (size_t p = 0; p < t->size(); ++p) (*t)[p] = request.token_at(static_cast<int32_t>(p));
+          auto t = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(full) *
+                                                          pool_.block_size());
+          for (size_t p = 0; p < t->size(); ++p)
+            (*t)[p] = request.token_at(static_cast<int32_t>(p));
           tokens = std::move(t);
           key = std::make_shared<const std::string>(request.cache_key);
         }

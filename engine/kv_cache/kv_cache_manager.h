@@ -86,8 +86,7 @@ class KvCacheManager {
   // meanwhile so they are not evicted for it. Restores only while free blocks remain beyond
   // the ones it holds; returns the pages placed.
   int32_t restore_blocks(std::span<const int32_t> tokens, const std::string& cache_key,
-                         int32_t first_block,
-                         std::span<const BlockHash> hashes,
+                         int32_t first_block, std::span<const BlockHash> hashes,
                          const std::function<void(int32_t block_id, size_t page)>& write);
   // Leading full blocks of tokens (hashed with cache_key) cached in the pool, and their hashes
   // (as many as full blocks fit before the last token: at most (tokens - 1) / B).

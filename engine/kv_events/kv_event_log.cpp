@@ -29,7 +29,8 @@ void KvEventLog::stored(uint64_t hash, std::optional<uint64_t> parent,
 void KvEventLog::removed(uint64_t hash, const std::string& medium) {
   if (!enabled_) return;
   if (!events_.empty()) {
-    if (auto* last = std::get_if<KvBlockRemoved>(&events_.back()); last != nullptr && last->medium == medium) {
+    if (auto* last = std::get_if<KvBlockRemoved>(&events_.back());
+        last != nullptr && last->medium == medium) {
       last->block_hashes.push_back(hash);
       return;
     }

@@ -14,7 +14,8 @@ void KvBlockIo::copy_out(int32_t block_id, std::span<std::byte> dst) const {
   std::byte* out = dst.data();
   const auto* base = static_cast<const std::byte*>(memory_.base);
   for (const KvHostArray& a : memory_.arrays) {
-    std::memcpy(out, base + a.offset + static_cast<uint64_t>(block_id) * a.block_bytes, a.block_bytes);
+    std::memcpy(out, base + a.offset + static_cast<uint64_t>(block_id) * a.block_bytes,
+                a.block_bytes);
     out += a.block_bytes;
   }
 }
@@ -24,7 +25,8 @@ void KvBlockIo::copy_in(int32_t block_id, std::span<const std::byte> src) const 
   const std::byte* in = src.data();
   auto* base = static_cast<std::byte*>(memory_.base);
   for (const KvHostArray& a : memory_.arrays) {
-    std::memcpy(base + a.offset + static_cast<uint64_t>(block_id) * a.block_bytes, in, a.block_bytes);
+    std::memcpy(base + a.offset + static_cast<uint64_t>(block_id) * a.block_bytes, in,
+                a.block_bytes);
     in += a.block_bytes;
   }
 }

@@ -72,10 +72,11 @@ void KvDiskTier::index_existing() {
       buf.clear();
     }
     auto h = parse_kv_page_prefix(buf, tokens);
-    const bool torn = !h.is_ok() || static_cast<int64_t>(kv_page_prefix_bytes(h->num_prefix_tokens) +
-                                                         h->payload_bytes) != size ||
-                      e.path().filename().string() !=
-                          fs::path(path_of(h->hash)).filename().string();
+    const bool torn =
+        !h.is_ok() ||
+        static_cast<int64_t>(kv_page_prefix_bytes(h->num_prefix_tokens) + h->payload_bytes) !=
+            size ||
+        e.path().filename().string() != fs::path(path_of(h->hash)).filename().string();
     if (torn) {
       spdlog::warn("kv_offload: {} is torn or corrupted ({}); deleted", e.path().string(),
                    h.is_ok() ? "size or name mismatch" : h.status().message());
@@ -133,17 +134,18 @@ void KvDiskTier::evict_locked(std::vector<BlockHash>& evicted) {
 
 Status KvDiskTier::store(const KvPageHeader& header, std::span<const int32_t> tokens,
                          std::span<const std::byte> payload, std::vector<BlockHash>& evicted) {
-  const auto size =
-      static_cast<int64_t>(kv_page_prefix_bytes(static_cast<uint32_t>(tokens.size())) +
-                           payload.size());
+  const auto size = static_cast<int64_t>(
+      kv_page_prefix_bytes(static_cast<uint32_t>(tokens.size())) + payload.size());
   if (size > budget_) return resource_exhausted("kv page larger than kv_offload.disk_bytes");
   if (contains(header.hash)) return already_exists("kv page already on disk");
   const std::vector<std::byte> bytes = encode_kv_page(header, tokens, payload);
   const std::string path = path_of(header.hash);
-  const std::string tmp = fmt::format("{}/.tmp-{:016x}{:016x}", dir_, header.hash.hi, header.hash.lo);
+  const std::string tmp =
+      fmt::format("{}/.tmp-{:016x}{:016x}", dir_, header.hash.hi, header.hash.lo);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     out.close();
     std::error_code ec;
     if (!out || (fs::rename(tmp, path, ec), ec)) {
@@ -156,7 +158,8 @@ Status KvDiskTier::store(const KvPageHeader& header, std::span<const int32_t> to
   std::lock_guard<std::mutex> lock(mu_);
   // A child is inserted just before its parent in the LRU list: evicted first.
   auto parent = index_.find(header.parent);
-  auto at = header.parent == BlockHash{} || parent == index_.end() ? lru_.end() : parent->second.lru;
+  auto at =
+      header.parent == BlockHash{} || parent == index_.end() ? lru_.end() : parent->second.lru;
   auto pos = lru_.insert(at, header.hash);
   index_[header.hash] = Entry{size, pos};
   stats_.bytes += size;
@@ -171,9 +174,11 @@ Result<KvPageView> KvDiskTier::read(const BlockHash& hash, std::vector<std::byte
   if (!contains(hash)) return not_found("kv page not on disk");
   const std::string path = path_of(hash);
   Result<KvPageView> view = data_loss("kv page: unreadable");
-  if (read_file(path, file_bytes, kKvPageMaxPayloadBytes)) view = parse_kv_page(file_bytes, token_storage);
-  if (view.is_ok() && (!(view->header.hash == hash) || !(view->header.fingerprint == fingerprint_) ||
-                       view->header.block_size != block_size_)) {
+  if (read_file(path, file_bytes, kKvPageMaxPayloadBytes))
+    view = parse_kv_page(file_bytes, token_storage);
+  if (view.is_ok() &&
+      (!(view->header.hash == hash) || !(view->header.fingerprint == fingerprint_) ||
+       view->header.block_size != block_size_)) {
     view = data_loss("kv page: header names another page or fingerprint");
   }
   if (!view.is_ok()) {

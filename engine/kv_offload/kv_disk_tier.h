@@ -23,9 +23,9 @@
 namespace llmserve {
 
 struct KvDiskTierStats {
-  int64_t bytes = 0;        // page files indexed, total size
-  int64_t pages = 0;        // page files indexed
-  int64_t loaded_pages = 0; // indexed at open (from an earlier run)
+  int64_t bytes = 0;          // page files indexed, total size
+  int64_t pages = 0;          // page files indexed
+  int64_t loaded_pages = 0;   // indexed at open (from an earlier run)
   int64_t corrupt_pages = 0;  // torn or corrupted: deleted, never served
   int64_t foreign_pages = 0;  // another fingerprint or block size: skipped
   int64_t stored_pages = 0;

@@ -148,13 +148,20 @@ void KvOffloader::do_restore(KvRestoreJob& job) {
   for (size_t i = 0; i < job.hashes.size(); ++i) {
     auto page = disk_->read(job.hashes[i], file, tokens);
     if (!page.is_ok()) break;  // absent, or corrupt (deleted and counted)
-    KvRestoreTarget want{fingerprint_.digest, block_size_, io_.block_bytes(), job.hashes[i], parent,
-                         job.salt, job.first_block + static_cast<int32_t>(i), job.tokens};
+    KvRestoreTarget want{fingerprint_.digest,
+                         block_size_,
+                         io_.block_bytes(),
+                         job.hashes[i],
+                         parent,
+                         job.salt,
+                         job.first_block + static_cast<int32_t>(i),
+                         job.tokens};
     const std::string why = kv_restore_mismatch(*page, want);
     if (!why.empty()) {
-      spdlog::info("kv_offload: a disk page for block {} is not this request's ({} do not match); "
-                   "recomputing",
-                   want.block_index, why);
+      spdlog::info(
+          "kv_offload: a disk page for block {} is not this request's ({} do not match); "
+          "recomputing",
+          want.block_index, why);
       ++rejected;
       break;
     }
@@ -192,10 +199,10 @@ void KvOffloader::do_write(PendingWrite& w) {
   const Status st = disk_->store(h, prefix, w.payload, evicted);
   std::lock_guard<std::mutex> lock(mu_);
   if (st.is_ok()) {
-    stats_.bytes_written += static_cast<int64_t>(kv_page_prefix_bytes(static_cast<uint32_t>(n)) +
-                                                 w.payload.size());
-    events_.push_back({true, j.hash, j.parent,
-                       std::vector<int32_t>(prefix.end() - block_size_, prefix.end())});
+    stats_.bytes_written +=
+        static_cast<int64_t>(kv_page_prefix_bytes(static_cast<uint32_t>(n)) + w.payload.size());
+    events_.push_back(
+        {true, j.hash, j.parent, std::vector<int32_t>(prefix.end() - block_size_, prefix.end())});
   }
   for (const BlockHash& e : evicted) events_.push_back({false, e, {}, {}});
 }

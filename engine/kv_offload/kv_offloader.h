@@ -37,7 +37,7 @@ struct KvStoreJob {
 };
 
 struct KvRestoreJob {
-  uint64_t key = 0;  // the caller's id for the request
+  uint64_t key = 0;               // the caller's id for the request
   std::vector<BlockHash> hashes;  // the request's block hashes [first_block, first_block + n)
   BlockHash parent;               // hash of block first_block - 1 (0 when first_block is 0)
   int32_t first_block = 0;
@@ -48,9 +48,9 @@ struct KvRestoreJob {
 struct KvRestoreResult {
   uint64_t key = 0;
   int32_t first_block = 0;
-  std::vector<BlockHash> hashes;                  // of the restored blocks, in order
-  std::vector<std::vector<std::byte>> payloads;   // one block's bytes each, checked
-  double seconds = 0;                             // the worker's read and check
+  std::vector<BlockHash> hashes;                 // of the restored blocks, in order
+  std::vector<std::vector<std::byte>> payloads;  // one block's bytes each, checked
+  double seconds = 0;                            // the worker's read and check
 };
 
 // A page entering or leaving a tier, for KV events (medium = the tier).
@@ -62,8 +62,8 @@ struct KvTierEvent {
 
 struct KvOffloadStats {
   KvDiskTierStats disk;
-  int64_t disk_hits = 0;    // pages restored from disk
-  int64_t disk_misses = 0;  // restore lookups that found no usable page on disk
+  int64_t disk_hits = 0;       // pages restored from disk
+  int64_t disk_misses = 0;     // restore lookups that found no usable page on disk
   int64_t rejected_pages = 0;  // candidates refused by kv_restore_mismatch (collision, salt, ...)
   int64_t bytes_written = 0;
   int64_t bytes_read = 0;

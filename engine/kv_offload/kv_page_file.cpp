@@ -29,7 +29,9 @@ void put_hash(std::byte* p, const BlockHash& h) {
   put64(p, h.lo);
   put64(p + 8, h.hi);
 }
-BlockHash get_hash(const std::byte* p) { return BlockHash{get64(p), get64(p + 8)}; }
+BlockHash get_hash(const std::byte* p) {
+  return BlockHash{get64(p), get64(p + 8)};
+}
 
 uint64_t prefix_checksum(std::span<const std::byte> bytes, uint64_t token_bytes) {
   XXH3_state_t* st = XXH3_createState();
@@ -113,8 +115,8 @@ Result<KvPageView> parse_kv_page(std::span<const std::byte> bytes,
   LLMSERVE_ASSIGN_OR_RETURN(KvPageHeader h, parse_kv_page_prefix(bytes, token_storage));
   const uint64_t start = kv_page_prefix_bytes(h.num_prefix_tokens);
   if (bytes.size() != start + h.payload_bytes) {
-    return data_loss("kv page: torn (file is " + std::to_string(bytes.size()) + " bytes, header says " +
-                     std::to_string(start + h.payload_bytes) + ")");
+    return data_loss("kv page: torn (file is " + std::to_string(bytes.size()) +
+                     " bytes, header says " + std::to_string(start + h.payload_bytes) + ")");
   }
   const auto payload = bytes.subspan(start);
   if (XXH3_64bits(payload.data(), payload.size()) != h.payload_checksum) {

@@ -16,11 +16,11 @@ namespace llmserve {
 struct KvRestoreTarget {
   BlockHash fingerprint;
   uint32_t block_size = 0;
-  uint64_t block_bytes = 0;  // payload of one block
-  BlockHash hash;            // the request's hash of this block
-  BlockHash parent;          // of the block before (0 for the first)
-  BlockHash salt;            // kv_salt_digest of the request's cache key
-  int32_t block_index = 0;   // which block of the request
+  uint64_t block_bytes = 0;                 // payload of one block
+  BlockHash hash;                           // the request's hash of this block
+  BlockHash parent;                         // of the block before (0 for the first)
+  BlockHash salt;                           // kv_salt_digest of the request's cache key
+  int32_t block_index = 0;                  // which block of the request
   std::span<const int32_t> request_tokens;  // at least (block_index + 1) * block_size
 };
 

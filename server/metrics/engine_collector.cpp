@@ -178,15 +178,15 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
   f.gauge("llmserve_kv_transfer_pinned_blocks", "Producer: KV blocks pinned for consumers now.",
           d(kt.pinned_blocks));
   if (s.kv_offload_enabled) {
-    MetricFamily& tier_bytes = f.family("llmserve_kv_tier_bytes",
-                                        "Bytes of KV pages held per tier below the page pool.",
-                                        MetricType::Gauge);
+    MetricFamily& tier_bytes =
+        f.family("llmserve_kv_tier_bytes", "Bytes of KV pages held per tier below the page pool.",
+                 MetricType::Gauge);
     tier_bytes.metric.push_back(gauge_sample(d(s.kv_tier_disk_bytes), {{"tier", "disk"}}));
     MetricFamily& budget = f.family("llmserve_kv_tier_budget_bytes",
                                     "Byte budget per tier below the page pool.", MetricType::Gauge);
     budget.metric.push_back(gauge_sample(d(s.kv_tier_disk_budget_bytes), {{"tier", "disk"}}));
-    MetricFamily& pages = f.family("llmserve_kv_tier_pages", "KV pages held per tier.",
-                                   MetricType::Gauge);
+    MetricFamily& pages =
+        f.family("llmserve_kv_tier_pages", "KV pages held per tier.", MetricType::Gauge);
     pages.metric.push_back(gauge_sample(d(s.kv_tier_disk_pages), {{"tier", "disk"}}));
     auto tier_counter = [&](const char* name, const char* help, uint64_t v) {
       MetricFamily& fam = f.family(name, help, MetricType::Counter);

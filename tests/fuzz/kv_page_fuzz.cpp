@@ -15,9 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);
   std::vector<int32_t> tokens;
   auto prefix = llmserve::parse_kv_page_prefix(bytes, tokens);
-  if (prefix.is_ok() &&
-      (llmserve::kv_page_prefix_bytes(prefix->num_prefix_tokens) > size ||
-       prefix->num_prefix_tokens % prefix->block_size != 0)) {
+  if (prefix.is_ok() && (llmserve::kv_page_prefix_bytes(prefix->num_prefix_tokens) > size ||
+                         prefix->num_prefix_tokens % prefix->block_size != 0)) {
     std::abort();
   }
   auto page = llmserve::parse_kv_page(bytes, tokens);

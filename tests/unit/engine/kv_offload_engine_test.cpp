@@ -16,9 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 
 struct TierDir {
-  fs::path path = fs::temp_directory_path() /
-                  ("kv_offload_engine_" + std::to_string(::getpid()) + "_" +
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path path =
+      fs::temp_directory_path() / ("kv_offload_engine_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   TierDir() { fs::remove_all(path); }
   ~TierDir() { fs::remove_all(path); }
 };
@@ -163,7 +163,8 @@ TEST(KvOffloadEngine, ACorruptedPageIsDetectedAndRecomputed) {
   e.reset();
   auto again = make_engine(with_tiers(pressure_options("f16"), dir.path));
   ASSERT_NE(again, nullptr);
-  const Collected r2 = run_alone(*again, make_request(conversation(again->tokenizer(), 0).turn2, 12));
+  const Collected r2 =
+      run_alone(*again, make_request(conversation(again->tokenizer(), 0).turn2, 12));
   EXPECT_EQ(r2.samples.at(0).token_ids, expected);
   EXPECT_GE(r2.usage.cached_prompt_tokens, 144);
   EXPECT_EQ(again->stats().kv_tier_pages_corrupt, 0u);

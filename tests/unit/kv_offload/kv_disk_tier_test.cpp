@@ -42,7 +42,9 @@ std::vector<std::byte> payload(uint8_t seed) {
 const std::vector<int32_t> kTokens4 = {1, 2, 3, 4};
 const std::vector<int32_t> kTokens8 = {1, 2, 3, 4, 5, 6, 7, 8};
 
-int64_t page_bytes(size_t tokens) { return static_cast<int64_t>(kv_page_prefix_bytes(tokens) + 64); }
+int64_t page_bytes(size_t tokens) {
+  return static_cast<int64_t>(kv_page_prefix_bytes(tokens) + 64);
+}
 
 TEST(KvDiskTier, StoresReadsAndSurvivesAReopen) {
   TempDir d;

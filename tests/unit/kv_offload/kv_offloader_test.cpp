@@ -36,9 +36,9 @@ struct HostTwin {
 };
 
 struct Fixture : ::testing::Test {
-  fs::path dir = fs::temp_directory_path() /
-                 ("kv_offloader_test_" + std::to_string(::getpid()) + "_" +
-                  ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path dir =
+      fs::temp_directory_path() / ("kv_offloader_test_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   HostTwin twin;
   KvFingerprint fp = kv_fingerprint({"w", "cpu", "", "int8", kBs, 1, 1, 8, {32, 8}, "theta=1"});
   std::mutex mu;
@@ -52,8 +52,8 @@ struct Fixture : ::testing::Test {
     auto disk = KvDiskTier::open(dir.string(), 1 << 20, fp.digest, kBs);
     EXPECT_TRUE(disk.is_ok());
     return std::make_unique<KvOffloader>(KvOffloadOptions{1 << 20, dir.string()},
-                                         KvBlockIo(twin.memory()), fp, kBs,
-                                         std::move(disk).value(), [this] {
+                                         KvBlockIo(twin.memory()), fp, kBs, std::move(disk).value(),
+                                         [this] {
                                            std::lock_guard<std::mutex> l(mu);
                                            ++wakes;
                                            cv.notify_all();
@@ -79,8 +79,8 @@ struct Fixture : ::testing::Test {
     auto shared = std::make_shared<const std::vector<int32_t>>(tokens);
     for (int32_t i = 0; i < n; ++i) {
       ASSERT_TRUE(o.wants(hashes[i]));
-      o.store({first_id + i, hashes[i], i == 0 ? BlockHash{} : hashes[i - 1],
-               kv_salt_digest(salt), shared, i});
+      o.store({first_id + i, hashes[i], i == 0 ? BlockHash{} : hashes[i - 1], kv_salt_digest(salt),
+               shared, i});
     }
     o.flush();
   }

@@ -65,7 +65,8 @@ TEST(KvPageFile, TornAndOverlongFilesAreCaught) {
   longer.push_back(std::byte{0});
   EXPECT_FALSE(parse_kv_page(longer, storage).is_ok());
   // The header and tokens alone parse (the disk tier's index reads only those at start-up).
-  EXPECT_TRUE(parse_kv_page_prefix(std::span(good).first(kv_page_prefix_bytes(8)), storage).is_ok());
+  EXPECT_TRUE(
+      parse_kv_page_prefix(std::span(good).first(kv_page_prefix_bytes(8)), storage).is_ok());
 }
 
 TEST(KvPageFile, BoundsAreCheckedBeforeReading) {

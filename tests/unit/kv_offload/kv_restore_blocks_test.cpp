@@ -60,9 +60,8 @@ TEST(KvRestoreBlocks, RestoredPagesContinueThePoolsChainAndAreFoundByTheLookup) 
   EXPECT_EQ(kv.cached_prefix_blocks(prompt, "", hashes), 1);
   ASSERT_EQ(hashes.size(), 4u);
   std::vector<int32_t> written;
-  const int32_t placed = kv.restore_blocks(
-      prompt, "", 1, std::span(hashes).subspan(1),
-      [&](int32_t id, size_t page) {
+  const int32_t placed =
+      kv.restore_blocks(prompt, "", 1, std::span(hashes).subspan(1), [&](int32_t id, size_t page) {
         EXPECT_EQ(page, written.size());
         written.push_back(id);
       });
