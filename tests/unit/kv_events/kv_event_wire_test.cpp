@@ -62,6 +62,22 @@ TEST(KvEventMsgpack, MapLayoutMatchesVllmTaggedStructsByteForByte) {
   EXPECT_EQ(encode_kv_event_batch_msgpack(sample_batch(), "GPU", 0), want);
 }
 
+TEST(KvEventMsgpack, ATiersEventsNameTheirMedium) {
+  KvEventBatch b;
+  b.timestamp = 1.5;
+  b.events.push_back(KvBlockStored{{9}, std::nullopt, {3}, 1, "DISK"});
+  b.events.push_back(KvBlockRemoved{{9}, "DISK"});
+  std::string want = bytes({0x93, 0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 0x92});
+  want += bytes({0x88}) + str8("type") + str8("BlockStored") + str8("block_hashes") +
+          bytes({0x91, 0x09}) + str8("parent_block_hash") + bytes({0xc0}) + str8("token_ids") +
+          bytes({0x91, 0x03}) + str8("block_size") + bytes({0x01}) + str8("lora_id") +
+          bytes({0xc0}) + str8("medium") + str8("DISK") + str8("lora_name") + bytes({0xc0});
+  want += bytes({0x83}) + str8("type") + str8("BlockRemoved") + str8("block_hashes") +
+          bytes({0x91, 0x09}) + str8("medium") + str8("DISK");
+  want += bytes({0x00});
+  EXPECT_EQ(encode_kv_event_batch_msgpack(b, "GPU", 0), want);
+}
+
 TEST(KvEventMsgpack, ArrayLayoutMatchesVllmArrayLikeStructsByteForByte) {
   std::string want = header();
   // ["BlockStored", [1, 2^63-1], nil, [5, 200], 1, nil, "GPU", nil]
