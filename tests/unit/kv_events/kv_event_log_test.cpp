@@ -30,9 +30,9 @@ TEST(KvEventLog, ChainedStoresMergeIntoOneEventAndBreaksStartANewOne) {
   const std::vector<KvEvent> events = log.take();
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(std::get<KvBlockStored>(events[0]),
-            (KvBlockStored{Hashes{10, 11, 12}, std::nullopt, Ids{1, 2, 3, 4, 5, 6}, 2}));
+            (KvBlockStored{Hashes{10, 11, 12}, std::nullopt, Ids{1, 2, 3, 4, 5, 6}, 2, {}}));
   EXPECT_EQ(std::get<KvBlockStored>(events[1]),
-            (KvBlockStored{Hashes{20, 21}, 99, Ids{7, 8, 9, 9}, 2}));
+            (KvBlockStored{Hashes{20, 21}, 99, Ids{7, 8, 9, 9}, 2, {}}));
   EXPECT_TRUE(log.empty());
 }
 
@@ -67,7 +67,8 @@ TEST(KvEventLog, OrderIsKeptAcrossKindsAndRemovalsMerge) {
   ASSERT_EQ(events.size(), 5u);
   EXPECT_EQ(std::get<KvBlockStored>(events[0]).block_hashes, Hashes{1});
   EXPECT_EQ(std::get<KvBlockRemoved>(events[1]).block_hashes, (Hashes{5, 6}));
-  EXPECT_EQ(std::get<KvBlockStored>(events[2]), (KvBlockStored{Hashes{2}, uint64_t{1}, Ids{2}, 1}));
+  EXPECT_EQ(std::get<KvBlockStored>(events[2]),
+            (KvBlockStored{Hashes{2}, uint64_t{1}, Ids{2}, 1, {}}));
   EXPECT_TRUE(std::holds_alternative<KvAllBlocksCleared>(events[3]));
   EXPECT_EQ(std::get<KvBlockRemoved>(events[4]).block_hashes, Hashes{2});
 }
