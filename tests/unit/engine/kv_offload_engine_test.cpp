@@ -201,5 +201,34 @@ TEST(KvOffloadEngine, AnotherTenantsSaltRestoresNothing) {
   expect_no_leak(*e);
 }
 
+TEST(KvOffloadEngine, PreemptionUnderTheTiersGivesTheSameTokens) {
+  LLMSERVE_REQUIRE_MODEL();
+  // Three conversations at once in a 16-block pool: they preempt one another, while their blocks
+  // are pinned for copying and written behind; then each resumes.
+  auto run = [](Engine& e) {
+    std::vector<GenerateRequest> first, second;
+    for (int k = 0; k < 3; ++k) {
+      const Conversation c = conversation(e.tokenizer(), k);
+      first.push_back(
+          make_request(std::vector<int32_t>(c.turn1.begin(), c.turn1.begin() + 90), 16));
+      second.push_back(make_request(c.turn2, 8));
+    }
+    std::vector<std::vector<int32_t>> out;
+    for (auto& c : run_together(e, std::move(first))) out.push_back(c.samples.at(0).token_ids);
+    for (auto& c : run_together(e, std::move(second))) out.push_back(c.samples.at(0).token_ids);
+    expect_no_leak(e);
+    return out;
+  };
+  auto plain = make_engine(pressure_options("f16"));
+  ASSERT_NE(plain, nullptr);
+  const auto expected = run(*plain);
+  const uint64_t plain_preemptions = plain->stats().preemptions;
+  TierDir dir;
+  auto tiered = make_engine(with_tiers(pressure_options("f16"), dir.path));
+  ASSERT_NE(tiered, nullptr);
+  EXPECT_EQ(run(*tiered), expected);
+  EXPECT_GT(plain_preemptions + tiered->stats().preemptions, 0u) << "the pool must be too small";
+}
+
 }  // namespace
 }  // namespace llmserve::testing
