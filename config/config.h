@@ -134,6 +134,12 @@ struct KvEventsSection {
   int max_grpc_subscribers = 16;  // VllmEngine.SubscribeKvEvents streams open at once
 };
 
+// Tiers below the KV page pool (engine/kv_offload, docs/KV_CACHE.md).
+struct KvOffloadSection {
+  uint64_t disk_bytes = 0;                           // disk tier budget, bytes; 0 = off
+  std::string disk_path = "/var/cache/llmserve/kv";  // the disk tier's directory
+};
+
 struct KvTransferSection {
   std::string role = "none";           // none | producer | consumer | both
   std::string host = "127.0.0.1";      // the UCX transport listens here (producer)
@@ -163,6 +169,7 @@ struct Config {
   KvEventsSection kv_events;
   LoggingSection logging;
   KvTransferSection kv_transfer;
+  KvOffloadSection kv_offload;
 
   // "section.key" -> where its value came from: "default", "FILE:LINE", "env NAME" or
   // "flag --name". Filled by the loader; not a configuration key.

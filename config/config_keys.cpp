@@ -16,6 +16,7 @@ std::vector<ConfigKey> build_table() {
   using MeS = MetricsSection;
   using KS = KvEventsSection;
   using TS = KvTransferSection;
+  using OS = KvOffloadSection;
   constexpr uint64_t KiB = 1024, MiB = KiB << 10, GiB = MiB << 10, TiB = GiB << 10;
   std::vector<ConfigKey> t;
   // server
@@ -320,6 +321,16 @@ std::vector<ConfigKey> build_table() {
                       1, 4096,
                       "VllmEngine.SubscribeKvEvents streams (smg's gateways) open at once; "
                       "beyond it a new one gets RESOURCE_EXHAUSTED."));
+  // kv_offload
+  t.push_back(size_key("kv_offload", "disk_bytes", &C::kv_offload, &OS::disk_bytes, 0, 1024 * TiB,
+                       "Budget of the disk tier below the KV page pool, bytes (units allowed); "
+                       "0 = off. Full prefix blocks are written there in the background as they "
+                       "are cached, restored ahead of the prefill that needs them after the pool "
+                       "evicted them or the daemon restarted, and evicted least-recently-used. "
+                       "CPU backend (docs/KV_CACHE.md)."));
+  t.push_back(string_key("kv_offload", "disk_path", &C::kv_offload, &OS::disk_path, false,
+                         "Directory of the disk tier's page files (created when missing). Give "
+                         "each daemon its own: pages hold prompts' token ids."));
   // logging
   t.push_back(enum_key(
       "logging", "level", &C::logging, &LS::level,
@@ -439,8 +450,9 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const std::vector<std::string_view>& config_sections() {
-  static const std::vector<std::string_view> kSections = {
-      "server", "model", "engine", "speculative", "metrics", "kv_events", "kv_transfer", "logging"};
+  static const std::vector<std::string_view> kSections = {"server",      "model",      "engine",
+                                                          "speculative", "metrics",    "kv_events",
+                                                          "kv_transfer", "kv_offload", "logging"};
   return kSections;
 }
 

@@ -10,6 +10,7 @@
 #include "engine/engine_stats.h"
 #include "engine/generate_request.h"
 #include "engine/grammar/grammar_compiler.h"
+#include "engine/kv_offload/kv_offload_options.h"
 #include "engine/kv_transfer/kv_transfer_options.h"
 #include "engine/request_stream.h"
 #include "engine/spec/spec_config.h"
@@ -61,6 +62,7 @@ struct EngineOptions {
   // the prefix cache) kept for late or lagging readers of kv_event_bus().
   int32_t kv_events_buffer_steps = 0;
   KvTransferOptions kv_transfer;  // disaggregated prefill/decode (role none: off)
+  KvOffloadOptions kv_offload;    // tiers below the page pool (disk_bytes 0: off)
 };
 
 // Points the CPU kernels (process-wide) at EngineOptions::cpu_isa; Engine::create calls it.

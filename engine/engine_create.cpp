@@ -5,11 +5,13 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "engine/chat/chat_template.h"
 #include "engine/core/process_memory.h"
 #include "engine/kv_cache/kv_cache_manager.h"
+#include "engine/kv_offload/kv_offloader.h"
 #include "engine/llm_engine.h"
 #include "engine/model/moe_tensors.h"
 #include "engine/pooling/pooler.h"
@@ -74,6 +76,57 @@ Status apply_cpu_isa(const std::string& name) {
   }
   kernels::set_cpu_isa(*isa);
   return Status::ok();
+}
+
+// The tiers below the page pool (engine/kv_offload): the fingerprint of what shapes this
+// cache's pages, the disk tier (indexing what an earlier run left) and the worker.
+static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOptions& options,
+                                                              const ModelConfig& cfg,
+                                                              const ModelRunner& runner,
+                                                              std::function<void()> wake) {
+  const auto memory = runner.kv_host_memory();
+  if (!memory) {
+    return failed_precondition(
+        "kv_offload.disk_bytes > 0 needs the KV cache in host memory (the CPU backend); this "
+        "engine keeps it on the GPU, where the tiers are not built yet");
+  }
+  KvFingerprintInputs in;
+  LLMSERVE_ASSIGN_OR_RETURN(in.weights_identity, kv_weights_identity(options.model_path));
+  in.backend = runner.backend();
+  in.compute =
+      fmt::format("matmul={} quantize={} isa={}", matmul_precision_name(runner.matmul_precision()),
+                  options.quantize, kernels::cpu_isa_name(kernels::active_cpu_isa()));
+  in.kv_dtype = kernels::kv_dtype_name(runner.kv_dtype());
+  in.block_size = options.block_size;
+  in.num_layers = static_cast<int32_t>(cfg.num_layers);
+  in.num_kv_heads = static_cast<int32_t>(cfg.num_kv_heads);
+  in.head_dim = static_cast<int32_t>(cfg.head_dim);
+  for (const KvHostArray& a : memory->arrays) in.array_block_bytes.push_back(a.block_bytes);
+  const RopeScaling& rs = cfg.rope_scaling;
+  in.rope = fmt::format(
+      "theta={} dim={} interleaved={} scaling={} factor={} low={} high={} orig={} "
+      "attn={} short={} long={} local_theta={}",
+      cfg.rope_theta, cfg.rope_dim, cfg.rope_interleaved, rope_scaling_name(rs.type), rs.factor,
+      rs.low_freq_factor, rs.high_freq_factor, rs.original_max_position, rs.attention_factor,
+      fmt::join(rs.short_factor, ","), fmt::join(rs.long_factor, ","), cfg.rope_local_theta);
+  KvFingerprint fp = kv_fingerprint(in);
+  KvBlockIo io(*memory);
+  LLMSERVE_ASSIGN_OR_RETURN(
+      auto disk, KvDiskTier::open(options.kv_offload.disk_path, options.kv_offload.disk_bytes,
+                                  fp.digest, static_cast<uint32_t>(options.block_size)));
+  const KvDiskTierStats ds = disk->stats();
+  spdlog::info(
+      "KV tiers: disk {} budget {} bytes ({} pages of {} bytes); loaded {} pages ({} bytes) from "
+      "an earlier run, {} torn or corrupted deleted, {} of another fingerprint skipped; "
+      "fingerprint {:016x}{:016x}",
+      options.kv_offload.disk_path, options.kv_offload.disk_bytes,
+      options.kv_offload.disk_bytes / static_cast<int64_t>(io.block_bytes() + kKvPageHeaderBytes),
+      io.block_bytes(), ds.loaded_pages, ds.bytes, ds.corrupt_pages, ds.foreign_pages, fp.digest.hi,
+      fp.digest.lo);
+  spdlog::debug("KV tiers: fingerprint of {}", fp.text);
+  return std::make_unique<KvOffloader>(options.kv_offload, std::move(io), std::move(fp),
+                                       static_cast<uint32_t>(options.block_size), std::move(disk),
+                                       std::move(wake));
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
@@ -225,6 +278,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                  options.kv_transfer.role, kv_agent->engine_id(), options.kv_transfer.host,
                  kv_agent->port());
   }
+  std::unique_ptr<KvOffloader> offloader;
+  if (options.kv_offload.enabled()) {
+    LLMSERVE_ASSIGN_OR_RETURN(offloader, make_kv_offloader(options, cfg, *runner, [kv_wake] {
+                                if (*kv_wake) (*kv_wake)();
+                              }));
+  }
   std::unique_ptr<ChatTemplate> chat_template;
   const std::string& source = options.chat_template_override.empty()
                                   ? tokenizer->spec().chat_template
@@ -257,7 +316,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   return std::unique_ptr<Engine>(new LlmEngine(
       options, std::move(tokenizer), std::move(chat_template), std::move(runner),
       std::move(scheduler), max_model_len, std::move(speculation), std::move(kv_agent), kv_wake,
-      std::shared_ptr<const Pooler>(std::move(pooler))));
+      std::shared_ptr<const Pooler>(std::move(pooler)), std::move(offloader)));
 }
 
 }  // namespace llmserve

@@ -48,6 +48,15 @@ struct EngineStats {
   std::vector<uint64_t> spec_accepted_per_position;  // [speculative.num_tokens]; empty when off
   int64_t spec_draft_blocks_held = 0;                // the draft model's own KV cache
   KvTransferStats kv_transfer;                       // disaggregated prefill/decode
+  // Tiers below the page pool (engine/kv_offload); all 0 when kv_offload is off.
+  bool kv_offload_enabled = false;
+  int64_t kv_tier_disk_bytes = 0, kv_tier_disk_budget_bytes = 0, kv_tier_disk_pages = 0;
+  uint64_t kv_tier_disk_hits = 0,
+           kv_tier_disk_misses = 0;  // pages restored; lookups that found none
+  uint64_t kv_tier_bytes_written = 0, kv_tier_bytes_read = 0;
+  uint64_t kv_tier_pages_evicted = 0, kv_tier_pages_corrupt = 0, kv_tier_pages_foreign = 0;
+  uint64_t kv_tier_pages_rejected = 0, kv_tier_pages_dropped = 0, kv_tier_pages_loaded = 0;
+  uint64_t kv_tier_blocks_restored = 0;  // pages placed back into the pool
   bool has_pending_work = false;
   int64_t last_step_age_ms = 0;  // since the last step finished (or since start)
 };
@@ -62,6 +71,7 @@ struct EngineMetrics {
   Histogram request_decode_time{Histogram::latency_buckets()};
   Histogram iteration_tokens{Histogram::token_count_buckets()};  // tokens per step
   Histogram kv_transfer_seconds{Histogram::latency_buckets()};   // one consumer pull, end to end
+  Histogram kv_restore_seconds{Histogram::latency_buckets()};    // a request held for read-ahead
 };
 
 }  // namespace llmserve

@@ -30,6 +30,9 @@ struct GenerateRequest {
   // Thinking models: at most this many tokens inside the reasoning section, then its close is
   // forced (engine/reasoning/reasoning_budget.h). Inactive by default.
   ReasoningBudget reasoning_budget;
+  // Tenant isolation of the prefix cache and its tiers (vLLM's cache_salt): requests with
+  // different salts never share KV blocks or restored pages. Empty: no salt.
+  std::string cache_salt;
   // Disaggregated prefill/decode: keep the prompt's KV for a consumer, or pull it from a producer.
   KvTransferRequest kv_transfer;
   // Set: a pooling request (embeddings, rerank): params.max_tokens must be 0 and n 1; the one

@@ -49,7 +49,7 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
                      std::unique_ptr<ModelRunner> runner, std::unique_ptr<Scheduler> scheduler,
                      int32_t max_model_len, Speculation speculation,
                      std::unique_ptr<KvTransferAgent> kv_agent, KvWakeHook kv_wake,
-                     std::shared_ptr<const Pooler> pooler)
+                     std::shared_ptr<const Pooler> pooler, std::unique_ptr<KvOffloader> offloader)
     : options_(options),
       tokenizer_(std::move(tokenizer)),
       chat_template_(std::move(chat_template)),
@@ -73,10 +73,11 @@ LlmEngine::LlmEngine(const EngineOptions& options, std::unique_ptr<Tokenizer> to
       [this](uint64_t id, const std::string& ext) { intake_.forget(id, ext); },
       std::move(speculation));
   loop_->set_pooler(pooler_);
+  if (kv_wake) *kv_wake = [this] { intake_.wake(); };
+  if (offloader != nullptr) loop_->set_kv_offloader(std::move(offloader));
   if (kv_agent != nullptr) {
     kv_engine_id_ = kv_agent->engine_id();
     kv_transfer_port_ = kv_agent->port();
-    if (kv_wake) *kv_wake = [this] { intake_.wake(); };
     loop_->set_kv_agent(std::move(kv_agent));
   }
   publish_stats();
@@ -198,7 +199,8 @@ void LlmEngine::serve_engine_thread_calls() {
     invariant_cv_.notify_all();
   }
   if (invariant_requested_) {
-    publish_stats();  // so stats() read after the check sees this state
+    loop_->settle_kv_offload();  // the worker's pins (a block being copied out) go first
+    publish_stats();             // so stats() read after the check sees this state
     const Scheduler& sched = loop_->scheduler();
     Status st = sched.check_invariants();
     const KvCacheManager& kv = sched.kv_cache();
@@ -263,7 +265,9 @@ Status LlmEngine::check_kv_invariants() {
 void LlmEngine::run() {
   while (true) {
     IntakeBatch batch = intake_.drain();
-    for (PendingSubmit& p : batch.submits) loop_->admit(std::move(p));
+    for (PendingSubmit& p : batch.submits) {
+      if (!loop_->hold_for_restore(p)) loop_->admit(std::move(p));
+    }
     for (uint64_t id : batch.aborts) loop_->end_request(id, FinishReason::kAbort);
     if (batch.shutdown) {
       loop_->abort_all();
@@ -272,6 +276,7 @@ void LlmEngine::run() {
     }
     loop_->check_streams_and_deadlines(Clock::now());
     loop_->poll_kv_transfer(Clock::now());
+    loop_->poll_kv_offload();
     serve_engine_thread_calls();
     if (wedge_after_steps_ != 0 && loop_->has_work() && loop_->steps() >= wedge_after_steps_) {
       spdlog::warn("fault injection: engine loop wedged after {} steps", loop_->steps());
@@ -279,6 +284,7 @@ void LlmEngine::run() {
       continue;
     }
     const bool ran = loop_->has_work() && loop_->step();
+    loop_->offload_new_blocks();
     publish_kv_events();
     publish_stats();
     if (ran) {

@@ -40,7 +40,8 @@ class LlmEngine final : public Engine {
             std::unique_ptr<ChatTemplate> chat_template, std::unique_ptr<ModelRunner> runner,
             std::unique_ptr<Scheduler> scheduler, int32_t max_model_len,
             Speculation speculation = {}, std::unique_ptr<KvTransferAgent> kv_agent = nullptr,
-            KvWakeHook kv_wake = nullptr, std::shared_ptr<const Pooler> pooler = nullptr);
+            KvWakeHook kv_wake = nullptr, std::shared_ptr<const Pooler> pooler = nullptr,
+            std::unique_ptr<KvOffloader> offloader = nullptr);
   ~LlmEngine() override;
 
   Result<std::shared_ptr<RequestStream>> submit(GenerateRequest request) override;

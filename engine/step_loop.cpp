@@ -131,6 +131,7 @@ void StepLoop::admit(PendingSubmit p) {
     sr.group_id = n > 1 ? r.id : 0;
     sr.score_prompt = slot->index == 0 && r.params.prompt_logprobs >= 0;
     sr.pool = r.pooling.has_value();
+    sr.cache_key = p.request.cache_salt;
     plan_kv_transfer(r, p.request.kv_transfer, prompt, sr);
     Status st = scheduler_->add_request(std::move(sr));
     if (!st.is_ok()) {
@@ -141,6 +142,11 @@ void StepLoop::admit(PendingSubmit p) {
 }
 
 void StepLoop::end_request(uint64_t id, FinishReason reason, Status error) {
+  if (auto h = held_.find(id); h != held_.end()) {  // waiting for read-ahead: admit, then end
+    PendingSubmit p = std::move(h->second.submit);
+    held_.erase(h);
+    admit(std::move(p));
+  }
   auto it = active_.find(id);
   if (it == active_.end()) return;
   ActiveRequest& req = *it->second;
@@ -173,6 +179,9 @@ void StepLoop::check_streams_and_deadlines(Clock::time_point now) {
 
 void StepLoop::abort_all() {
   std::vector<uint64_t> ids;
+  for (const auto& [id, held] : held_) ids.push_back(id);
+  for (uint64_t id : ids) end_request(id, FinishReason::kAbort);
+  ids.clear();
   for (const auto& [id, req] : active_) ids.push_back(id);
   for (uint64_t id : ids) end_request(id, FinishReason::kAbort);
   collect_garbage();
@@ -482,6 +491,24 @@ void StepLoop::fill_stats(EngineStats& s) const {
   s.spec_accepted_per_position = spec_accepted_per_position_;
   s.spec_draft_blocks_held = spec_.proposer != nullptr ? spec_.proposer->num_blocks_held() : 0;
   if (kv_agent_ != nullptr) s.kv_transfer = kv_agent_->stats();
+  if (offloader_ != nullptr) {
+    const KvOffloadStats o = offloader_->stats();
+    s.kv_offload_enabled = true;
+    s.kv_tier_disk_bytes = o.disk.bytes;
+    s.kv_tier_disk_budget_bytes = offloader_->disk().budget_bytes();
+    s.kv_tier_disk_pages = o.disk.pages;
+    s.kv_tier_disk_hits = static_cast<uint64_t>(o.disk_hits);
+    s.kv_tier_disk_misses = static_cast<uint64_t>(o.disk_misses);
+    s.kv_tier_bytes_written = static_cast<uint64_t>(o.bytes_written);
+    s.kv_tier_bytes_read = static_cast<uint64_t>(o.bytes_read);
+    s.kv_tier_pages_evicted = static_cast<uint64_t>(o.disk.evicted_pages);
+    s.kv_tier_pages_corrupt = static_cast<uint64_t>(o.disk.corrupt_pages);
+    s.kv_tier_pages_foreign = static_cast<uint64_t>(o.disk.foreign_pages);
+    s.kv_tier_pages_rejected = static_cast<uint64_t>(o.rejected_pages);
+    s.kv_tier_pages_dropped = static_cast<uint64_t>(o.dropped_pages);
+    s.kv_tier_pages_loaded = static_cast<uint64_t>(o.disk.loaded_pages);
+    s.kv_tier_blocks_restored = blocks_restored_;
+  }
 }
 
 StepTimings StepLoop::step_timings() const {

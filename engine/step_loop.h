@@ -19,6 +19,7 @@
 #include "engine/active_request.h"
 #include "engine/engine_intake.h"
 #include "engine/engine_stats.h"
+#include "engine/kv_offload/kv_offloader.h"
 #include "engine/kv_transfer/kv_transfer_agent.h"
 #include "engine/pooling/pooler.h"
 #include "engine/reasoning/reasoning_budget.h"
@@ -91,7 +92,24 @@ class StepLoop {
   // When the next lease expires (the idle loop wakes for it); nullopt when none.
   std::optional<Clock::time_point> kv_next_expiry() const;
 
-  bool has_work() const { return scheduler_->has_unfinished_requests(); }
+  // Tiers below the page pool (step_loop_kv_offload.cpp): the offloader, set once before the
+  // first admit; null when kv_offload is off.
+  void set_kv_offloader(std::unique_ptr<KvOffloader> offloader);
+  const KvOffloader* kv_offloader() const { return offloader_.get(); }
+  // Takes a submitted request whose prompt continues past the pool's cached prefix into pages a
+  // tier holds: it waits (no block, no slot) while the worker reads them ahead, and is admitted
+  // by poll_kv_offload once they are in the pool. False: admit it now.
+  bool hold_for_restore(PendingSubmit& p);
+  // Each loop pass: unpins blocks the worker has copied out, publishes tier events, places
+  // read-ahead pages into the pool and admits their requests.
+  void poll_kv_offload();
+  // After each step: hands the blocks the step registered in the prefix cache to the worker.
+  void offload_new_blocks();
+  // Waits until the worker has copied every block it was handed and applies the results
+  // (before an invariant check: no pin of the offloader's is left).
+  void settle_kv_offload();
+
+  bool has_work() const { return scheduler_->has_unfinished_requests() || !held_.empty(); }
   uint64_t steps() const { return steps_; }
   // Gauges and counters (the caller adds intake-side fields).
   void fill_stats(EngineStats& s) const;
@@ -149,6 +167,13 @@ class StepLoop {
   };
   void on_lease_opened(uint64_t seq_id, RemotePull& pull, const KvLeaseInfo& lease);
   std::unordered_map<uint64_t, RemotePull> remote_pulls_;  // consumer requests, by seq id
+  struct HeldRequest {
+    PendingSubmit submit;
+    Clock::time_point since;
+  };
+  std::unique_ptr<KvOffloader> offloader_;
+  std::unordered_map<uint64_t, HeldRequest> held_;  // waiting for read-ahead, by request id
+  uint64_t blocks_restored_ = 0;
   const Tokenizer& tokenizer_;
   std::shared_ptr<const TokenBytesTable> token_bytes_;  // built on the first reasoning budget
   EngineMetrics& metrics_;

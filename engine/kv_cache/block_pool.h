@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -55,6 +56,18 @@ class BlockPool {
   void enable_events(bool enabled) { events_.set_enabled(enabled); }
   bool events_enabled() const { return events_.enabled(); }
   std::vector<KvEvent> take_events() { return events_.take(); }
+  // A tier below the pool (engine/kv_offload) stored or dropped a page: its KV event, with the
+  // tier as medium.
+  void record_tier_stored(const BlockHash& hash, const BlockHash& parent,
+                          std::span<const int32_t> tokens, const std::string& medium) {
+    events_.stored(
+        external_block_hash(hash),
+        parent == BlockHash{} ? std::nullopt : std::optional(external_block_hash(parent)), tokens,
+        block_size_, medium);
+  }
+  void record_tier_removed(const BlockHash& hash, const std::string& medium) {
+    events_.removed(external_block_hash(hash), medium);
+  }
 
   int32_t ref_count(int32_t block_id) const { return ref_[block_id]; }
   // The hash a cached block is registered under (meaningful only while is_cached(block_id)).

@@ -113,14 +113,93 @@ void KvCacheManager::cache_computed_blocks(Request& request) {
                                          static_cast<int32_t>(kv.block_ids.size()));
   if (full <= kv.num_cached_blocks) return;
   ensure_block_hashes(request, full);
+  std::shared_ptr<const std::vector<int32_t>> tokens;
+  std::shared_ptr<const std::string> key;
   for (int32_t i = kv.num_cached_blocks; i < full; ++i) {
     const BlockHash parent = i == 0 ? BlockHash{} : kv.block_hashes[i - 1];
     const int32_t id = kv.block_ids[i];
     if (!pool_.is_cached(id)) {
-      pool_.cache_block(id, kv.block_hashes[i], parent, block_tokens(request, i));
+      const bool cached =
+          pool_.cache_block(id, kv.block_hashes[i], parent, block_tokens(request, i));
+      if (cached && capture_ && id != kNullBlockId) {
+        if (tokens == nullptr) {
+          auto t = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(full) *
+                                                          pool_.block_size());
+          for (size_t p = 0; p < t->size(); ++p)
+            (*t)[p] = request.token_at(static_cast<int32_t>(p));
+          tokens = std::move(t);
+          key = std::make_shared<const std::string>(request.cache_key);
+        }
+        newly_cached_.push_back({id, i, kv.block_hashes[i], parent, tokens, key});
+      }
     }
   }
   kv.num_cached_blocks = full;
+}
+
+int32_t KvCacheManager::cached_prefix_blocks(std::span<const int32_t> tokens,
+                                             const std::string& cache_key,
+                                             std::vector<BlockHash>& hashes) const {
+  const int32_t bs = pool_.block_size();
+  const int32_t max_blocks = tokens.empty() ? 0 : static_cast<int32_t>((tokens.size() - 1) / bs);
+  const auto extra = std::as_bytes(std::span<const char>(cache_key));
+  hashes.clear();
+  int32_t cached = 0;
+  bool chain = enable_prefix_caching_;
+  for (int32_t i = 0; i < max_blocks; ++i) {
+    const BlockHash parent = i == 0 ? BlockHash{} : hashes.back();
+    const auto block = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    hashes.push_back(hash_block_tokens(parent, block, extra));
+    if (chain && pool_.lookup(hashes.back(), parent, block) >= 0) {
+      ++cached;
+    } else {
+      chain = false;
+    }
+  }
+  return cached;
+}
+
+int32_t KvCacheManager::restore_blocks(
+    std::span<const int32_t> tokens, const std::string& cache_key, int32_t first_block,
+    std::span<const BlockHash> hashes,
+    const std::function<void(int32_t block_id, size_t page)>& write) {
+  if (!enable_prefix_caching_ || hashes.empty()) return 0;
+  const int32_t bs = pool_.block_size();
+  if (static_cast<size_t>(first_block + static_cast<int32_t>(hashes.size())) * bs > tokens.size()) {
+    return 0;
+  }
+  const auto extra = std::as_bytes(std::span<const char>(cache_key));
+  // Hold the chain's pool blocks before first_block so that taking free blocks does not evict
+  // them; when one has gone meanwhile the restored pages would hang from nothing: restore none.
+  std::vector<int32_t> held;
+  BlockHash parent{};
+  for (int32_t i = 0; i < first_block; ++i) {
+    const auto block = tokens.subspan(static_cast<size_t>(i) * bs, bs);
+    const BlockHash h = hash_block_tokens(parent, block, extra);
+    const int32_t id = pool_.lookup(h, parent, block);
+    if (id < 0) break;
+    pool_.touch(id);
+    held.push_back(id);
+    parent = h;
+  }
+  int32_t n = 0;
+  if (static_cast<int32_t>(held.size()) == first_block) {
+    n = std::min<int32_t>(static_cast<int32_t>(hashes.size()), pool_.num_free_blocks());
+  }
+  std::vector<int32_t> ids;
+  pool_.allocate(n, ids);
+  for (int32_t i = 0; i < n; ++i) write(ids[i], static_cast<size_t>(i));
+  for (int32_t i = 0; i < n; ++i) {
+    const auto block = tokens.subspan(static_cast<size_t>(first_block + i) * bs, bs);
+    if (!pool_.cache_block(ids[i], hashes[i], parent, block)) {
+      n = i;  // another block holds the hash already: the chain goes on there or not at all
+      break;
+    }
+    parent = hashes[i];
+  }
+  for (auto it = ids.rbegin(); it != ids.rend(); ++it) pool_.release(*it);
+  for (auto it = held.rbegin(); it != held.rend(); ++it) pool_.release(*it);
+  return n;
 }
 
 void KvCacheManager::free(Request& request) {

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -64,6 +67,40 @@ class KvCacheManager {
   void enable_events(bool enabled) { pool_.enable_events(enabled); }
   std::vector<KvEvent> take_events() { return pool_.take_events(); }
 
+  // Tiers below the pool (engine/kv_offload). With capture on, cache_computed_blocks records
+  // each block it registers (its id, hash, parent, index in the request, the request's tokens
+  // up to it and cache key); take_newly_cached hands them over once per step.
+  struct NewlyCached {
+    int32_t block_id = 0;
+    int32_t block_index = 0;
+    BlockHash hash, parent;
+    std::shared_ptr<const std::vector<int32_t>> tokens;  // at least (block_index + 1) blocks
+    std::shared_ptr<const std::string> cache_key;
+  };
+  void capture_newly_cached(bool on) { capture_ = on; }
+  std::vector<NewlyCached> take_newly_cached() { return std::exchange(newly_cached_, {}); }
+  // Puts restored pages into the pool as cached, free blocks (LRU tail, last block evicted
+  // first), continuing a request's chain after its first `first_block` blocks: for page i,
+  // takes a free block, has write(block_id, i) fill it, and registers it under hashes[i] with
+  // tokens [(first_block + i) * B, +B). The chain's cached blocks before first_block are held
+  // meanwhile so they are not evicted for it. Restores only while free blocks remain beyond
+  // the ones it holds; returns the pages placed.
+  int32_t restore_blocks(std::span<const int32_t> tokens, const std::string& cache_key,
+                         int32_t first_block, std::span<const BlockHash> hashes,
+                         const std::function<void(int32_t block_id, size_t page)>& write);
+  // Leading full blocks of tokens (hashed with cache_key) cached in the pool, and their hashes
+  // (as many as full blocks fit before the last token: at most (tokens - 1) / B).
+  int32_t cached_prefix_blocks(std::span<const int32_t> tokens, const std::string& cache_key,
+                               std::vector<BlockHash>& hashes) const;
+  // KV events of a tier below the pool.
+  void record_tier_stored(const BlockHash& hash, const BlockHash& parent,
+                          std::span<const int32_t> tokens, const std::string& medium) {
+    pool_.record_tier_stored(hash, parent, tokens, medium);
+  }
+  void record_tier_removed(const BlockHash& hash, const std::string& medium) {
+    pool_.record_tier_removed(hash, medium);
+  }
+
   std::span<const int32_t> block_table(const Request& request) const {
     return request.kv.block_ids;
   }
@@ -96,6 +133,8 @@ class KvCacheManager {
   std::vector<int32_t> token_scratch_;
   std::vector<int32_t> prefix_scratch_;
   std::vector<int32_t> pins_;  // per block
+  bool capture_ = false;
+  std::vector<NewlyCached> newly_cached_;
   int64_t num_pinned_ = 0;
 };
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -24,12 +25,16 @@ struct KvBlockStored {
   std::optional<uint64_t> parent_block_hash;
   std::vector<int32_t> token_ids;
   int32_t block_size = 0;
+  // The tier the blocks now live in (vLLM's `medium`): "" = the engine's own KV cache (the
+  // publisher names it, "GPU" as vLLM does), "DISK" = the disk tier (engine/kv_offload).
+  std::string medium;
   friend bool operator==(const KvBlockStored&, const KvBlockStored&) = default;
 };
 
 // Blocks whose hashes left the prefix cache (evicted for reuse, or dropped by a reset).
 struct KvBlockRemoved {
   std::vector<uint64_t> block_hashes;
+  std::string medium;  // the tier they left; "" = the engine's own KV cache
   friend bool operator==(const KvBlockRemoved&, const KvBlockRemoved&) = default;
 };
 

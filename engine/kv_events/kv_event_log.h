@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/kv_events/kv_event.h"
@@ -24,10 +25,11 @@ class KvEventLog {
 
   // A full block entered the prefix cache. tokens.size() == block_size; parent is nullopt for a
   // request's first block.
+  // medium: the tier ("" = the engine's own cache; see KvBlockStored::medium).
   void stored(uint64_t hash, std::optional<uint64_t> parent, std::span<const int32_t> tokens,
-              int32_t block_size);
-  // A block's hash left the prefix cache.
-  void removed(uint64_t hash);
+              int32_t block_size, const std::string& medium = {});
+  // A block's hash left the prefix cache (or the tier medium).
+  void removed(uint64_t hash, const std::string& medium = {});
   // Every cached hash left the prefix cache.
   void cleared();
 

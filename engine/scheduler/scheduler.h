@@ -95,6 +95,9 @@ class Scheduler {
   int64_t num_preemptions() const { return total_preemptions_; }
   const SchedulerConfig& config() const { return config_; }
   const KvCacheManager& kv_cache() const { return kv_; }
+  // The tiers below the pool (engine/kv_offload) pin, restore and record through it; they never
+  // touch a request's blocks.
+  KvCacheManager& kv_cache_for_offload() { return kv_; }
   // The KV-cache events recorded since the last call (KvCacheManager::take_events).
   std::vector<KvEvent> take_kv_events() { return kv_.take_events(); }
   void enable_kv_events(bool enabled) { kv_.enable_events(enabled); }

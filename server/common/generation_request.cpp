@@ -125,6 +125,9 @@ Status validate_generation_request(const RequestLimits& limits, GenerationReques
                                                 limits.max_timeout_seconds, /*lo_open=*/true));
   }
   if (req->user.size() > 256) return field_error("user", "must be at most 256 bytes");
+  if (req->cache_salt.size() > 1024) {
+    return field_error("cache_salt", "must be at most 1024 bytes");
+  }
   if (req->logprobs) {
     LLMSERVE_RETURN_IF_ERROR(check_int_range("logprobs", *req->logprobs, 0, limits.max_logprobs));
   }
@@ -244,6 +247,7 @@ std::vector<GenerateRequest> make_generate_requests(
     r.prompt_token_ids = std::move(prompts[i]);
     r.params = req.params;
     r.priority = req.priority;
+    r.cache_salt = req.cache_salt;
     r.deadline = deadline;
     r.reasoning_budget = reasoning_budget(req.reasoning, req.reasoning_budget);
     if (prompts.size() == 1) r.kv_transfer = req.kv_transfer;

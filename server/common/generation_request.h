@@ -40,6 +40,9 @@ struct GenerationRequest {
   int32_t priority = 0;        // lower is served first
   std::optional<double> timeout_seconds;
   std::string user;
+  // vLLM's cache_salt: a tenant's salt mixed into every prefix-cache hash, so requests of
+  // different salts never share KV pages (pool or tiers). "" = none.
+  std::string cache_salt;
   std::optional<int32_t> logprobs;         // top-N per generated token
   std::optional<int32_t> prompt_logprobs;  // top-N per prompt token, as asked
   bool echo = false;                       // the prompt comes back before the completion

@@ -40,6 +40,8 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.grammar_max_schema_depth = c.engine.grammar_max_schema_depth;
   o.grammar_max_schema_nodes = c.engine.grammar_max_schema_nodes;
   o.kv_events_buffer_steps = c.kv_events.enabled ? c.kv_events.buffer_steps : 0;
+  o.kv_offload.disk_bytes = static_cast<int64_t>(c.kv_offload.disk_bytes);
+  o.kv_offload.disk_path = c.kv_offload.disk_path;
   o.kv_transfer.role = c.kv_transfer.role;
   o.kv_transfer.host = c.kv_transfer.host;
   o.kv_transfer.advertise_host = c.kv_transfer.advertise_host;

@@ -33,11 +33,13 @@ void fill_kv_event_batch(const KvEventBatch& batch, int32_t block_size, uint64_t
             if (v.parent_block_hash) {
               s->set_parent_block_hash(static_cast<int64_t>(*v.parent_block_hash));
             }
-            s->set_tier(cpb::KV_CACHE_TIER_DEVICE);
+            s->set_tier(v.medium == "DISK" ? cpb::KV_CACHE_TIER_DISK : cpb::KV_CACHE_TIER_DEVICE);
+            if (!v.medium.empty()) s->set_medium(v.medium);
           } else if constexpr (std::is_same_v<T, KvBlockRemoved>) {
             cpb::KvBlocksRemoved* r = e->mutable_removed();
             for (uint64_t h : v.block_hashes) r->add_block_hashes(static_cast<int64_t>(h));
-            r->set_tier(cpb::KV_CACHE_TIER_DEVICE);
+            r->set_tier(v.medium == "DISK" ? cpb::KV_CACHE_TIER_DISK : cpb::KV_CACHE_TIER_DEVICE);
+            if (!v.medium.empty()) r->set_medium(v.medium);
           } else {
             e->mutable_cleared();
           }

@@ -145,6 +145,12 @@ Status read_generation_fields(const json& body, const RequestLimits& limits,
     f.timeout_seconds = t;
   }
   LLMSERVE_RETURN_IF_ERROR(read_string(body, "user", &f.user));
+  if (auto salt = body.find("cache_salt"); salt != body.end() && !salt->is_null()) {
+    if (!salt->is_string() || salt->get_ref<const std::string&>().empty()) {
+      return field_error("cache_salt", "must be a non-empty string if provided (as in vLLM)");
+    }
+    f.cache_salt = salt->get<std::string>();
+  }
   if (auto kt = body.find("kv_transfer_params"); kt != body.end()) {
     LLMSERVE_ASSIGN_OR_RETURN(f.kv_transfer, parse_kv_transfer_params(*kt, "kv_transfer_params"));
   }

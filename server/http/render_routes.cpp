@@ -69,7 +69,7 @@ json generate_request_json(const GenerationRequest& r, size_t prompt, const std:
           {"model", model},
           {"stream", r.stream},
           {"stream_options", r.stream ? json{{"include_usage", r.include_usage}} : json(nullptr)},
-          {"cache_salt", nullptr},
+          {"cache_salt", r.cache_salt.empty() ? json(nullptr) : json(r.cache_salt)},
           {"priority", r.priority}};
 }
 

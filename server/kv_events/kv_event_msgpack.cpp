@@ -42,7 +42,7 @@ class EventPacker {
     key("lora_id");
     pk_.pack_nil();
     key("medium");
-    pack_str(pk_, medium_);
+    pack_str(pk_, e.medium.empty() ? medium_ : std::string_view(e.medium));
     key("lora_name");
     pk_.pack_nil();
   }
@@ -51,7 +51,7 @@ class EventPacker {
     key("block_hashes");
     pack_hashes(pk_, e.block_hashes);
     key("medium");
-    pack_str(pk_, medium_);
+    pack_str(pk_, e.medium.empty() ? medium_ : std::string_view(e.medium));
   }
   void operator()(const KvAllBlocksCleared&) { begin("AllBlocksCleared", 0); }
 

@@ -19,6 +19,13 @@ ClientMetric counter_sample(double value, std::vector<ClientMetric::Label> label
   return m;
 }
 
+ClientMetric gauge_sample(double value, std::vector<ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  return m;
+}
+
 // Appends families in call order; the name literals here are the exported names.
 class Families {
  public:
@@ -173,7 +180,56 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
             d(kt.leases_refused));
   f.gauge("llmserve_kv_transfer_pinned_blocks", "Producer: KV blocks pinned for consumers now.",
           d(kt.pinned_blocks));
+  if (s.kv_offload_enabled) {
+    MetricFamily& tier_bytes =
+        f.family("llmserve_kv_tier_bytes", "Bytes of KV pages held per tier below the page pool.",
+                 MetricType::Gauge);
+    tier_bytes.metric.push_back(gauge_sample(d(s.kv_tier_disk_bytes), {{"tier", "disk"}}));
+    MetricFamily& budget = f.family("llmserve_kv_tier_budget_bytes",
+                                    "Byte budget per tier below the page pool.", MetricType::Gauge);
+    budget.metric.push_back(gauge_sample(d(s.kv_tier_disk_budget_bytes), {{"tier", "disk"}}));
+    MetricFamily& pages =
+        f.family("llmserve_kv_tier_pages", "KV pages held per tier.", MetricType::Gauge);
+    pages.metric.push_back(gauge_sample(d(s.kv_tier_disk_pages), {{"tier", "disk"}}));
+    auto tier_counter = [&](const char* name, const char* help, uint64_t v) {
+      MetricFamily& fam = f.family(name, help, MetricType::Counter);
+      fam.metric.push_back(counter_sample(d(v), {{"tier", "disk"}}));
+    };
+    tier_counter("llmserve_kv_tier_hits_total", "KV pages restored from a tier (checked).",
+                 s.kv_tier_disk_hits);
+    tier_counter("llmserve_kv_tier_misses_total",
+                 "Prefix lookups past the page pool that found no usable page on a tier.",
+                 s.kv_tier_disk_misses);
+    tier_counter("llmserve_kv_tier_bytes_written_total", "Bytes written to a tier.",
+                 s.kv_tier_bytes_written);
+    tier_counter("llmserve_kv_tier_bytes_read_total", "Bytes read back from a tier.",
+                 s.kv_tier_bytes_read);
+    tier_counter("llmserve_kv_tier_evicted_pages_total", "Pages evicted from a tier (LRU).",
+                 s.kv_tier_pages_evicted);
+    tier_counter("llmserve_kv_tier_corrupt_pages_total",
+                 "Torn or corrupted pages found (deleted, never served; the prefix is recomputed).",
+                 s.kv_tier_pages_corrupt);
+    tier_counter("llmserve_kv_tier_foreign_pages_total",
+                 "Pages of another fingerprint (model, dtype, layout) skipped at load.",
+                 s.kv_tier_pages_foreign);
+    tier_counter("llmserve_kv_tier_rejected_pages_total",
+                 "Candidate pages refused at restore: token ids, salt or hash chain differ.",
+                 s.kv_tier_pages_rejected);
+    tier_counter("llmserve_kv_tier_dropped_pages_total",
+                 "Pages not written because the write queue was full.", s.kv_tier_pages_dropped);
+    tier_counter("llmserve_kv_tier_loaded_pages_total",
+                 "Pages found on disk at start-up (from an earlier run) and indexed.",
+                 s.kv_tier_pages_loaded);
+    f.counter("llmserve_kv_tier_restored_blocks_total",
+              "Pages placed back into the page pool from a lower tier.",
+              d(s.kv_tier_blocks_restored));
+  }
   if (m != nullptr) {
+    if (s.kv_offload_enabled) {
+      f.histogram("llmserve_kv_tier_restore_seconds",
+                  "A request held for read-ahead from a lower tier: hold to admission, seconds.",
+                  m->kv_restore_seconds.snapshot());
+    }
     f.histogram("llmserve_kv_transfer_seconds",
                 "Consumer: one pull (handshake, reads, release), seconds.",
                 m->kv_transfer_seconds.snapshot());

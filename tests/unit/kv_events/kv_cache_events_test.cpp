@@ -57,7 +57,7 @@ TEST(KvCacheEvents, StoredBlocksChainThroughParentHashesWithTheirTokens) {
   std::vector<KvEvent> ev = kv.take_events();
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(std::get<KvBlockStored>(ev[0]),
-            (KvBlockStored{Hashes{ha[0], ha[1]}, std::nullopt, range(0, 8), 4}));
+            (KvBlockStored{Hashes{ha[0], ha[1]}, std::nullopt, range(0, 8), 4, {}}));
 
   // Two more tokens complete block 3: stored alone, its parent the last block stored before.
   a.output_token_ids = {10, 11};
@@ -65,7 +65,8 @@ TEST(KvCacheEvents, StoredBlocksChainThroughParentHashesWithTheirTokens) {
   kv.cache_computed_blocks(a);
   ev = kv.take_events();
   ASSERT_EQ(ev.size(), 1u);
-  EXPECT_EQ(std::get<KvBlockStored>(ev[0]), (KvBlockStored{Hashes{ha[2]}, ha[1], range(8, 12), 4}));
+  EXPECT_EQ(std::get<KvBlockStored>(ev[0]),
+            (KvBlockStored{Hashes{ha[2]}, ha[1], range(8, 12), 4, {}}));
 
   // A request sharing the first two blocks stores only its own third block.
   Ids prompt_b = range(0, 8);
@@ -75,7 +76,7 @@ TEST(KvCacheEvents, StoredBlocksChainThroughParentHashesWithTheirTokens) {
   ev = kv.take_events();
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(std::get<KvBlockStored>(ev[0]),
-            (KvBlockStored{Hashes{chain_of(prompt_b, 4)[2]}, ha[1], Ids{50, 51, 52, 53}, 4}));
+            (KvBlockStored{Hashes{chain_of(prompt_b, 4)[2]}, ha[1], Ids{50, 51, 52, 53}, 4, {}}));
   EXPECT_TRUE(kv.take_events().empty());
 }
 

@@ -12,7 +12,7 @@ namespace {
 using std::chrono::milliseconds;
 
 std::vector<KvEvent> removed(uint64_t hash) {
-  return {KvBlockRemoved{{hash}}};
+  return {KvBlockRemoved{{hash}, {}}};
 }
 
 std::vector<uint64_t> seqs(const KvEventRead& r) {

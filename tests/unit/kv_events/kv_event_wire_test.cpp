@@ -26,14 +26,34 @@ std::string str8(const std::string& s) {  // fixstr (< 32 bytes)
   return bytes({0xa0 | static_cast<int>(s.size())}) + s;
 }
 
+// Fields are set one by one: GCC 12's -Wmaybe-uninitialized misfires on aggregate temporaries
+// of these variants pushed into a vector.
+KvBlockStored stored(std::vector<uint64_t> hashes, std::optional<uint64_t> parent,
+                     std::vector<int32_t> tokens, int32_t block_size, std::string medium = {}) {
+  KvBlockStored e;
+  e.block_hashes = std::move(hashes);
+  e.parent_block_hash = parent;
+  e.token_ids = std::move(tokens);
+  e.block_size = block_size;
+  e.medium = std::move(medium);
+  return e;
+}
+
+KvBlockRemoved removed(std::vector<uint64_t> hashes, std::string medium = {}) {
+  KvBlockRemoved e;
+  e.block_hashes = std::move(hashes);
+  e.medium = std::move(medium);
+  return e;
+}
+
 KvEventBatch sample_batch() {
   KvEventBatch b;
   b.sequence_number = 0;
   b.timestamp = 1.5;
-  b.events.push_back(KvBlockStored{{1, 0x7fffffffffffffffULL}, std::nullopt, {5, 200}, 1});
-  b.events.push_back(KvBlockStored{{9}, uint64_t{1}, {70000}, 1});
-  b.events.push_back(KvBlockRemoved{{7}});
-  b.events.push_back(KvAllBlocksCleared{});
+  b.events.emplace_back(stored({1, 0x7fffffffffffffffULL}, std::nullopt, {5, 200}, 1));
+  b.events.emplace_back(stored({9}, uint64_t{1}, {70000}, 1));
+  b.events.emplace_back(removed({7}));
+  b.events.emplace_back(KvAllBlocksCleared{});
   return b;
 }
 
@@ -60,6 +80,22 @@ TEST(KvEventMsgpack, MapLayoutMatchesVllmTaggedStructsByteForByte) {
   want += bytes({0x81}) + str8("type") + str8("AllBlocksCleared");
   want += bytes({0x00});  // data_parallel_rank
   EXPECT_EQ(encode_kv_event_batch_msgpack(sample_batch(), "GPU", 0), want);
+}
+
+TEST(KvEventMsgpack, ATiersEventsNameTheirMedium) {
+  KvEventBatch b;
+  b.timestamp = 1.5;
+  b.events.emplace_back(stored({9}, std::nullopt, {3}, 1, "DISK"));
+  b.events.emplace_back(removed({9}, "DISK"));
+  std::string want = bytes({0x93, 0xcb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0, 0x92});
+  want += bytes({0x88}) + str8("type") + str8("BlockStored") + str8("block_hashes") +
+          bytes({0x91, 0x09}) + str8("parent_block_hash") + bytes({0xc0}) + str8("token_ids") +
+          bytes({0x91, 0x03}) + str8("block_size") + bytes({0x01}) + str8("lora_id") +
+          bytes({0xc0}) + str8("medium") + str8("DISK") + str8("lora_name") + bytes({0xc0});
+  want += bytes({0x83}) + str8("type") + str8("BlockRemoved") + str8("block_hashes") +
+          bytes({0x91, 0x09}) + str8("medium") + str8("DISK");
+  want += bytes({0x00});
+  EXPECT_EQ(encode_kv_event_batch_msgpack(b, "GPU", 0), want);
 }
 
 TEST(KvEventMsgpack, ArrayLayoutMatchesVllmArrayLikeStructsByteForByte) {
@@ -121,7 +157,7 @@ TEST(ZmqKvPublisher, PublishesThreeFramesAndReplaysFromASequenceNumber) {
 
   const KvEventBatch b = sample_batch();
   bus.publish(b.events, b.timestamp);
-  bus.publish({KvBlockRemoved{{42}}}, 2.0);
+  bus.publish({removed({42})}, 2.0);
   const std::vector<std::string> first = recv_frames(sub, 5000);
   ASSERT_EQ(first.size(), 3u);
   EXPECT_EQ(first[0], o.topic);

@@ -123,7 +123,7 @@ TEST(KvEventsEndpoint, DefaultPublisherListensOnLoopbackOnlyAndServesLoopback) {
   // PUB/SUB joins late: publish until the subscriber sees a batch.
   std::string seq;
   for (int i = 0; i < 50 && seq.empty(); ++i) {
-    bus.publish({KvBlockRemoved{{static_cast<uint64_t>(i + 1)}}}, 1.0);
+    bus.publish({KvBlockRemoved{{static_cast<uint64_t>(i + 1)}, {}}}, 1.0);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     char frame[64];
     const int n = zmq_recv(sub, frame, sizeof(frame), ZMQ_DONTWAIT);

@@ -332,7 +332,7 @@ TEST_F(VllmEngineServiceTest, KvEventsStreamFromTheBus) {
   stored.parent_block_hash = 7;
   stored.block_size = 2;
   stored.token_ids = {1, 2, 3, 4};
-  engine_.bus.publish({stored, KvBlockRemoved{{11}}}, 123.5);
+  engine_.bus.publish({stored, KvBlockRemoved{{11}, {}}}, 123.5);
   engine_.bus.publish({KvAllBlocksCleared{}}, 124.0);
   cpb::KvEventBatch b;
   ASSERT_TRUE(reader->Read(&b));
@@ -407,8 +407,8 @@ TEST_F(VllmEngineServiceTest, KvEventSubscribersAreCappedAndCostNoThreadEach) {
   EXPECT_EQ(engine_.bus.num_subscribers(), static_cast<size_t>(kCap));
 
   // Every subscriber gets every batch, from the one shared thread.
-  engine_.bus.publish({KvBlockRemoved{{5}}}, 1.0);
-  engine_.bus.publish({KvBlockRemoved{{6}}}, 2.0);
+  engine_.bus.publish({KvBlockRemoved{{5}, {}}}, 1.0);
+  engine_.bus.publish({KvBlockRemoved{{6}, {}}}, 2.0);
   for (auto& s : subs) {
     ASSERT_TRUE(s->reader->Read(&b));
     EXPECT_EQ(b.sequence_number(), 0u);
