@@ -44,7 +44,7 @@ Result<PoolingType> pooling_type_of(const json& cfg, const fs::path& where) {
   if (m == "mean" || m == "mean_tokens") return PoolingType::kMean;
   if (m == "cls" || m == "cls_token") return PoolingType::kCls;
   return unimplemented("pooling: " + where.string() + ": pooling mode '" + m +
-                       "' is not implemented (lasttoken, mean and cls are)");
+                       "' is not supported (supported: lasttoken, mean, cls)");
 }
 
 Result<DenseLayer> read_dense(const fs::path& dir) {
@@ -60,7 +60,7 @@ Result<DenseLayer> read_dense(const fs::path& dir) {
     d.activation = DenseActivation::kTanh;
   } else {
     return unimplemented("pooling: " + dir.string() + ": activation '" + act +
-                         "' is not implemented (Identity and Tanh are)");
+                         "' is not supported (supported: Identity, Tanh)");
   }
   if (d.in_features <= 0 || d.out_features <= 0) {
     return invalid_argument("pooling: " + dir.string() + ": bad in/out_features");
@@ -127,8 +127,8 @@ Result<std::optional<PoolingConfig>> load_sentence_transformers_config(const std
       pc.normalize = true;
     } else {
       return unimplemented("pooling: modules.json names module '" + type +
-                           "', which is not implemented (Transformer, Pooling, Dense, Normalize "
-                           "are)");
+                           "', which is not supported (supported: Transformer, Pooling, Dense, "
+                           "Normalize)");
     }
   }
   if (!pooled) return invalid_argument("pooling: modules.json has no Pooling module");
@@ -187,7 +187,7 @@ Result<std::optional<PoolingConfig>> load_pooling_config(const LoadedModel& mode
       (cfg.architecture == "gemma3" || model.tensor("dense_2.weight") != nullptr)) {
     return unimplemented("pooling: " + cfg.architecture +
                          " embedding GGUFs (bidirectional attention, dense_2 / dense_3 "
-                         "layers) are not implemented yet");
+                         "layers) are not supported");
   }
   if (pc && !pc->dense.empty() && pc->dense.front().in_features != cfg.hidden_size) {
     return invalid_argument(

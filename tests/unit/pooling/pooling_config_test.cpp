@@ -1,5 +1,5 @@
 // The sentence-transformers folder reader: both Pooling config spellings, refusals that name
-// what is not implemented.
+// what is not supported.
 #include <gtest/gtest.h>
 
 #include <filesystem>
