@@ -4,21 +4,33 @@
 #include <cmath>
 
 namespace llmserve {
+namespace {
 
-int32_t DraftGate::best_drafts(double p, double cost, int32_t max_drafts) {
-  if (cost <= 0) return std::max(max_drafts, 0);
+// The d in [0, max_drafts] maximising expected tokens per cost: draft j (from 1) is accepted
+// with chance(j) given the ones before it were; a check of d drafts costs cost(d) steps.
+template <typename Chance, typename Cost>
+int32_t most_tokens_per_cost(int32_t max_drafts, Chance&& chance, Cost&& cost) {
   int32_t best = 0;
-  double best_rate = 1.0, tokens = 1.0, pk = 1.0;
+  double tokens = 1.0, chain = 1.0;
+  double best_rate = 1.0 / std::max(cost(0), 1e-9);
   for (int32_t d = 1; d <= max_drafts; ++d) {
-    pk *= p;
-    tokens += pk;
-    const double rate = tokens / (1.0 + cost * d);
+    chain *= chance(d);
+    tokens += chain;
+    const double rate = tokens / std::max(cost(d), 1e-9);
     if (rate > best_rate) {
       best_rate = rate;
       best = d;
     }
   }
   return best;
+}
+
+}  // namespace
+
+int32_t DraftGate::best_drafts(double p, double cost, int32_t max_drafts) {
+  if (cost <= 0) return std::max(max_drafts, 0);
+  return most_tokens_per_cost(
+      max_drafts, [p](int32_t) { return p; }, [cost](int32_t d) { return 1.0 + cost * d; });
 }
 
 double DraftGate::check_cost(std::span<const double> check_costs, int32_t d) {
@@ -31,19 +43,9 @@ double DraftGate::check_cost(std::span<const double> check_costs, int32_t d) {
 }
 
 int32_t DraftGate::best_drafts(double p, std::span<const double> check_costs, int32_t max_drafts) {
-  int32_t best = 0;
-  double tokens = 1.0, pk = 1.0;
-  double best_rate = 1.0 / std::max(check_cost(check_costs, 0), 1e-9);
-  for (int32_t d = 1; d <= max_drafts; ++d) {
-    pk *= p;
-    tokens += pk;
-    const double rate = tokens / std::max(check_cost(check_costs, d), 1e-9);
-    if (rate > best_rate) {
-      best_rate = rate;
-      best = d;
-    }
-  }
-  return best;
+  return most_tokens_per_cost(
+      max_drafts, [p](int32_t) { return p; },
+      [check_costs](int32_t d) { return check_cost(check_costs, d); });
 }
 
 int32_t DraftGate::num_drafts(int32_t max_drafts) {
@@ -63,21 +65,9 @@ double DraftGate::match_acceptance(int32_t match_length) const {
 int32_t DraftGate::num_drafts_for_match(int32_t max_drafts, int32_t match_length) {
   if (max_drafts <= 0) return 0;
   last_match_ = std::max(match_length, 1);
-  int32_t best = 0;
-  double tokens = 1.0, chain = 1.0;
-  const auto cost = [&](int32_t d) {
-    return check_costs_ ? check_cost(*check_costs_, d) : 1.0 + cost_ * d;
-  };
-  double best_rate = 1.0 / std::max(cost(0), 1e-9);
-  for (int32_t d = 1; d <= max_drafts; ++d) {
-    chain *= match_acceptance(last_match_ + d - 1);
-    tokens += chain;
-    const double rate = tokens / std::max(cost(d), 1e-9);
-    if (rate > best_rate) {
-      best_rate = rate;
-      best = d;
-    }
-  }
+  const int32_t best = most_tokens_per_cost(
+      max_drafts, [this](int32_t d) { return match_acceptance(last_match_ + d - 1); },
+      [this](int32_t d) { return check_costs_ ? check_cost(*check_costs_, d) : 1.0 + cost_ * d; });
   return after_idle_step(best);
 }
 
