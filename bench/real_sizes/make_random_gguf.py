@@ -18,7 +18,8 @@ template) is copied from --tokenizer-from (default: the default model, SmolLM2-1
 so that the embedding and LM head have the real model's size; --vocab keep uses the tokenizer's
 49152 rows instead. Llama-3.1-8B's body runs on the default vocabulary (49152) as the issue asks.
 
-Shapes (--shape): smollm2-1.7b, llama-3.2-1b, llama-3.1-8b-body; --layers N keeps the dimensions
+Shapes (--shape): smollm2-1.7b, llama-3.2-1b, llama-3.1-8b-body, qwen3-embedding-0.6b (arch
+qwen3, q/k norms, pooling_type LAST as the converter writes an embedding model); --layers N keeps the dimensions
 and cuts the layer count (a quick load check), --list prints them.
 
   .venv-bench/bin/python bench/real_sizes/make_random_gguf.py --shape smollm2-1.7b --type f16 \\
@@ -55,6 +56,12 @@ SHAPES = {
         heads=32, kv_heads=8, ffn=14336, vocab=None, rope_theta=500000.0, ctx=131072, eps=1e-5,
         tied=False,
         rope_scaling=dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_ctx=8192)),
+    # Qwen3-Embedding-0.6B: a qwen3 body (q/k norms, head_dim 128 over hidden 1024) whose GGUF
+    # llama.cpp's converter marks with qwen3.pooling_type LAST (3).
+    "qwen3-embedding-0.6b": dict(
+        name="Qwen3-Embedding-0.6B (random weights)", arch="qwen3", hidden=1024, layers=28,
+        heads=16, kv_heads=8, head_dim=128, ffn=3072, vocab=151669, rope_theta=1000000.0,
+        ctx=32768, eps=1e-6, tied=True, rope_scaling=None, pooling_type=3),
 }
 
 FILE_TYPE = {"f16": gguf.LlamaFileType.MOSTLY_F16, "bf16": gguf.LlamaFileType.MOSTLY_BF16}
@@ -172,10 +179,11 @@ def main():
         sys.exit(f"make_random_gguf: shape vocab {vocab} < tokenizer's {n_tok}")
     layers = args.layers or s["layers"]
     hidden, heads, kv_heads, ffn = s["hidden"], s["heads"], s["kv_heads"], s["ffn"]
-    head_dim = hidden // heads
+    head_dim = s.get("head_dim", hidden // heads)
+    arch = s.get("arch", "llama")
     qtype = QTYPE[args.type]
 
-    w = gguf.GGUFWriter(args.out, "llama")
+    w = gguf.GGUFWriter(args.out, arch)
     name = s["name"] + (f", {layers} of {s['layers']} layers" if layers != s["layers"] else "")
     w.add_name(name)
     w.add_type("model")
@@ -189,7 +197,13 @@ def main():
     w.add_layer_norm_rms_eps(s["eps"])
     w.add_file_type(int(FILE_TYPE[args.type]))
     w.add_vocab_size(vocab)
-    w.add_rope_dimension_count(head_dim)
+    if arch == "llama":
+        w.add_rope_dimension_count(head_dim)
+    if head_dim != hidden // heads:
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    if "pooling_type" in s:
+        w.add_pooling_type(gguf.PoolingType(s["pooling_type"]))
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for key, val, vtype, sub in tok_fields:
         w.add_key_value(key, val, vtype, sub)
@@ -208,8 +222,11 @@ def main():
         plan += [(p + "attn_norm.weight", (hidden,), "norm"),
                  (p + "attn_q.weight", (heads * head_dim, hidden), "w"),
                  (p + "attn_k.weight", (kv_heads * head_dim, hidden), "w"),
-                 (p + "attn_v.weight", (kv_heads * head_dim, hidden), "w"),
-                 (p + "attn_output.weight", (hidden, heads * head_dim), "w"),
+                 (p + "attn_v.weight", (kv_heads * head_dim, hidden), "w")]
+        if arch == "qwen3":
+            plan += [(p + "attn_q_norm.weight", (head_dim,), "norm"),
+                     (p + "attn_k_norm.weight", (head_dim,), "norm")]
+        plan += [(p + "attn_output.weight", (hidden, heads * head_dim), "w"),
                  (p + "ffn_norm.weight", (hidden,), "norm"),
                  (p + "ffn_gate.weight", (ffn, hidden), "w"),
                  (p + "ffn_up.weight", (ffn, hidden), "w"),

@@ -8,10 +8,10 @@
 #include "server/anthropic/anthropic_error.h"
 #include "server/anthropic/message_events.h"
 #include "server/common/generation_job.h"
-#include "server/common/request_grammar.h"
 #include "server/http/collect_job.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_context.h"
+#include "server/http/http_job_start.h"
 #include "server/http/sse.h"
 
 namespace llmserve {
@@ -112,12 +112,7 @@ void handle_count_tokens(HttpContext& ctx, const MessagesOptions& options,
 void handle_messages(HttpContext& ctx, const MessagesOptions& options, const httplib::Request& req,
                      httplib::Response& res) {
   const int retry = ctx.state.options().retry_after_seconds;
-  RejectReason reason = RejectReason::kNone;
-  Status admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
-  if (!admitted.is_ok()) {
-    ctx.metrics.count_rejection(reject_reason_name(reason));
-    return send_anthropic_error(res, admission_error(admitted, reject_reason_name(reason), retry));
-  }
+  if (auto refused = admit_http_request(ctx)) return send_anthropic_error(res, *refused);
   Engine& engine = *ctx.state.engine();
   const RequestLimits limits = ctx.limits();
   MessagesTranslation translation;
@@ -125,16 +120,12 @@ void handle_messages(HttpContext& ctx, const MessagesOptions& options, const htt
                                        options, &translation);
   if (!parsed.is_ok()) return fail(res, parsed.status(), retry);
   GenerationRequest& request = *parsed;
-  Status valid = request.params.validate(limits.vocab_size, limits.max_logprobs);
-  if (!valid.is_ok()) return fail(res, valid, retry);
-  auto deadline =
-      request_deadline(req, request.timeout_seconds, ctx.state.options().request_timeout_seconds);
-  if (!deadline.is_ok()) return fail(res, deadline.status(), retry);
-
   const std::string id = request_id_of(res);
   res.set_header("request-id", id);  // where Anthropic's SDKs read it
-  auto registration = ctx.state.active().reserve(id, "X-Request-Id");
-  if (!registration.is_ok()) return fail(res, registration.status(), retry);
+  auto held = hold_http_request(ctx, req, request, id);
+  if (auto* e = std::get_if<HttpError>(&held)) return send_anthropic_error(res, *e);
+  HttpRequestHold& hold = std::get<HttpRequestHold>(held);
+  const auto deadline = hold.deadline;
 
   MessageContext mc;
   mc.id = message_id(id);
@@ -145,37 +136,19 @@ void handle_messages(HttpContext& ctx, const MessagesOptions& options, const htt
   mc.stop_sequences = translation.stop_sequences;
 
   std::vector<GenerateRequest> engine_requests =
-      make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline);
-  if (request.grammar) {
-    Status grammar = attach_request_grammar(engine, request, *deadline, &engine_requests,
-                                            [] { return http_client_disconnected(); });
-    if (grammar.code() == StatusCode::kCancelled) return;
-    if (!grammar.is_ok()) return fail(res, grammar, retry);
-    admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
-    if (!admitted.is_ok()) {
-      ctx.metrics.count_rejection(reject_reason_name(reason));
-      return send_anthropic_error(res,
-                                  admission_error(admitted, reject_reason_name(reason), retry));
-    }
-  }
-  auto slot = ctx.state.take_slot();
-  auto job = GenerationJob::start(engine, std::move(engine_requests));
-  if (!job.is_ok()) {
-    if (job.status().code() == StatusCode::kResourceExhausted) {
-      ctx.metrics.count_rejection("queue_full");
-    }
-    return fail(res, job.status(), retry);
-  }
+      make_generate_requests(request, std::move(request.prompt_token_ids), id, deadline);
+  HttpJobStart started = start_http_job(ctx, request, std::move(hold), std::move(engine_requests));
+  if (started.error) return send_anthropic_error(res, *started.error);
+  if (!started.job) return;  // the client left while its grammar compiled
   auto st = std::make_shared<StreamState>();
-  st->slot = std::move(slot);
-  st->job = std::move(job).value();
-  st->registration = std::move(registration).value();
-  st->registration->attach(st->job.get());
+  st->slot = std::move(started.job->slot);
+  st->job = std::move(started.job->job);
+  st->registration = std::move(started.job->registration);
   st->events = std::make_unique<MessageEvents>(std::move(mc));
 
   if (!translation.stream) {
     Status error;
-    const Status waited = collect_job(*st->job, *deadline, [&](const GenerationJob::Event& ev) {
+    const Status waited = collect_job(*st->job, deadline, [&](const GenerationJob::Event& ev) {
       if (error.is_ok()) error = output_error(ev.output);
       st->events->on_output(ev.output);
     });

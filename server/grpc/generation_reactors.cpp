@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "server/grpc/grpc_job.h"
 #include "server/grpc/grpc_status.h"
 #include "server/grpc/proto_convert.h"
 #include "server/grpc/pumped_writer.h"
@@ -11,6 +12,11 @@
 namespace llmserve {
 
 namespace {
+
+// A request that the call's own deadline ended: the status gRPC's clock gives such a call.
+grpc::Status deadline_exceeded() {
+  return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded");
+}
 
 // OnDone may run on the pump thread itself (inside Finish); never join from there.
 void join_or_detach(std::thread& t) {
@@ -35,6 +41,7 @@ class GenerateReactor : public PumpedWriter {
 
   void pump() override {
     Status failure;
+    bool timed_out = false;
     while (true) {
       auto ev = started_.job->next(std::chrono::milliseconds(50));
       if (broken()) break;
@@ -57,6 +64,7 @@ class GenerateReactor : public PumpedWriter {
       for (int32_t t : o.token_ids) msg_.add_token_ids(t);
       fill_logprobs(o.logprobs, *tokenizer_, msg_.mutable_logprobs());
       fill_logprobs(o.prompt_logprobs, *tokenizer_, msg_.mutable_prompt_logprobs());
+      timed_out = timed_out || o.finish == FinishReason::kTimeout;
       if (o.finish != FinishReason::kNone) {
         msg_.set_finish_reason(finish_reason_name(o.finish));
         msg_.set_stop_reason(o.stop_reason);
@@ -76,10 +84,12 @@ class GenerateReactor : public PumpedWriter {
                    ? grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client")
                    : grpc::Status(grpc::StatusCode::CANCELLED, "request cancelled");
       if (ctx_->deadline() <= std::chrono::system_clock::now()) {
-        status = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED, "deadline exceeded");
+        status = deadline_exceeded();
       }
     } else if (!failure.is_ok()) {
       status = svc_.with_retry_hint(ctx_, to_grpc_status(failure));
+    } else if (timed_out && call_has_deadline(ctx_)) {
+      status = deadline_exceeded();
     }
     svc_.metrics().count_grpc("Generate", grpc_code_name(status.error_code()));
     started_.registration.reset();
@@ -116,6 +126,7 @@ class CompleteReactor : public grpc::ServerUnaryReactor {
     for (int32_t i = 0; i < n; ++i) resp_->add_choices()->set_index(i);
     Status failure;
     Usage usage;
+    bool timed_out = false;
     while (true) {
       auto ev = started_.job->next(std::chrono::milliseconds(50));
       if (!ev) {
@@ -135,6 +146,7 @@ class CompleteReactor : public grpc::ServerUnaryReactor {
                         resp_->mutable_choices(i)->mutable_prompt_logprobs());
         }
       }
+      timed_out = timed_out || o.finish == FinishReason::kTimeout;
       if (o.finish != FinishReason::kNone) {
         c->set_finish_reason(finish_reason_name(o.finish));
         c->set_stop_reason(o.stop_reason);
@@ -149,8 +161,11 @@ class CompleteReactor : public grpc::ServerUnaryReactor {
     grpc::Status status =
         failure.is_ok() ? grpc::Status::OK : svc_.with_retry_hint(ctx_, to_grpc_status(failure));
     if (started_.job->cancelled()) {
-      status = grpc::Status(grpc::StatusCode::CANCELLED, "request cancelled");
+      status = ctx_->deadline() <= std::chrono::system_clock::now()
+                   ? deadline_exceeded()
+                   : grpc::Status(grpc::StatusCode::CANCELLED, "request cancelled");
     }
+    if (status.ok() && timed_out && call_has_deadline(ctx_)) status = deadline_exceeded();
     if (status.ok()) status = serialize_response(response_, out_);
     svc_.metrics().count_grpc("Complete", grpc_code_name(status.error_code()));
     started_.registration.reset();

@@ -24,15 +24,19 @@ std::string new_grpc_id() {
 
 std::optional<std::chrono::steady_clock::time_point> steady_deadline(
     const grpc::CallbackServerContext* ctx) {
-  const auto d = ctx->deadline();
-  if (d == std::chrono::system_clock::time_point::max()) return std::nullopt;
-  const auto left = d - std::chrono::system_clock::now();
-  if (left > std::chrono::hours(24 * 365)) return std::nullopt;
+  if (!call_has_deadline(ctx)) return std::nullopt;
+  const auto left = ctx->deadline() - std::chrono::system_clock::now();
   return std::chrono::steady_clock::now() +
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(left);
 }
 
 }  // namespace
+
+bool call_has_deadline(const grpc::CallbackServerContext* ctx) {
+  const auto d = ctx->deadline();
+  if (d == std::chrono::system_clock::time_point::max()) return false;
+  return d - std::chrono::system_clock::now() <= std::chrono::hours(24 * 365);
+}
 
 RequestLimits grpc_request_limits(const ServerState& state) {
   const Engine& engine = *state.engine();

@@ -42,4 +42,8 @@ Result<GrpcJob> start_grpc_job(ServerState& state, ServerMetrics& metrics,
                                grpc::CallbackServerContext* ctx, const GrpcParseFn& parse,
                                const std::string& id);
 
+// True when the call carries its own deadline (a client's gRPC timeout), which then bounds the
+// request; a request it ends finishes the call DEADLINE_EXCEEDED, as gRPC's own clock would.
+bool call_has_deadline(const grpc::CallbackServerContext* ctx);
+
 }  // namespace llmserve

@@ -7,13 +7,13 @@
 #include <spdlog/spdlog.h>
 
 #include "server/common/generation_job.h"
-#include "server/common/request_grammar.h"
 #include "server/http/body_pieces.h"
 #include "server/http/chat_request.h"
 #include "server/http/collect_job.h"
 #include "server/http/completion_request.h"
 #include "server/http/http_connection.h"
 #include "server/http/http_context.h"
+#include "server/http/http_job_start.h"
 #include "server/http/openai_response.h"
 #include "server/http/responses_output.h"
 #include "server/http/responses_request.h"
@@ -112,13 +112,7 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
 void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& req,
                        httplib::Response& res, bool responses = false) {
   const int retry = ctx.state.options().retry_after_seconds;
-  RejectReason reason = RejectReason::kNone;
-  Status admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
-  if (!admitted.is_ok()) {
-    ctx.metrics.count_rejection(reject_reason_name(reason));
-    send_error(res, admission_error(admitted, reject_reason_name(reason), retry));
-    return;
-  }
+  if (auto refused = admit_http_request(ctx)) return send_error(res, *refused);
   Engine& engine = *ctx.state.engine();
   const RequestLimits limits = ctx.limits();
 
@@ -130,15 +124,11 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
                   : parse_chat_request(req.body, engine.tokenizer(), ctx.chat_renderer, limits);
   if (!parsed.is_ok()) return send_status_error(res, parsed.status(), retry);
   GenerationRequest& request = *parsed;
-  Status valid = request.params.validate(limits.vocab_size, limits.max_logprobs);
-  if (!valid.is_ok()) return send_status_error(res, valid, retry);
-  auto deadline =
-      request_deadline(req, request.timeout_seconds, ctx.state.options().request_timeout_seconds);
-  if (!deadline.is_ok()) return send_status_error(res, deadline.status(), retry);
-
   const std::string id = request_id_of(res);
-  auto registration = ctx.state.active().reserve(id, "X-Request-Id");  // 409 for a live twin
-  if (!registration.is_ok()) return send_status_error(res, registration.status(), retry);
+  auto held = hold_http_request(ctx, req, request, id);
+  if (auto* e = std::get_if<HttpError>(&held)) return send_error(res, *e);
+  HttpRequestHold& hold = std::get<HttpRequestHold>(held);
+  const auto deadline = hold.deadline;
   ResponseContext rc;
   rc.kind = kind;
   rc.id = id;
@@ -161,34 +151,15 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   rc.tool_format = ctx.chat_renderer.tool_format;
   rc.reasoning = request.reasoning;
   std::vector<GenerateRequest> engine_requests =
-      make_generate_requests(request, std::move(request.prompt_token_ids), id, *deadline);
-  // The grammar compiles before the request takes a slot, and stops being waited for when the
-  // client goes away; a compile that took a while is admitted again.
-  if (request.grammar) {
-    Status grammar = attach_request_grammar(engine, request, *deadline, &engine_requests,
-                                            [] { return http_client_disconnected(); });
-    if (grammar.code() == StatusCode::kCancelled) return;  // nobody to answer
-    if (!grammar.is_ok()) return send_status_error(res, grammar, retry);
-    admitted = ctx.state.admit(&reason, ctx.state.options().max_concurrent_generations);
-    if (!admitted.is_ok()) {
-      ctx.metrics.count_rejection(reject_reason_name(reason));
-      return send_error(res, admission_error(admitted, reject_reason_name(reason), retry));
-    }
-  }
-  auto slot = ctx.state.take_slot();
-  auto job = GenerationJob::start(engine, std::move(engine_requests));
-  if (!job.is_ok()) {
-    if (job.status().code() == StatusCode::kResourceExhausted) {
-      ctx.metrics.count_rejection("queue_full");
-    }
-    return send_status_error(res, job.status(), retry);
-  }
+      make_generate_requests(request, std::move(request.prompt_token_ids), id, deadline);
+  HttpJobStart started = start_http_job(ctx, request, std::move(hold), std::move(engine_requests));
+  if (started.error) return send_error(res, *started.error);
+  if (!started.job) return;  // the client left while its grammar compiled
 
   auto st = std::make_shared<StreamState>();
-  st->slot = std::move(slot);
-  st->job = std::move(job).value();
-  st->registration = std::move(registration).value();
-  st->registration->attach(st->job.get());
+  st->slot = std::move(started.job->slot);
+  st->job = std::move(started.job->job);
+  st->registration = std::move(started.job->registration);
   st->builder = std::make_unique<ResponseBuilder>(rc);
   ResponsesContext rsc;
   if (responses) {
@@ -202,7 +173,7 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   }
 
   if (!stream) {
-    const Status waited = collect_job(*st->job, *deadline, [&](const GenerationJob::Event& ev) {
+    const Status waited = collect_job(*st->job, deadline, [&](const GenerationJob::Event& ev) {
       st->builder->accumulate(ev.prompt_index, ev.output);
     });
     if (waited.code() == StatusCode::kCancelled) return;  // nobody to answer

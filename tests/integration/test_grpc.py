@@ -124,12 +124,27 @@ def test_cancel_mid_stream_aborts_on_the_server(daemon, pb, stub):
                       code="CANCELLED") == 1
 
 
+def counted_on_the_server(daemon, before, method, code, timeout=10):
+    """The first scrape whose llmserve_grpc_requests_total{method, code} rose since `before`: a
+    client that gave up at its own deadline returns before the server finishes the call."""
+    end = time.time() + timeout
+    while True:
+        after = daemon.scrape()
+        labels = {"method": method, "code": code}
+        if after.has("llmserve_grpc_requests_total", **labels) and \
+                after.rose(before, "llmserve_grpc_requests_total", **labels) > 0:
+            return after
+        assert time.time() < end, f"no {method} call counted {code}"
+        time.sleep(0.05)
+
+
 def test_deadline_times_out_on_the_server(daemon, pb, stub):
     assert wait_idle(daemon)
     before = daemon.scrape()
-    # The client's deadline and the server's (the same instant) race: either the client library
-    # raises DEADLINE_EXCEEDED, or the engine's deadline check ends the stream first with
-    # finish_reason "timeout". Either way the server must stop the request.
+    # The client's clock and the engine's deadline check (the same instant) race: the client
+    # library may raise DEADLINE_EXCEEDED itself, or the engine may end the request first with
+    # finish_reason "timeout". Either way the call ends DEADLINE_EXCEEDED, and the server counts it
+    # so: a call that its own deadline ended gets gRPC's status for that, whoever noticed first.
     code, finishes = None, []
     try:
         for r in stub.Generate(pb[0].GenerateRequest(prompt="Tell me everything.",
@@ -140,15 +155,30 @@ def test_deadline_times_out_on_the_server(daemon, pb, stub):
     except grpc.RpcError as e:
         code = e.code()
     at_deadline = daemon.scrape()
-    assert code == grpc.StatusCode.DEADLINE_EXCEEDED or finishes == ["timeout"], (code, finishes)
+    assert code == grpc.StatusCode.DEADLINE_EXCEEDED, (code, finishes)
+    assert finishes in ([], ["timeout"]), finishes
     # The engine holds the deadline too: a request past it ends as "timeout", whether the
     # engine's deadline check or gRPC's cancellation of the call reaches it first.
     after = ended_on_the_server(daemon, before, "timeout")
     after_deadline = after.rose(at_deadline, "llmserve_generation_tokens_total")
     assert after_deadline <= 3, f"{after_deadline} tokens generated after the deadline"
-    if code is not None:
-        assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
-                          code="DEADLINE_EXCEEDED") == 1
+    after = counted_on_the_server(daemon, before, "Generate", "DEADLINE_EXCEEDED")
+    assert after.rose(before, "llmserve_grpc_requests_total", method="Generate",
+                      code="DEADLINE_EXCEEDED") == 1
+    assert after.rose(before, "llmserve_grpc_requests_total", method="Generate", code="OK") == 0
+
+
+def test_complete_past_its_deadline_ends_deadline_exceeded(daemon, pb, stub):
+    assert wait_idle(daemon)
+    before = daemon.scrape()
+    with pytest.raises(grpc.RpcError) as e:
+        stub.Complete(pb[0].GenerateRequest(prompt="Tell me everything.", max_tokens=2000,
+                                            ignore_eos=True), timeout=0.5)
+    assert e.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+    ended_on_the_server(daemon, before, "timeout")
+    after = counted_on_the_server(daemon, before, "Complete", "DEADLINE_EXCEEDED")
+    assert after.rose(before, "llmserve_grpc_requests_total", method="Complete",
+                      code="DEADLINE_EXCEEDED") == 1
 
 
 def test_health_service(daemon):

@@ -186,9 +186,27 @@ def test_info_calls_through_smgs_client(workers, model):
         assert health.healthy
         with pytest.raises(grpc.RpcError) as e:
             stub.Embed(vllm_engine_pb2.EmbedRequest(), timeout=10)
-        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "input_ids" in e.value.details()
     finally:
         channel.close()
+
+
+def test_embed_through_smgs_client_matches_the_http_embeddings(workers, model):
+    """smg's generated stub calls Embed with token ids; the vector is the one /v1/embeddings
+    returns for the same ids (same pooling, same normalisation), one float per hidden unit."""
+    ids = [504, 3058, 314, 260, 1345]
+    channel, stub = stub_for(workers[0])
+    try:
+        resp = stub.Embed(vllm_engine_pb2.EmbedRequest(
+            request_id="smg-embed", tokenized=vllm_engine_pb2.TokenizedInput(input_ids=ids)), timeout=60)
+    finally:
+        channel.close()
+    http = post(workers[0].url("/v1/embeddings"), {"model": model, "input": ids})
+    want = http["data"][0]["embedding"]
+    assert resp.prompt_tokens == len(ids) == http["usage"]["prompt_tokens"]
+    assert resp.embedding_dim == len(resp.embedding) == len(want) == 576
+    assert max(abs(a - b) for a, b in zip(resp.embedding, want)) < 1e-5
 
 
 def test_get_tokenizer_exports_the_gguf_tokenizer_as_hf_files(workers):
