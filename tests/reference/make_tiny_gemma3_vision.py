@@ -12,7 +12,8 @@ transformers computes for it in f32 — the oracles of tests/unit/vision/:
     processor_config.json               the processor (a 300-entry byte-level BPE with Gemma 3's
                                         special tokens, Gemma 3's chat template)
     images/*.{jpg,png,webp}             test images of several modes and sizes (RGB JPEG, RGBA /
-                                        grayscale / palette PNG, lossy WebP), made by Pillow
+                                        grayscale / palette / palette with a transparent entry
+                                        PNG, lossy RGB and lossless RGBA WebP), made by Pillow
     pixel_values.f32                    the image processor's output for each image, in the
                                         order of expected.json "images" ([3, 56, 56] f32 each)
     vision_hidden.f32                   the vision tower's last_hidden_state for each ([16, 32])
@@ -101,6 +102,15 @@ def make_images():
     buf = io.BytesIO()
     Image.fromarray(field(56, 56, 3)).save(buf, "PNG")  # already at image_size: no resampling
     imgs["exact.png"] = buf.getvalue()
+    # Transparency: composited over white by transformers' convert_to_rgb.
+    buf = io.BytesIO()
+    Image.fromarray(np.concatenate([field(33, 47, 3), alpha[:33, :1].repeat(47, 1)], -1),
+                    "RGBA").save(buf, "WEBP", lossless=True)
+    imgs["rgba.webp"] = buf.getvalue()
+    buf = io.BytesIO()
+    pal = Image.fromarray(field(40, 30, 3)).convert("P", palette=Image.ADAPTIVE, colors=8)
+    pal.save(buf, "PNG", transparency=3)
+    imgs["palette_trns.png"] = buf.getvalue()
     return imgs
 
 
