@@ -226,7 +226,10 @@ def main():
         with torch.no_grad():
             moved = np.abs(model(**other).logits[0].numpy() - logits).max()
         assert moved > 1e-2, "the image does not move the logits"
-        prompts.append({"text": text, "images": files, "input_ids": ids, "token_type_ids": tt,
+        prompts.append({"text": text, "images": files,
+                        "expanded_text": text.replace(processor.boi_token,
+                                                      processor.full_image_sequence),
+                        "input_ids": ids, "token_type_ids": tt,
                         "greedy_tokens": seq[len(ids):], "greedy_min_margin": min(margins)})
     np.concatenate(all_logits).astype("<f4").tofile(OUT / "expected_logits.f32")
 
