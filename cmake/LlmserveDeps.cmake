@@ -21,6 +21,10 @@ pkg_check_modules(ZMQ REQUIRED IMPORTED_TARGET libzmq)
 # Disaggregated prefill/decode (engine/kv_transfer): KV pages move between daemons over UCX's UCP
 # (TCP and shared memory transports; Debian's libucx-dev).
 pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
+# Images in chat requests (engine/vision): Debian's libjpeg62-turbo-dev, libpng-dev, libwebp-dev.
+pkg_check_modules(JPEG REQUIRED IMPORTED_TARGET libjpeg)
+pkg_check_modules(PNG REQUIRED IMPORTED_TARGET libpng)
+pkg_check_modules(WEBP REQUIRED IMPORTED_TARGET libwebp)
 find_package(msgpack-cxx CONFIG REQUIRED NAMES msgpack-cxx msgpack)
 if(NOT TARGET msgpack-cxx)
   add_library(msgpack-cxx ALIAS msgpackc-cxx)

@@ -2,7 +2,7 @@
 # Builds and runs the libFuzzer targets of tests/fuzz (clang, ASan + UBSan) in build-fuzz/.
 # Usage: scripts/fuzz.sh TARGET|all SECONDS [extra libFuzzer flags...]
 #   TARGET: gguf safetensors tokenizer chat_template completion_request chat_request grpc_request
-#           json_schema kv_handoff kv_page messages_request
+#           json_schema kv_handoff kv_page messages_request image_decode
 # New inputs go to build-fuzz/corpus/TARGET (the committed seeds in tests/fuzz/corpus/TARGET are
 # only read); crashes, leaks and timeouts are written to build-fuzz/artifacts/TARGET/ and make
 # the script exit non-zero. Env: FUZZ_BUILD_DIR, FUZZ_RSS_MB (2048), FUZZ_TIMEOUT_S (10),
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-ALL_TARGETS=(gguf safetensors tokenizer chat_template completion_request chat_request grpc_request json_schema kv_handoff kv_page messages_request)
+ALL_TARGETS=(gguf safetensors tokenizer chat_template completion_request chat_request grpc_request json_schema kv_handoff kv_page messages_request image_decode)
 
 if [ $# -lt 2 ]; then
   echo "usage: scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags...]" >&2

@@ -51,6 +51,24 @@ Status ForwardBatch::validate(int64_t vocab_size, int64_t num_blocks, int block_
     if (slot_mapping[t] >= num_slots) return bad("slot out of range");
     if (positions[t] < 0) return bad("negative position");
   }
+  if (!input_embeddings.empty() && static_cast<int64_t>(input_embeddings.size()) != T) {
+    return bad("input_embeddings must be empty or have T entries");
+  }
+  if (!attend_end.empty()) {
+    if (static_cast<int64_t>(attend_end.size()) != T) {
+      return bad("attend_end must be empty or have T entries");
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      for (int32_t t = query_start[b]; t < query_start[b + 1]; ++t) {
+        const int64_t lo = positions[t] + 1;
+        const int64_t hi = b < num_decodes ? lo : seq_lens[b];
+        if (attend_end[t] < lo || attend_end[t] > hi) {
+          return bad("attend_end of row " + std::to_string(t) + " outside [position + 1, " +
+                     (b < num_decodes ? "position + 1" : "seq_len") + "]");
+        }
+      }
+    }
+  }
   for (int32_t r : sample_rows) {
     if (r < 0 || r >= T) return bad("sample row out of range");
   }

@@ -29,6 +29,15 @@ struct ForwardBatch {
   // [P] rows whose last hidden state (before the final norm) comes back to the host
   // (LlamaGraph::pooled_hidden): the rows of pooling requests (engine/pooling). May be empty.
   std::span<const int32_t> pool_rows = {};
+  // Images (engine/vision), empty when the batch has none:
+  // [T] per row, null or the row's input embedding ([hidden] f32, host memory), which replaces
+  // the token's (scaled) embedding: an image soft token's projected features.
+  std::span<const float* const> input_embeddings = {};
+  // [T] per row, the exclusive end of the key positions the row attends: its position + 1
+  // (causal), or past it for a row inside an image that attends the whole image (Gemma 3's
+  // bidirectional attention within an image). Every key below the end must be in the cache
+  // after this step's write_kv (an image is never split across steps).
+  std::span<const int32_t> attend_end = {};
 
   int64_t num_tokens() const { return static_cast<int64_t>(token_ids.size()); }
   int64_t num_requests() const { return static_cast<int64_t>(seq_lens.size()); }
@@ -38,7 +47,8 @@ struct ForwardBatch {
   // Checks sizes and index ranges: spans agree with T / B, query_start is non-decreasing and
   // ends at T, new tokens fit in seq_lens, block-table entries < num_blocks, slots <
   // num_blocks * block_size, sample rows < T, token ids < vocab_size, decodes come first,
-  // prompt_rows empty or of T entries.
+  // prompt_rows empty or of T entries, input_embeddings / attend_end empty or of T entries,
+  // attend_end within [position + 1, seq_len] (position + 1 for decodes).
   Status validate(int64_t vocab_size, int64_t num_blocks, int block_size) const;
 };
 

@@ -179,6 +179,11 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
                             std::to_string(S) + " samples exceed the step limits " +
                             std::to_string(max_tokens_) + " / " + std::to_string(max_samples_));
   }
+  const bool images = !batch.input_embeddings.empty() || !batch.attend_end.empty();
+  if (images && !ops_.supports_image_inputs()) {
+    return unimplemented(
+        "image inputs are not supported on this backend (the CPU backend has them)");
+  }
   LLMSERVE_RETURN_IF_ERROR(ops_.begin_step(batch));
   pooled_.clear();
 
@@ -191,6 +196,7 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
 
   ops_.embedding(tok_embd_, resid_);
   if (cfg_.embedding_scale != 1.0f) ops_.scale(resid_, T, cfg_.hidden_size, cfg_.embedding_scale);
+  if (!batch.input_embeddings.empty()) ops_.set_input_rows(resid_, cfg_.hidden_size);
   for (int64_t l = 0; l < cfg_.num_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
     if (l == 0 || sandwich) {  // sandwich: the previous layer added its output already

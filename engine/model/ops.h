@@ -136,6 +136,15 @@ class Ops {
 
   // out[T, dim] = table rows token_ids.
   virtual void embedding(const Weight& table, float* out) = 0;
+  // True when the backend takes the batch's image inputs (ForwardBatch::input_embeddings and
+  // attend_end); the graph refuses a batch that has them otherwise.
+  virtual bool supports_image_inputs() const { return false; }
+  // x[t] = batch.input_embeddings[t] for every row t where that is non-null; x [T, dim] f32.
+  // Called only when supports_image_inputs().
+  virtual void set_input_rows(float* x, int64_t dim) {
+    (void)x;
+    (void)dim;
+  }
   // y[rows, dim] = rms_norm(x) * w; y may equal x.
   virtual void rms_norm(const float* x, const Weight& w, int64_t rows, float eps, float* y) = 0;
   // residual += x; y = rms_norm(residual) * w. y may equal x, not residual.

@@ -332,6 +332,13 @@ void CpuOps::rope(float* x, int heads, int head_dim, bool local) {
       rope_.interleaved ? kernels::RopePairing::kAdjacent : kernels::RopePairing::kHalves);
 }
 
+void CpuOps::set_input_rows(float* x, int64_t dim) {
+  for (size_t t = 0; t < batch_.input_embeddings.size(); ++t) {
+    const float* e = batch_.input_embeddings[t];
+    if (e != nullptr) std::memcpy(x + static_cast<int64_t>(t) * dim, e, dim * sizeof(float));
+  }
+}
+
 void CpuOps::scale(float* x, int64_t rows, int64_t cols, float s) {
   kernels::scale(x, rows * cols, s);
 }
@@ -397,7 +404,8 @@ void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, flo
   }
   kernels::prefill_attention(pool_, paged_kv(layer, req_begin), q + row0 * stride,
                              query_start_rebased_.data(), batch_.seq_lens.data() + req_begin,
-                             req_end - req_begin, num_heads, scale, out + row0 * stride);
+                             req_end - req_begin, num_heads, scale, out + row0 * stride,
+                             batch_.attend_end.empty() ? nullptr : batch_.attend_end.data() + row0);
 }
 
 void CpuOps::decode_attention(int64_t layer, const float* q, int num_heads, float scale,

@@ -63,6 +63,8 @@ class CpuOps final : public Ops {
 
   Status begin_step(const ForwardBatch& batch) override;
   void embedding(const Weight& table, float* out) override;
+  bool supports_image_inputs() const override { return true; }
+  void set_input_rows(float* x, int64_t dim) override;
   void rms_norm(const float* x, const Weight& w, int64_t rows, float eps, float* y) override;
   void add_rms_norm(float* residual, const float* x, const Weight& w, int64_t rows, float eps,
                     float* y) override;

@@ -9,12 +9,14 @@ namespace llmserve::kernels {
 namespace {
 
 // Attends every partition of one query group in order, then merges: the shared per-query path.
-// Keys [window_start, ctx): the sliding window (if any) is cut here, so every partition kernel
-// (AVX2, AVX-512, int8 VNNI) sees only keys inside it.
+// Keys [window_start, end): the sliding window (if any) is cut here, counted back from the
+// query's own position (ctx - 1), so every partition kernel (AVX2, AVX-512, int8 VNNI) sees only
+// keys inside it; end > ctx for a query inside an image that attends all of it.
 void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
-                  float scale, int64_t ctx, float* out) {
+                  float scale, int64_t ctx, int64_t end, float* out) {
   const int D = kv.shape.head_dim;
   const int64_t lo = cpu::window_start(ctx, kv.sliding_window);
+  ctx = end;
   const int64_t P = cpu::num_partitions(lo, ctx);
   const int64_t rec = cpu::partial_floats(G, D);
   thread_local std::vector<float> recs;
@@ -31,7 +33,7 @@ void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const fl
 
 void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
                        const int32_t* query_start, const int32_t* seq_lens, int64_t B,
-                       int num_heads, float scale, float* out) {
+                       int num_heads, float scale, float* out, const int32_t* attend_end) {
   const int KVH = kv.shape.num_kv_heads, D = kv.shape.head_dim;
   const int G = num_heads / KVH;
   const int64_t T = query_start[B];
@@ -54,7 +56,8 @@ void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
       const int64_t q_len = query_start[b + 1] - query_start[b];
       const int64_t ctx = seq_lens[b] - q_len + (t - query_start[b]) + 1;
       const int64_t row = (t * num_heads + static_cast<int64_t>(h) * G) * D;
-      attend_query(kv, kv.block_tables + b * kv.max_blocks_per_seq, h, q + row, G, scale, ctx,
+      const int64_t end = attend_end != nullptr ? attend_end[t] : ctx;
+      attend_query(kv, kv.block_tables + b * kv.max_blocks_per_seq, h, q + row, G, scale, ctx, end,
                    out + row);
     }
   });

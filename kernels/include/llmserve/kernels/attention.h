@@ -32,10 +32,12 @@ struct PagedKv {
 // [query_start[b], query_start[b+1]) and seq_lens[b] cached tokens including those new ones
 // (already written by write_kv); its query i sits at position seq_lens[b] - q_len_b + i and
 // attends positions 0..that position (the last kv.sliding_window of them when that is > 0).
-// scale is usually 1/sqrt(head_dim).
+// scale is usually 1/sqrt(head_dim). attend_end (may be null: causal): [T] per query row the
+// exclusive end of the positions it attends, in [its position + 1, seq_lens[b]] (a row inside an
+// image attends the whole image: Gemma 3); the window still counts back from its own position.
 void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
                        const int32_t* query_start, const int32_t* seq_lens, int64_t B,
-                       int num_heads, float scale, float* out);
+                       int num_heads, float scale, float* out, const int32_t* attend_end = nullptr);
 
 // One query per request at position seq_lens[b] - 1 (same window rule). q/out:
 // [B, num_heads, head_dim].

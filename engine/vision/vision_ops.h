@@ -1,0 +1,40 @@
+// CPU building blocks of the vision encoders, over f32 row-major activations and a thread pool.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "llmserve/kernels/dtype.h"
+#include "llmserve/kernels/thread_pool.h"
+
+namespace llmserve::vision {
+
+// A linear layer y = x W^T + b: W [out, in] in its stored type (F32 / F16 / BF16, viewing the
+// checkpoint's memory), bias [out] in f32 (empty: none).
+struct Linear {
+  kernels::DType type = kernels::DType::F32;
+  const void* weight = nullptr;
+  int64_t out = 0;
+  int64_t in = 0;
+  std::vector<float> bias;
+};
+
+// y[rows, l.out] = x[rows, l.in] . W^T + b. y must not alias x.
+void linear(kernels::ThreadPool& pool, const float* x, int64_t rows, const Linear& l, float* y);
+
+// y[rows, dim] = (x - mean) / sqrt(var + eps) * w + b per row (LayerNorm, biased variance).
+// y may equal x.
+void layer_norm(kernels::ThreadPool& pool, const float* x, const float* w, const float* b,
+                int64_t rows, int64_t dim, float eps, float* y);
+
+// x[i] = gelu_tanh(x[i]) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), in place.
+void gelu_tanh(kernels::ThreadPool& pool, float* x, int64_t n);
+
+// Full (bidirectional) multi-head attention of one image: q, k, v, out [n, heads * head_dim]
+// (head h in columns [h * head_dim, (h + 1) * head_dim)); out = softmax(q k^T * scale) v per
+// head. scratch grows to what it needs (n * n + 4 * n * head_dim floats).
+void full_attention(kernels::ThreadPool& pool, const float* q, const float* k, const float* v,
+                    int64_t n, int64_t heads, int64_t head_dim, float scale, float* out,
+                    std::vector<float>& scratch);
+
+}  // namespace llmserve::vision
