@@ -195,6 +195,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   LLMSERVE_ASSIGN_OR_RETURN(std::optional<RankHead> rank, load_rank_head(*model, *tokenizer));
   if (rank) {  // a reranker scores its prompts' last row; it has no sentence vectors
     PoolingConfig p;
+    p.normalize = false;
     p.source = rank->source;
     p.rank = std::move(rank);
     pooling = std::move(p);
