@@ -3,7 +3,8 @@ serving the tiny Qwen3 embedding model (tests/fixtures/tiny_qwen3_embed, made by
 tests/reference/make_pooling_fixtures.py): smg tokenizes `/v1/embeddings` inputs with the
 tokenizer the workers' GetTokenizer stream hands it (the folder's own files) and sends the ids to
 a worker's `VllmEngine.Embed`; the vectors that come back are sentence-transformers' (cosine >=
-0.9999), and both workers served some.
+0.9999), and both workers served some. One string per request: smg 1.13.0 joins a list input
+into one text and passes neither `dimensions` nor `encoding_format` on (docs/EMBEDDINGS.md).
 
 Run by `scripts/test.sh --routers` (the router packages of tests/requirements-routers.txt in
 their own venv).
