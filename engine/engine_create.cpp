@@ -16,6 +16,7 @@
 #include "engine/model/moe_tensors.h"
 #include "engine/pooling/pooler.h"
 #include "engine/pooling/pooling_config.h"
+#include "engine/pooling/rank_head.h"
 #include "engine/runner/model_runner.h"
 #include "engine/runner/stop_checker.h"
 #include "engine/scheduler/scheduler.h"
@@ -191,10 +192,19 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   // Before the runner takes the model: the pooler copies the final norm (and the config reads
   // the sentence-transformers files beside the weights).
   LLMSERVE_ASSIGN_OR_RETURN(std::optional<PoolingConfig> pooling, load_pooling_config(*model));
+  LLMSERVE_ASSIGN_OR_RETURN(std::optional<RankHead> rank, load_rank_head(*model, *tokenizer));
+  if (rank) {  // a reranker scores its prompts' last row; it has no sentence vectors
+    PoolingConfig p;
+    p.normalize = false;
+    p.source = rank->source;
+    p.rank = std::move(rank);
+    pooling = std::move(p);
+  }
   const bool pooling_declared = pooling.has_value();
   LLMSERVE_ASSIGN_OR_RETURN(std::unique_ptr<Pooler> pooler,
                             Pooler::create(*model, pooling.value_or(PoolingConfig{})));
-  spdlog::info("pooling: {} pooling{}{}, {} dimensions ({})",
+  spdlog::info("pooling: {}{} pooling{}{}, {} dimensions ({})",
+               pooler->is_reranker() ? "reranker, yes/no score at the " : "",
                pooling_type_name(pooler->config().type),
                pooler->config().dense.empty()
                    ? ""

@@ -30,6 +30,10 @@ Result<std::unique_ptr<Pooler>> Pooler::create(const LoadedModel& model, Pooling
       !kernels::dtype_can_dequantize(norm->type)) {
     return invalid_argument("pooling: the model has no usable output_norm.weight");
   }
+  if (config.rank && (config.rank->yes.size() != static_cast<size_t>(cfg.hidden_size) ||
+                      config.rank->no.size() != static_cast<size_t>(cfg.hidden_size))) {
+    return invalid_argument("pooling: the reranker's yes / no rows are not of the hidden size");
+  }
   if (!config.dense.empty() && config.dense.front().in_features != cfg.hidden_size) {
     return invalid_argument("pooling: the first Dense layer does not take the hidden size");
   }
@@ -53,6 +57,16 @@ void Pooler::final_norm(std::span<float> row) const {
   const float inv =
       1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(row.size())) + eps_);
   for (size_t i = 0; i < row.size(); ++i) row[i] = row[i] * inv * norm_[i];
+}
+
+float Pooler::rank_score(const std::vector<float>& x) const {
+  double yes = 0, no = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    yes += double{config_.rank->yes[i]} * x[i];
+    no += double{config_.rank->no[i]} * x[i];
+  }
+  // softmax([yes, no])[0], the model card's exp(log_softmax([no, yes])[1]).
+  return static_cast<float>(1.0 / (1.0 + std::exp(no - yes)));
 }
 
 std::vector<float> Pooler::pool(std::span<const float> rows, int64_t n, int32_t dimensions) const {
@@ -81,6 +95,7 @@ std::vector<float> Pooler::pool(std::span<const float> rows, int64_t n, int32_t 
       break;
     }
   }
+  if (config_.rank) return {rank_score(x)};
   for (const DenseLayer& d : config_.dense) x = dense_forward(d, x);
   if (dimensions > 0 && static_cast<size_t>(dimensions) < x.size()) {
     x.resize(static_cast<size_t>(dimensions));

@@ -1,8 +1,9 @@
 // Turns the hidden states of a prompt's rows into its sentence vector on the host: the model's
 // final RMSNorm per row (the graph hands the rows over before it), then the pooling (last row,
 // mean of the rows, or the first row), the Dense layers, Matryoshka truncation and L2
-// normalisation. Pure function of the rows: a text's vector does not depend on the batch it ran
-// in (the rows are summed in position order).
+// normalisation; or, for a reranker (PoolingConfig::rank), the last row's relevance score
+// P("yes") as a one-value vector. Pure function of the rows: a text's vector does not depend on the
+// batch it ran in (the rows are summed in position order).
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,11 @@ class Pooler {
   // dimensions: 0 = full width, else 1..width (Matryoshka: the leading `dimensions` values,
   // normalised after the cut when the model normalises). Precondition: checked by the caller
   // with check_dimensions.
+  // A reranker: {P("yes")} of the prompt's last row (dimensions ignored).
   std::vector<float> pool(std::span<const float> rows, int64_t n, int32_t dimensions) const;
 
-  // The output width (after the Dense layers).
+  bool is_reranker() const { return config_.rank.has_value(); }
+  // The output width (after the Dense layers; 1 for a reranker).
   int64_t width() const { return config_.dimensions(hidden_); }
   const PoolingConfig& config() const { return config_; }
   // INVALID_ARGUMENT unless 0 <= dimensions <= width().
@@ -38,6 +41,7 @@ class Pooler {
   void final_norm(std::span<float> row) const;
 
  private:
+  float rank_score(const std::vector<float>& x) const;  // x: the normed last row
   Pooler(PoolingConfig config, int64_t hidden, float eps, std::vector<float> norm)
       : config_(std::move(config)), hidden_(hidden), eps_(eps), norm_(std::move(norm)) {}
   PoolingConfig config_;

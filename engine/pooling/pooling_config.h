@@ -28,15 +28,26 @@ struct DenseLayer {
   DenseActivation activation = DenseActivation::kIdentity;
 };
 
+// A yes/no reranker's scoring head (Qwen3-Reranker): the LM head's rows of the "yes" and "no"
+// tokens. A prompt's relevance score is softmax(yes . x, no . x)[yes] = P("yes"), x its last
+// row after the final norm (engine/pooling/rank_head.h finds it).
+struct RankHead {
+  std::vector<float> yes, no;  // [hidden] each
+  std::string source;          // what said the model is a reranker, for the start-up log
+};
+
 struct PoolingConfig {
   PoolingType type = PoolingType::kLast;
+  std::optional<RankHead> rank;                // set: a reranker (pooling is last, one score)
   bool normalize = true;                       // L2-normalise the output vector
   std::vector<DenseLayer> dense;               // in order, after pooling
   std::map<std::string, std::string> prompts;  // name -> text put before the input
   std::string default_prompt_name;             // "" = none
   std::string source;                          // where it was read from, for the start-up log
   // The output vector's width: the last Dense layer's out_features, or the hidden size.
+  // A reranker's "vector" is its one score.
   int64_t dimensions(int64_t hidden_size) const {
+    if (rank) return 1;
     return dense.empty() ? hidden_size : dense.back().out_features;
   }
 };

@@ -1,12 +1,27 @@
 #include "server/common/embedding_job.h"
 
+#include "engine/pooling/pooler.h"
+
 namespace llmserve {
 
-Result<std::unique_ptr<GenerationJob>> start_embeddings(Engine& engine,
-                                                        std::vector<std::vector<int32_t>> inputs,
-                                                        int32_t dimensions,
-                                                        const std::string& external_id,
-                                                        std::chrono::milliseconds timeout) {
+Status check_pooling_use(const Engine& engine, PoolingUse use) {
+  const Pooler* p = engine.pooler();
+  if (p == nullptr) return invalid_argument("this model cannot pool (no embeddings, no scores)");
+  if (p->is_reranker() && use == PoolingUse::kEmbed) {
+    return invalid_argument(
+        "this model is a reranker (Qwen3-Reranker: a yes/no score of a query and a document); it "
+        "has no embeddings: use /v1/rerank, /v2/rerank, /rerank or /score");
+  }
+  if (!p->is_reranker() && use == PoolingUse::kScore) {
+    return invalid_argument("this model is not a reranker: it has no yes/no score");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<GenerationJob>> start_embeddings(
+    Engine& engine, std::vector<std::vector<int32_t>> inputs, int32_t dimensions,
+    const std::string& external_id, std::chrono::milliseconds timeout, PoolingUse use) {
+  LLMSERVE_RETURN_IF_ERROR(check_pooling_use(engine, use));
   if (inputs.empty()) return invalid_argument("input: must not be empty");
   std::vector<GenerateRequest> reqs;
   reqs.reserve(inputs.size());
@@ -58,9 +73,9 @@ Result<EmbeddingResult> collect_embeddings(GenerationJob& job) {
 
 Result<EmbeddingResult> run_embeddings(Engine& engine, std::vector<std::vector<int32_t>> inputs,
                                        int32_t dimensions, const std::string& external_id,
-                                       std::chrono::milliseconds timeout) {
+                                       std::chrono::milliseconds timeout, PoolingUse use) {
   LLMSERVE_ASSIGN_OR_RETURN(
-      auto job, start_embeddings(engine, std::move(inputs), dimensions, external_id, timeout));
+      auto job, start_embeddings(engine, std::move(inputs), dimensions, external_id, timeout, use));
   return collect_embeddings(*job);
 }
 

@@ -3,6 +3,7 @@
 #include "engine/model/model_config.h"
 #include "engine/pooling/pooler.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/common/embedding_job.h"
 #include "server/http/json_fields.h"
 
 namespace llmserve {
@@ -53,6 +54,9 @@ Result<std::vector<int32_t>> tokenize_for_pooling(const Engine& engine, const st
 Result<EmbeddingsRequest> read_embeddings_request(const json& body, const Engine& engine,
                                                   size_t max_inputs) {
   EmbeddingsRequest r;
+  if (Status use = check_pooling_use(engine, PoolingUse::kEmbed); !use.is_ok()) {
+    return field_error("model", use.message());
+  }
   if (!json_fields::present(body, "input")) return field_error("input", "is required");
   std::string prompt_name;
   LLMSERVE_RETURN_IF_ERROR(json_fields::read_string(body, "prompt_name", &prompt_name));

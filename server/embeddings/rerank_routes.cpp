@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "engine/pooling/pooler.h"
+#include "engine/pooling/rerank_prompt.h"
 #include "server/common/embedding_job.h"
 #include "server/common/field_checks.h"
 #include "server/embeddings/embeddings_request.h"
@@ -73,6 +75,46 @@ Result<EmbeddingResult> embed_texts(Engine& engine, const std::vector<std::strin
   return run_embeddings(engine, std::move(inputs), 0, id, std::chrono::milliseconds(0));
 }
 
+struct Scores {
+  std::vector<double> values;  // one per pair
+  int64_t prompt_tokens = 0;
+};
+
+// The score of each pair (first[0 or i], second[i]), all in one batch: a reranker's P("yes") of
+// the pair's prompt (rerank_prompt.h), else the cosine of the two texts' embeddings.
+Result<Scores> score_pairs(Engine& engine, const std::vector<std::string>& first,
+                           const std::vector<std::string>& second, const std::string& instruction,
+                           const std::string& id, const char* field) {
+  Scores out;
+  const auto first_of = [&](size_t i) -> const std::string& {
+    return first.size() == 1 ? first[0] : first[i];
+  };
+  if (engine.pooler() != nullptr && engine.pooler()->is_reranker()) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (size_t i = 0; i < second.size(); ++i) {
+      prompts.push_back(rerank_prompt_ids(engine.tokenizer(), first_of(i), second[i], instruction));
+    }
+    LLMSERVE_ASSIGN_OR_RETURN(EmbeddingResult r,
+                              run_embeddings(engine, std::move(prompts), 0, id,
+                                             std::chrono::milliseconds(0), PoolingUse::kScore));
+    for (const std::vector<float>& v : r.vectors) out.values.push_back(v.empty() ? 0.0 : v[0]);
+    out.prompt_tokens = r.prompt_tokens;
+    return out;
+  }
+  if (!instruction.empty()) {
+    return field_error("instruction", "only a reranker takes an instruction; this model embeds");
+  }
+  std::vector<std::string> texts = first;
+  texts.insert(texts.end(), second.begin(), second.end());
+  LLMSERVE_ASSIGN_OR_RETURN(EmbeddingResult r, embed_texts(engine, texts, id, field));
+  const size_t n1 = first.size();
+  for (size_t i = 0; i < second.size(); ++i) {
+    out.values.push_back(cosine(r.vectors[n1 == 1 ? 0 : i], r.vectors[n1 + i]));
+  }
+  out.prompt_tokens = r.prompt_tokens;
+  return out;
+}
+
 struct Prepared {
   Engine* engine = nullptr;
   json body;
@@ -107,16 +149,14 @@ void handle_rerank(HttpContext& ctx, const httplib::Request& req, httplib::Respo
   st = json_fields::read_int32(body, "top_n", 0, INT32_MAX, &top_n);
   bool return_documents = true;
   if (st.is_ok()) st = json_fields::read_bool(body, "return_documents", &return_documents);
+  std::string instruction;
+  if (st.is_ok()) st = json_fields::read_string(body, "instruction", &instruction);
   if (!st.is_ok()) return send_status_error(res, st, retry);
 
-  std::vector<std::string> texts{query};
-  texts.insert(texts.end(), docs->begin(), docs->end());
   const std::string id = request_id_of(res);
-  auto r = embed_texts(*p->engine, texts, id, "documents");
+  auto r = score_pairs(*p->engine, {query}, *docs, instruction, id, "documents");
   if (!r.is_ok()) return send_status_error(res, r.status(), retry);
-  std::vector<double> scores;
-  for (size_t i = 1; i < r->vectors.size(); ++i)
-    scores.push_back(cosine(r->vectors[0], r->vectors[i]));
+  const std::vector<double>& scores = r->values;
   std::vector<size_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
@@ -148,16 +188,16 @@ void handle_score(HttpContext& ctx, const httplib::Request& req, httplib::Respon
     return send_status_error(
         res, field_error("text_1", "must be one text or as many texts as text_2"), retry);
   }
-  std::vector<std::string> texts = *t1;
-  texts.insert(texts.end(), t2->begin(), t2->end());
+  std::string instruction;
+  if (Status st = json_fields::read_string(p->body, "instruction", &instruction); !st.is_ok()) {
+    return send_status_error(res, st, retry);
+  }
   const std::string id = request_id_of(res);
-  auto r = embed_texts(*p->engine, texts, id, "text_2");
+  auto r = score_pairs(*p->engine, *t1, *t2, instruction, id, "text_2");
   if (!r.is_ok()) return send_status_error(res, r.status(), retry);
-  const size_t n1 = t1->size();
   json data = json::array();
-  for (size_t i = 0; i < t2->size(); ++i) {
-    const double s = cosine(r->vectors[n1 == 1 ? 0 : i], r->vectors[n1 + i]);
-    data.push_back({{"index", i}, {"object", "score"}, {"score", s}});
+  for (size_t i = 0; i < r->values.size(); ++i) {
+    data.push_back({{"index", i}, {"object", "score"}, {"score", r->values[i]}});
   }
   send_json(res, 200,
             {{"id", id},

@@ -32,16 +32,17 @@ class Smg:
         self.log.flush()
         return self.log_path.read_text(errors="replace")[-6000:]
 
-    def wait_ready(self, model, timeout=START_TIMEOUT_S):
+    def wait_ready(self, model, timeout=START_TIMEOUT_S, path="/v1/chat/completions", body=None):
+        """Ready once `path` answers 200 to `body` (default: a one-token chat request)."""
         end = time.time() + timeout
-        body = {"model": model, "messages": [{"role": "user", "content": "hi"}],
-                "max_tokens": 1, "temperature": 0}
+        body = body or {"model": model, "messages": [{"role": "user", "content": "hi"}],
+                        "max_tokens": 1, "temperature": 0}
         last = ""
         while time.time() < end:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"smg exited with {self.proc.returncode}:\n{self.logs()}")
             try:
-                r = requests.post(self.url + "/v1/chat/completions", json=body, timeout=30)
+                r = requests.post(self.url + path, json=body, timeout=30)
                 if r.status_code == 200:
                     return self
                 last = f"{r.status_code} {r.text[:300]}"
