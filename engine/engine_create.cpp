@@ -13,6 +13,7 @@
 #include "engine/kv_cache/kv_cache_manager.h"
 #include "engine/kv_offload/kv_offloader.h"
 #include "engine/llm_engine.h"
+#include "engine/model/bert_config.h"
 #include "engine/model/moe_tensors.h"
 #include "engine/pooling/pooler.h"
 #include "engine/pooling/pooling_config.h"
@@ -248,6 +249,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
         "engine.gpu_memory_utilization) or lower model.max_model_len",
         max_model_len, cache_tokens);
   }
+  // An encoder (BERT) writes no KV: nothing of its pages may be cached, moved or offloaded.
+  const bool encoder = is_encoder_only(cfg);
+  if (encoder && (options.kv_transfer.role != "none" || options.kv_offload.enabled())) {
+    return failed_precondition("engine: the " + cfg.architecture +
+                               " encoder keeps no KV cache; kv_transfer.role must be none and "
+                               "kv_offload off");
+  }
+  if (encoder && options.enable_prefix_caching) {
+    spdlog::info("prefix caching: off for the {} encoder (it keeps no KV)", cfg.architecture);
+  }
   SchedulerConfig sc;
   sc.max_num_batched_tokens = options.max_num_batched_tokens;
   sc.max_num_seqs = options.max_num_seqs;
@@ -256,8 +267,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sc.max_scored_tokens_per_step = options.max_scored_tokens_per_step;
   LLMSERVE_ASSIGN_OR_RETURN(
       auto scheduler,
-      Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
-                                           options.enable_prefix_caching, cfg.sliding_window)));
+      Scheduler::create(
+          sc, KvCacheManager(num_blocks, options.block_size,
+                             options.enable_prefix_caching && !encoder, cfg.sliding_window)));
 
   std::unique_ptr<KvTransferAgent> kv_agent;
   auto kv_wake = std::make_shared<std::function<void()>>();
@@ -307,7 +319,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       matmul_precision_name(runner->matmul_precision()) +
           (options.cpu_matmul_precision == "by_format" ? " (by_format)" : ""),
       kernels::cpu_isa_name(kernels::active_cpu_isa()), max_model_len, options.max_num_seqs,
-      options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
+      options.max_num_batched_tokens, options.enable_prefix_caching && !encoder ? "on" : "off",
       options.enable_chunked_prefill ? "on" : "off");
   const ProcessMemory mem = process_memory();
   spdlog::info("start-up: engine ready in {:.3f} s; RSS {} (file-mapped {}), peak {}",

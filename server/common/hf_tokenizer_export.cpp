@@ -231,6 +231,9 @@ Result<ordered_json> sentencepiece_json(const TokenizerSpec& spec) {
 
 Result<std::vector<ExportedFile>> export_hf_tokenizer(const TokenizerSpec& spec,
                                                       const HfExportOptions& options) {
+  if (spec.kind == TokenizerKind::kWordPiece) {
+    return unimplemented("exporting a WordPiece (BERT) tokenizer is not supported");
+  }
   LLMSERVE_ASSIGN_OR_RETURN(ordered_json tokenizer, spec.kind == TokenizerKind::kByteLevelBpe
                                                         ? byte_level_json(spec)
                                                         : sentencepiece_json(spec));
