@@ -168,6 +168,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                             parse_matmul_precision_setting(options.cpu_matmul_precision));
   ro.kv_cache_dtype = *kernels::parse_kv_dtype(options.kv_cache_dtype);
   ro.kv_cache_bytes = options.kv_cache_bytes;
+  if (is_encoder_only(cfg)) {
+    // An encoder writes no KV; its requests still hold blocks while they run (one step): enough
+    // for a full step of max_num_seqs requests, not the configured budget.
+    const uint64_t blocks = static_cast<uint64_t>(
+        options.max_num_batched_tokens / options.block_size + options.max_num_seqs + 2);
+    ro.kv_cache_bytes = std::min<uint64_t>(options.kv_cache_bytes,
+                                           blocks * static_cast<uint64_t>(options.block_size) *
+                                               cfg.kv_bytes_per_token(ro.kv_cache_dtype));
+  }
   ro.quantize = options.quantize;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
@@ -228,8 +237,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (num_blocks < 2) {
     return invalid_argument(
         "engine: kv_cache_bytes " +
-        std::to_string(ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes) +
-        " holds " + std::to_string(num_blocks) + " KV blocks; at least 2 are needed (" +
+        std::to_string(ro.use_cuda ? runner->kv_cache_bytes() : ro.kv_cache_bytes) + " holds " +
+        std::to_string(num_blocks) + " KV blocks; at least 2 are needed (" +
         cfg.kv_bytes_formula(runner->kv_dtype()) + ")");
   }
   spdlog::info(
@@ -237,7 +246,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       "(1 reserved) = {} tokens",
       cfg.kv_bytes_formula(runner->kv_dtype()), options.block_size,
       per_token * static_cast<uint64_t>(options.block_size),
-      ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes,
+      ro.use_cuda ? runner->kv_cache_bytes() : ro.kv_cache_bytes,
       per_token * static_cast<uint64_t>(options.block_size), num_blocks,
       int64_t{num_blocks - 1} * options.block_size);
 
