@@ -14,6 +14,9 @@ find_package(OpenSSL REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# ICU (Debian's libicu-dev): the Unicode properties, NFD and lowercasing of BERT's WordPiece
+# normalizer (engine/tokenizer/bert_normalizer.cpp).
+pkg_check_modules(ICU REQUIRED IMPORTED_TARGET icu-uc)
 # zlib (cpp-httplib already needs it): the CRC-32 of the tokenizer archive GetTokenizer serves.
 find_package(ZLIB REQUIRED)
 # KV events (server/kv_events): ZeroMQ PUB/ROUTER sockets and msgpack payloads, as vLLM sends them.

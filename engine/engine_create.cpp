@@ -13,6 +13,7 @@
 #include "engine/kv_cache/kv_cache_manager.h"
 #include "engine/kv_offload/kv_offloader.h"
 #include "engine/llm_engine.h"
+#include "engine/model/bert_config.h"
 #include "engine/model/moe_tensors.h"
 #include "engine/pooling/pooler.h"
 #include "engine/pooling/pooling_config.h"
@@ -168,6 +169,15 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                             parse_matmul_precision_setting(options.cpu_matmul_precision));
   ro.kv_cache_dtype = *kernels::parse_kv_dtype(options.kv_cache_dtype);
   ro.kv_cache_bytes = options.kv_cache_bytes;
+  if (is_encoder_only(cfg)) {
+    // An encoder writes no KV; its requests still hold blocks while they run (one step): enough
+    // for a full step of max_num_seqs requests, not the configured budget.
+    const uint64_t blocks = static_cast<uint64_t>(
+        options.max_num_batched_tokens / options.block_size + options.max_num_seqs + 2);
+    ro.kv_cache_bytes = std::min<uint64_t>(options.kv_cache_bytes,
+                                           blocks * static_cast<uint64_t>(options.block_size) *
+                                               cfg.kv_bytes_per_token(ro.kv_cache_dtype));
+  }
   ro.quantize = options.quantize;
   ro.block_size = options.block_size;
   ro.max_tokens_per_step = options.max_num_batched_tokens;
@@ -237,8 +247,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   if (num_blocks < 2) {
     return invalid_argument(
         "engine: kv_cache_bytes " +
-        std::to_string(ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes) +
-        " holds " + std::to_string(num_blocks) + " KV blocks; at least 2 are needed (" +
+        std::to_string(ro.use_cuda ? runner->kv_cache_bytes() : ro.kv_cache_bytes) + " holds " +
+        std::to_string(num_blocks) + " KV blocks; at least 2 are needed (" +
         cfg.kv_bytes_formula(runner->kv_dtype()) + ")");
   }
   spdlog::info(
@@ -246,7 +256,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       "(1 reserved) = {} tokens",
       cfg.kv_bytes_formula(runner->kv_dtype()), options.block_size,
       per_token * static_cast<uint64_t>(options.block_size),
-      ro.use_cuda ? runner->kv_cache_bytes() : options.kv_cache_bytes,
+      ro.use_cuda ? runner->kv_cache_bytes() : ro.kv_cache_bytes,
       per_token * static_cast<uint64_t>(options.block_size), num_blocks,
       int64_t{num_blocks - 1} * options.block_size);
 
@@ -258,6 +268,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
         "engine.gpu_memory_utilization) or lower model.max_model_len",
         max_model_len, cache_tokens);
   }
+  // An encoder (BERT) writes no KV: nothing of its pages may be cached, moved or offloaded.
+  const bool encoder = is_encoder_only(cfg);
+  if (encoder && (options.kv_transfer.role != "none" || options.kv_offload.enabled())) {
+    return failed_precondition("engine: the " + cfg.architecture +
+                               " encoder keeps no KV cache; kv_transfer.role must be none and "
+                               "kv_offload off");
+  }
+  if (encoder && options.enable_prefix_caching) {
+    spdlog::info("prefix caching: off for the {} encoder (it keeps no KV)", cfg.architecture);
+  }
   SchedulerConfig sc;
   sc.max_num_batched_tokens = options.max_num_batched_tokens;
   sc.max_num_seqs = options.max_num_seqs;
@@ -266,8 +286,9 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   sc.max_scored_tokens_per_step = options.max_scored_tokens_per_step;
   LLMSERVE_ASSIGN_OR_RETURN(
       auto scheduler,
-      Scheduler::create(sc, KvCacheManager(num_blocks, options.block_size,
-                                           options.enable_prefix_caching, cfg.sliding_window)));
+      Scheduler::create(
+          sc, KvCacheManager(num_blocks, options.block_size,
+                             options.enable_prefix_caching && !encoder, cfg.sliding_window)));
 
   std::unique_ptr<KvTransferAgent> kv_agent;
   auto kv_wake = std::make_shared<std::function<void()>>();
@@ -317,7 +338,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
       matmul_precision_name(runner->matmul_precision()) +
           (options.cpu_matmul_precision == "by_format" ? " (by_format)" : ""),
       kernels::cpu_isa_name(kernels::active_cpu_isa()), max_model_len, options.max_num_seqs,
-      options.max_num_batched_tokens, options.enable_prefix_caching ? "on" : "off",
+      options.max_num_batched_tokens, options.enable_prefix_caching && !encoder ? "on" : "off",
       options.enable_chunked_prefill ? "on" : "off");
   const ProcessMemory mem = process_memory();
   spdlog::info("start-up: engine ready in {:.3f} s; RSS {} (file-mapped {}), peak {}",

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/core/fault_injection.h"
+#include "engine/model/bert_config.h"
 
 namespace llmserve {
 namespace {
@@ -91,6 +92,11 @@ LlmEngine::~LlmEngine() {
 
 Status LlmEngine::validate(const GenerateRequest& r) const {
   if (r.prompt_token_ids.empty()) return invalid_argument("prompt is empty");
+  if (!r.pooling && is_encoder_only(config_)) {
+    return invalid_argument("this model (" + config_.architecture +
+                            ") is an encoder: it serves embeddings, rerank and score, not "
+                            "generation");
+  }
   const auto vocab = static_cast<int32_t>(config_.vocab_size);
   for (int32_t id : r.prompt_token_ids) {
     if (id < 0 || id >= vocab) {

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang clang-16 libclang-rt-16-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpp-httplib-dev libssl-dev nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev libcli11-dev
-  libpcre2-dev libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus-cpp-dev
+  libpcre2-dev libicu-dev libxxhash-dev libgtest-dev libgmock-dev libbenchmark-dev prometheus-cpp-dev
   libzmq3-dev libmsgpack-cxx-dev libucx-dev libjpeg62-turbo-dev libpng-dev libwebp-dev
   python3 python3-venv curl unzip prometheus openssl
 )

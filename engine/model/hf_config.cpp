@@ -1,6 +1,7 @@
 // config.json (HF transformers) -> ModelConfig.
 #include <nlohmann/json.hpp>
 
+#include "engine/model/bert_config.h"
 #include "engine/model/gemma3.h"
 #include "engine/model/model_config.h"
 #include "engine/model/moe_config.h"
@@ -139,13 +140,14 @@ Result<ModelConfig> parse_config(const json& j) {
     if (!t.contains("vocab_size")) t["vocab_size"] = 262208;  // Gemma3TextConfig's default
     return parse_config(t);
   }
+  if (c.architecture == "bert") return bert_config_from_hf(j);  // an encoder: bert_config.h
   if (c.architecture == "gemma3_text") c.architecture = "gemma3";
   if (c.architecture != "gemma3" && c.architecture != "phi3" && c.architecture != "llama" &&
       c.architecture != "mistral" && c.architecture != "qwen2" && c.architecture != "qwen3" &&
       c.architecture != "mixtral" && c.architecture != "qwen3_moe") {
     return unimplemented("config.json: model_type '" + c.architecture +
                          "' not supported (llama, mistral, qwen2, qwen3, gemma3_text, phi3, "
-                         "mixtral, qwen3_moe are)");
+                         "mixtral, qwen3_moe, bert are)");
   }
   c.qk_norm = c.architecture == "qwen3" || c.architecture == "qwen3_moe";
   c.rope_interleaved = false;

@@ -12,12 +12,13 @@
 
 #include "engine/core/status.h"
 #include "engine/model/forward_batch.h"
+#include "engine/model/model_graph.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/ops.h"
 
 namespace llmserve {
 
-class LlamaGraph {
+class LlamaGraph final : public ModelGraph {
  public:
   // Prepares the weights with `ops` and allocates activation scratch for up to max_tokens new
   // tokens and max_samples sampled rows per step. `model` and `ops` must outlive the graph;
@@ -31,15 +32,15 @@ class LlamaGraph {
   // Runs one step; returns logits [S, vocab_size] (row s for batch.sample_rows[s]) as a host
   // view valid until the next forward. Errors: a batch that fails validation or exceeds the
   // scratch sizes.
-  Result<std::span<const float>> forward(const ForwardBatch& batch);
+  Result<std::span<const float>> forward(const ForwardBatch& batch) override;
   // The same, leaving the logits in backend memory (the step finished with Ops::finish_step):
   // for a backend that samples where the logits are.
-  Result<const float*> forward_logits(const ForwardBatch& batch);
+  Result<const float*> forward_logits(const ForwardBatch& batch) override;
 
   // The last forward's batch.pool_rows: [P, hidden] hidden states after the last layer, before
   // the final norm (engine/pooling applies it), in pool_rows order; valid until the next forward.
-  std::span<const float> pooled_hidden() const { return pooled_; }
-  const ModelConfig& config() const { return cfg_; }
+  std::span<const float> pooled_hidden() const override { return pooled_; }
+  const ModelConfig& config() const override { return cfg_; }
   int64_t max_tokens() const { return max_tokens_; }
   int64_t max_samples() const { return max_samples_; }
 

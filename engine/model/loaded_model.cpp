@@ -1,5 +1,6 @@
 #include <numeric>
 
+#include "engine/model/bert_config.h"
 #include "engine/model/model_weights.h"
 #include "engine/model/moe_tensors.h"
 #include "llmserve/kernels/host_memory.h"
@@ -66,6 +67,7 @@ Status LoadedModel::replace_tensor_fp8(std::string_view name, void* data, size_t
 
 Status LoadedModel::check_tensors() const {
   const ModelConfig& c = config_;
+  if (is_encoder_only(c)) return check_bert_tensors(*this);
   auto expect = [&](const std::string& name, std::vector<int64_t> shape) -> Status {
     const TensorView* t = tensor(name);
     if (t == nullptr) return data_loss(path_ + ": missing tensor '" + name + "'");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "engine/model/bert_config.h"
 #include "engine/model/gemma3.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/moe_config.h"
@@ -116,6 +117,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   const auto arch = gguf.get_string("general.architecture");
   if (!arch) return data_loss("gguf: missing string key general.architecture");
   c.architecture = std::string(*arch);
+  if (c.architecture == "bert") return bert_config_from_gguf(gguf);  // an encoder: bert_config.h
   if (c.architecture == "llama" || c.architecture == "mistral") {
     c.rope_interleaved = true;  // llama.cpp's converter permuted the Q/K rows
   } else if (c.architecture == "gemma3" || c.architecture == "phi3" || c.architecture == "qwen2" ||
@@ -124,7 +126,7 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   } else {
     return unimplemented(
         "gguf: architecture '" + c.architecture +
-        "' not supported (llama, mistral, qwen2, qwen3, gemma3, phi3, qwen3moe are)");
+        "' not supported (llama, mistral, qwen2, qwen3, gemma3, phi3, qwen3moe, bert are)");
   }
   const std::string p = c.architecture + ".";
   auto need = [&](const std::string& key, int64_t* out) -> Status {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <utility>
 
+#include "engine/model/bert_config.h"
 #include "engine/model/model_weights.h"
 
 namespace llmserve {
@@ -54,6 +55,7 @@ std::string canonical_tensor_name(std::string_view hf) {
 }
 
 std::string canonical_tensor_name(std::string_view hf, std::string_view architecture) {
+  if (architecture == "bert") return bert_canonical_tensor_name(hf);
   if (architecture == "phi3") {  // fused: split by split_phi3_tensor (engine/model/phi3.h)
     for (const auto& [from, to] : {std::pair<std::string_view, std::string_view>{
                                        ".self_attn.qkv_proj.weight", ".attn_qkv.weight"},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "engine/model/bert_config.h"
 #include "llmserve/kernels/dequantize.h"
 
 namespace llmserve {
@@ -25,6 +26,13 @@ std::vector<float> dense_forward(const DenseLayer& d, const std::vector<float>& 
 
 Result<std::unique_ptr<Pooler>> Pooler::create(const LoadedModel& model, PoolingConfig config) {
   const ModelConfig& cfg = model.config();
+  if (!config.dense.empty() && config.dense.front().in_features != cfg.hidden_size) {
+    return invalid_argument("pooling: the first Dense layer does not take the hidden size");
+  }
+  if (is_encoder_only(cfg)) {  // the encoder's rows come after its last LayerNorm already
+    return std::unique_ptr<Pooler>(
+        new Pooler(std::move(config), cfg.hidden_size, cfg.rms_norm_eps, {}));
+  }
   const TensorView* norm = model.tensor("output_norm.weight");
   if (norm == nullptr || norm->num_elements() != cfg.hidden_size ||
       !kernels::dtype_can_dequantize(norm->type)) {
@@ -52,6 +60,7 @@ Status Pooler::check_dimensions(int32_t dimensions) const {
 }
 
 void Pooler::final_norm(std::span<float> row) const {
+  if (norm_.empty()) return;  // an encoder: no final norm
   double ss = 0;
   for (float v : row) ss += double{v} * v;
   const float inv =

@@ -20,7 +20,8 @@ namespace llmserve {
 class Pooler {
  public:
   // Copies the final norm's weight (any dequantizable type) from `model`; the model may be
-  // released afterwards. Errors: no output_norm.weight, or a Dense layer of the wrong width.
+  // released afterwards. An encoder (BERT) has none: its rows are pooled as they come. Errors: no
+  // output_norm.weight, or a Dense layer of the wrong width.
   static Result<std::unique_ptr<Pooler>> create(const LoadedModel& model, PoolingConfig config);
 
   // rows: [n, hidden] pre-norm hidden states of positions 0..n-1 of one prompt (n >= 1).

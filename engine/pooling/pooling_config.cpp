@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "engine/model/bert_config.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/safetensors_file.h"
 #include "llmserve/kernels/dequantize.h"
@@ -172,6 +173,14 @@ Result<std::optional<PoolingConfig>> load_pooling_config(const LoadedModel& mode
       }
       if (*t != 0) pc = std::move(p);
     }
+  }
+  if (!pc && is_encoder_only(cfg)) {
+    // A plain BERT folder or GGUF: mean pooling, as sentence-transformers wraps a bare
+    // transformers model (not the decoders' last token), normalised.
+    PoolingConfig p;
+    p.type = PoolingType::kMean;
+    p.source = model.path() + " (an encoder without pooling metadata: mean)";
+    pc = std::move(p);
   }
   // What the graph cannot do yet must not give plausible but wrong vectors.
   if (model.source() == LoadedModel::Source::kSafetensors &&

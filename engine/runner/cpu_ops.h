@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/model/encoder_ops.h"
 #include "engine/model/ops.h"
 #include "engine/runner/matmul_precision.h"
 #include "llmserve/kernels/attention.h"
@@ -43,7 +44,7 @@ struct CpuWeightStats {
   double seconds = 0;           // all of prepare_weight / prepare_embedding
 };
 
-class CpuOps final : public Ops {
+class CpuOps final : public Ops, public EncoderOps {
  public:
   explicit CpuOps(int num_threads, MatmulPrecision precision = {});
   ~CpuOps() override;
@@ -95,6 +96,18 @@ class CpuOps final : public Ops {
   std::span<const float> to_host(const float* x, int64_t n) override {
     return {x, static_cast<size_t>(n)};
   }
+
+  // EncoderOps (cpu_encoder_ops.cpp): the BERT graph's LayerNorm, GELU, position embeddings and
+  // bidirectional attention.
+  void add_position_embeddings(const Weight& positions, const Weight& token_types,
+                               float* x) override;
+  void layer_norm(const float* x, const Weight& w, const Weight& b, int64_t rows, float eps,
+                  float* y) override;
+  void add_layer_norm(float* residual, const float* x, const Weight& w, const Weight& b,
+                      int64_t rows, float eps) override;
+  void gelu(float* x, int64_t rows, int64_t cols) override;
+  void bidirectional_attention(const float* q, const float* k, const float* v, int num_heads,
+                               int num_kv_heads, int head_dim, float scale, float* out) override;
 
   kernels::ThreadPool& pool() { return pool_; }
   uint64_t kv_cache_bytes() const override;
@@ -162,6 +175,7 @@ class CpuOps final : public Ops {
   // out[t] = sum over its k experts of weight * that expert's output row.
   void combine_moe_outputs(int64_t T, int64_t k, int64_t H, float* out);
   std::vector<int32_t> query_start_rebased_;  // grows to the largest batch once, then reused
+  std::vector<float> embedding_row_;          // add_position_embeddings: one dequantized row
 };
 
 }  // namespace llmserve

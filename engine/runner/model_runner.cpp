@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/model/bert_config.h"
+#include "engine/model/bert_graph.h"
 #include "engine/model/quantize_model.h"
 
 #include "engine/core/process_memory.h"
@@ -196,12 +198,18 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
           "model runner: engine.kv_cache_dtype f32 is CPU-only; the CUDA backend stores bf16, int8 "
           "or fp8");
     }
+    if (is_encoder_only(cfg)) {
+      return unimplemented("model runner: the " + cfg.architecture +
+                           " encoder runs on the CPU backend only; set engine.device cpu");
+    }
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
     std::unique_ptr<ModelRunner> r(new ModelRunner());
     r->options_ = options;
     r->model_ = std::move(model);
+    std::unique_ptr<LlamaGraph> graph;
     LLMSERVE_RETURN_IF_ERROR(
-        create_cuda(options, *r->model_, &r->ops_, &r->graph_, &r->device_sampler_));
+        create_cuda(options, *r->model_, &r->ops_, &graph, &r->device_sampler_));
+    r->graph_ = std::move(graph);
     return r;
 #else
     return unimplemented("model runner: this binary was built without the CUDA backend");
@@ -241,9 +249,14 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   spec.sliding_window = cfg.sliding_window;
   if (!cfg.local_layers.empty()) spec.layer_windows = cfg.layer_windows();
   LLMSERVE_RETURN_IF_ERROR(r->ops_->alloc_kv_cache(spec));
-  LLMSERVE_ASSIGN_OR_RETURN(r->graph_,
-                            LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step,
-                                               logits_rows(options), options.max_model_len));
+  if (is_encoder_only(cfg)) {
+    LLMSERVE_ASSIGN_OR_RETURN(r->graph_,
+                              BertGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step));
+  } else {
+    LLMSERVE_ASSIGN_OR_RETURN(r->graph_,
+                              LlamaGraph::create(*r->model_, *r->ops_, options.max_tokens_per_step,
+                                                 logits_rows(options), options.max_model_len));
+  }
   cpu_ops.release_sources_again();
   r->weight_stats_ = cpu_ops.weight_stats();
   log_weight_stats(r->weight_stats_);

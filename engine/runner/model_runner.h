@@ -12,6 +12,7 @@
 #include "engine/core/status.h"
 #include "engine/model/forward_batch.h"
 #include "engine/model/llama_graph.h"
+#include "engine/model/model_graph.h"
 #include "engine/model/model_weights.h"
 #include "engine/runner/cpu_ops.h"
 #include "engine/runner/draft_chains.h"
@@ -73,7 +74,7 @@ class ModelRunner {
                                                        std::span<const SampleRow> rows,
                                                        Sampler& sampler);
   // The last execute's ForwardBatch::pool_rows: [P, hidden] last-layer hidden states before
-  // the final norm, valid until the next execute.
+  // the final norm (an encoder's: after its last LayerNorm), valid until the next execute.
   std::span<const float> pooled_hidden() const { return graph_->pooled_hidden(); }
   // Decode-graph buckets captured at start-up (CUDA with cuda_graphs; 0 otherwise).
   size_t num_decode_graphs() const;
@@ -106,7 +107,7 @@ class ModelRunner {
   ModelRunnerOptions options_;
   std::unique_ptr<LoadedModel> model_;
   std::unique_ptr<Ops> ops_;
-  std::unique_ptr<LlamaGraph> graph_;
+  std::unique_ptr<ModelGraph> graph_;                // LlamaGraph, or BertGraph for an encoder
   std::unique_ptr<OnDeviceSampler> device_sampler_;  // CUDA: sampling on the GPU
   ParallelChains parallel_chains_;                   // draft chains for the device sampler
   CpuWeightStats weight_stats_;

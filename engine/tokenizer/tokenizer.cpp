@@ -1,10 +1,12 @@
 #include "engine/tokenizer/tokenizer.h"
 
 #include "engine/tokenizer/bpe_tokenizer.h"
+#include "engine/tokenizer/wordpiece_tokenizer.h"
 
 namespace llmserve {
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::create(TokenizerSpec spec) {
+  if (spec.kind == TokenizerKind::kWordPiece) return WordPieceTokenizer::build(std::move(spec));
   return BpeTokenizer::build(std::move(spec));
 }
 

@@ -1,5 +1,6 @@
-// Tokenizer: text <-> token ids for byte-level BPE (GPT-2 / Llama-3 / Qwen2 / SmolLM) and
-// SentencePiece-style BPE (Llama-2 / Mistral: "▁" spaces, <0xNN> byte fallback).
+// Tokenizer: text <-> token ids for byte-level BPE (GPT-2 / Llama-3 / Qwen2 / SmolLM),
+// SentencePiece-style BPE (Llama-2 / Mistral: "▁" spaces, <0xNN> byte fallback) and WordPiece
+// (BERT: engine/tokenizer/wordpiece_tokenizer.h).
 // Built from a TokenizerSpec, which the GGUF metadata or an HF tokenizer.json fills.
 #pragma once
 
@@ -15,7 +16,7 @@
 
 namespace llmserve {
 
-enum class TokenizerKind { kByteLevelBpe, kSentencePieceBpe };
+enum class TokenizerKind { kByteLevelBpe, kSentencePieceBpe, kWordPiece };
 
 // GGUF token types (tokenizer.ggml.token_type).
 enum class TokenType : int32_t {
@@ -46,6 +47,16 @@ struct TokenizerSpec {
   // Byte-level: explicit pre-tokenizer regex sequence (from an HF Split); overrides `pre`.
   std::vector<std::string> pre_patterns;
   std::string chat_template;  // Jinja source; empty when the model has none
+  // WordPiece (kWordPiece): tokens are stored as HF has them (a word's continuation pieces
+  // start with `prefix`); bos_id is [CLS], eos_id [SEP], put around the text when add_bos /
+  // add_eos. HF's BertNormalizer settings: drop control characters and map whitespace to ' '
+  // (clean_text), space out CJK ideographs (chinese_chars), NFD then drop non-spacing marks
+  // (strip_accents), lowercase; a word longer than max_chars_per_word characters is [UNK].
+  struct WordPiece {
+    bool clean_text = true, chinese_chars = true, strip_accents = true, lowercase = true;
+    std::string prefix = "##";
+    int64_t max_chars_per_word = 100;
+  } wordpiece;
 };
 
 // What Tokenizer::encode_limited returns.
@@ -61,6 +72,14 @@ class GgufFile;
 Result<TokenizerSpec> tokenizer_spec_from_gguf(const GgufFile& gguf);
 // dir holds tokenizer.json and optionally tokenizer_config.json (chat template, special tokens).
 Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir);
+// WordPiece specs (wordpiece_spec.cpp): a GGUF of tokenizer.ggml.model "bert" (llama.cpp's
+// "phantom space" tokens: a word-start token carries a leading U+2581, a continuation none), an
+// HF tokenizer.json whose model is WordPiece (`tok`, `config` the tokenizer_config.json), and a
+// bare vocab.txt (one token per line) with tokenizer_config.json's do_lower_case.
+Result<TokenizerSpec> wordpiece_spec_from_gguf(const GgufFile& gguf);
+Result<TokenizerSpec> wordpiece_spec_from_hf_json(const std::string& tokenizer_json_text,
+                                                  const std::string& config_json_text);
+Result<TokenizerSpec> wordpiece_spec_from_vocab_txt(const std::string& dir);
 
 class Tokenizer {
  public:

@@ -17,13 +17,14 @@ Result<TokenizerSpec> tokenizer_spec_from_gguf(const GgufFile& gguf) {
   TokenizerSpec spec;
   const auto model = gguf.get_string("tokenizer.ggml.model");
   if (!model) return data_loss("GGUF has no tokenizer.ggml.model");
+  if (*model == "bert") return wordpiece_spec_from_gguf(gguf);
   if (*model == "gpt2") {
     spec.kind = TokenizerKind::kByteLevelBpe;
   } else if (*model == "llama") {
     spec.kind = TokenizerKind::kSentencePieceBpe;
   } else {
     return unimplemented("GGUF tokenizer model '" + std::string(*model) +
-                         "' is not supported (gpt2, llama)");
+                         "' is not supported (gpt2, llama, bert)");
   }
   const bool spm = spec.kind == TokenizerKind::kSentencePieceBpe;
 

@@ -133,6 +133,10 @@ int32_t token_id_of(const json& cfg_value, const std::unordered_map<std::string,
 
 Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
   const std::filesystem::path root(dir);
+  if (!std::filesystem::exists(root / "tokenizer.json") &&
+      std::filesystem::exists(root / "vocab.txt")) {
+    return wordpiece_spec_from_vocab_txt(dir);  // a BERT folder without tokenizer.json
+  }
   LLMSERVE_ASSIGN_OR_RETURN(json tok, read_json(root / "tokenizer.json"));
   json cfg = json::object();
   if (std::filesystem::exists(root / "tokenizer_config.json")) {
@@ -142,6 +146,9 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
     return data_loss("tokenizer.json has no model object");
   }
   const json& model = tok["model"];
+  if (str_or(model, "type", "BPE") == "WordPiece") {
+    return wordpiece_spec_from_hf_json(tok.dump(), cfg.dump());
+  }
   if (str_or(model, "type", "BPE") != "BPE") {
     return unimplemented("tokenizer.json model type '" + str_or(model, "type") +
                          "' is not supported");

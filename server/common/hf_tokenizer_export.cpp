@@ -227,13 +227,49 @@ Result<ordered_json> sentencepiece_json(const TokenizerSpec& spec) {
                       {"model", sentencepiece_model(spec)}};
 }
 
+// WordPiece (a BERT GGUF): BertNormalizer with the spec's settings, BertPreTokenizer, the
+// WordPiece model over the HF-form vocab ("##" continuations), [CLS] $A [SEP].
+ordered_json wordpiece_json(const TokenizerSpec& spec) {
+  ordered_json vocab = ordered_json::object();
+  for (size_t id = 0; id < spec.tokens.size(); ++id) {
+    if (!vocab.contains(spec.tokens[id])) vocab[spec.tokens[id]] = id;
+  }
+  const auto& o = spec.wordpiece;
+  const std::string unk =
+      spec.unk_id >= 0 ? spec.tokens[static_cast<size_t>(spec.unk_id)] : std::string("[UNK]");
+  return ordered_json{{"version", "1.0"},
+                      {"truncation", nullptr},
+                      {"padding", nullptr},
+                      {"added_tokens", added_tokens(spec)},
+                      {"normalizer",
+                       {{"type", "BertNormalizer"},
+                        {"clean_text", o.clean_text},
+                        {"handle_chinese_chars", o.chinese_chars},
+                        {"strip_accents", o.strip_accents},
+                        {"lowercase", o.lowercase}}},
+                      {"pre_tokenizer", {{"type", "BertPreTokenizer"}}},
+                      {"post_processor", post_processor(spec)},
+                      {"decoder", {{"type", "WordPiece"}, {"prefix", o.prefix}, {"cleanup", true}}},
+                      {"model",
+                       {{"type", "WordPiece"},
+                        {"unk_token", unk},
+                        {"continuing_subword_prefix", o.prefix},
+                        {"max_input_chars_per_word", o.max_chars_per_word},
+                        {"vocab", vocab}}}};
+}
+
 }  // namespace
 
 Result<std::vector<ExportedFile>> export_hf_tokenizer(const TokenizerSpec& spec,
                                                       const HfExportOptions& options) {
-  LLMSERVE_ASSIGN_OR_RETURN(ordered_json tokenizer, spec.kind == TokenizerKind::kByteLevelBpe
-                                                        ? byte_level_json(spec)
-                                                        : sentencepiece_json(spec));
+  ordered_json tokenizer;
+  if (spec.kind == TokenizerKind::kWordPiece) {
+    tokenizer = wordpiece_json(spec);
+  } else {
+    LLMSERVE_ASSIGN_OR_RETURN(tokenizer, spec.kind == TokenizerKind::kByteLevelBpe
+                                             ? byte_level_json(spec)
+                                             : sentencepiece_json(spec));
+  }
 
   ordered_json config = {{"tokenizer_class", "PreTrainedTokenizerFast"},
                          {"add_bos_token", spec.add_bos},

@@ -5,8 +5,8 @@
 // Byte-level BPE: the vocabulary and merges, the pre-tokenizer's regex sequence as Split steps
 // then ByteLevel. SentencePiece BPE (Llama-2 / Mistral GGUF files hold scores, not merges): the
 // merges HF's conversion derives (two normal pieces whose concatenation is a normal piece,
-// ranked by its score), byte fallback, "▁" for spaces. Both: the special tokens, BOS / EOS added
-// as the spec says.
+// ranked by its score), byte fallback, "▁" for spaces. WordPiece (a BERT GGUF): BertNormalizer,
+// BertPreTokenizer and the "##" vocab. All: the special tokens, BOS / EOS added as the spec says.
 #pragma once
 
 #include <cstdint>

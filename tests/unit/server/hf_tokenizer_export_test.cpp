@@ -47,6 +47,30 @@ TEST(HfTokenizerExport, SentencePieceGgufEqualsTheHuggingFaceTokenizer) {
   EXPECT_EQ(file_json(*files, "generation_config.json")["eos_token_id"], 2);
 }
 
+// WordPiece: the export of the BERT GGUF (tests/reference/make_bert_fixtures.py) equals the
+// tokenizer.json HF wrote beside it: vocab ("##" pieces back from llama.cpp's phantom spaces),
+// WordPiece settings, BertPreTokenizer, decoder, special tokens, [CLS] $A [SEP].
+TEST(HfTokenizerExport, WordPieceGgufEqualsTheHuggingFaceTokenizer) {
+  auto spec = load_tokenizer_spec(testing::fixture_path("../tiny_bert/model.gguf"));
+  ASSERT_TRUE(spec.is_ok()) << spec.status().to_string();
+  auto files = export_hf_tokenizer(*spec, HfExportOptions{});
+  ASSERT_TRUE(files.is_ok()) << files.status().to_string();
+  const nlohmann::json got = file_json(*files, "tokenizer.json");
+  const nlohmann::json want = testing::load_json("../tiny_bert/tokenizer.json");
+  for (const char* key :
+       {"type", "vocab", "unk_token", "continuing_subword_prefix", "max_input_chars_per_word"}) {
+    EXPECT_EQ(got["model"][key], want["model"][key]) << key;
+  }
+  for (const char* key : {"pre_tokenizer", "decoder", "added_tokens"}) {
+    EXPECT_EQ(got[key], want[key]) << key;
+  }
+  for (const char* key : {"type", "clean_text", "handle_chinese_chars", "lowercase"}) {
+    EXPECT_EQ(got["normalizer"][key], want["normalizer"][key]) << key;
+  }
+  EXPECT_EQ(got["normalizer"]["strip_accents"], true);  // HF's null: as lowercase
+  EXPECT_EQ(got["post_processor"]["single"], want["post_processor"]["single"]);
+}
+
 TEST(HfTokenizerExport, UnknownByteLevelPreTokenizerIsFailedPrecondition) {
   TokenizerSpec spec;
   spec.kind = TokenizerKind::kByteLevelBpe;
