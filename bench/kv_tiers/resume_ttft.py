@@ -161,6 +161,8 @@ def main():
                     help="Llama-3.2-1B f16: 2 x 16 layers x 8 kv heads x 64 x 2 bytes")
     ap.add_argument("--disk-bytes", default="8GiB")
     ap.add_argument("--host-bytes", default="", help="host-memory tier above disk (default off)")
+    ap.add_argument("--other-tokens", type=int, default=0,
+                    help="tokens of the traffic that evicts turn 1 (default --tokens: all of it)")
     ap.add_argument("--no-baseline", action="store_true",
                     help="skip the daemon without tiers; compare with turn 1's cold prefill")
     ap.add_argument("--llama-server", default="", help="llama.cpp's llama-server binary")
@@ -177,7 +179,7 @@ def main():
     log = tmp / "llmserve.log"
     rng = random.Random(54)
     turn1 = [rng.randrange(1000, a.vocab) for _ in range(a.tokens)]
-    other = [rng.randrange(1000, a.vocab) for _ in range(a.tokens)]
+    other = [rng.randrange(1000, a.vocab) for _ in range(a.other_tokens or a.tokens)]
     turn2 = turn1 + [rng.randrange(1000, a.vocab) for _ in range(32)]
     turn2b = turn1 + [rng.randrange(1000, a.vocab) for _ in range(32)]
     rows = []
@@ -215,7 +217,8 @@ def main():
         rows += run_llama(a, tmp, turn1, other, turn2, turn2b)
 
     lines = [f"Model {os.path.basename(a.model)}{' (quantize ' + a.quantize + ')' if a.quantize else ''}, "
-             f"{a.threads} threads, turn 1 = {a.tokens} tokens, turn 2 = turn 1 + 32; "
+             f"{a.threads} threads, turn 1 = {a.tokens} tokens, turn 2 = turn 1 + 32, other traffic "
+             f"{len(other)} tokens; "
              f"KV pool {a.kv_cache_bytes} bytes; host tier {a.host_bytes or 'off'}, disk tier "
              f"{a.disk_bytes}; {int(loaded)} pages indexed at the restart; full prefill = "
              f"{'turn 1 cold in the tiered daemon' if a.no_baseline else 'turn 2 without tiers'}.", "",
