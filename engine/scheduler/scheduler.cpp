@@ -283,13 +283,15 @@ void Scheduler::schedule_waiting(int32_t& budget) {
       ++it;  // its pages are being read back from a lower tier
       continue;
     }
-    if (r.status == RequestStatus::kPreempted && readmit_hook_ && !r.tier_asked) {
+    // Offered once there is room for all of its blocks (restored pages would otherwise be
+    // evicted again before it runs); held when a restore started, once per preemption.
+    if (r.status == RequestStatus::kPreempted && readmit_hook_ && !r.tier_asked &&
+        kv_.num_free_blocks() >= (r.num_tokens() + kv_.block_size() - 1) / kv_.block_size() &&
+        readmit_hook_(r)) {
       r.tier_asked = true;
-      if (readmit_hook_(r)) {
-        r.tier_hold = true;
-        ++it;
-        continue;
-      }
+      r.tier_hold = true;
+      ++it;
+      continue;
     }
     if (gate_groups && r.group_id != 0) {
       if (!groups_known) {

@@ -85,11 +85,11 @@ class Scheduler {
   std::vector<int32_t> take_held_blocks(uint64_t id);
   void release_blocks(std::span<const int32_t> block_ids) { kv_.unpin(block_ids); }
 
-  // Tiers below the pool: once per preemption, when a preempted request comes up for admission,
-  // hook(request) may start reading its pages back from a lower tier and return true; the
-  // request then waits (no block, no slot) until release_tier_hold(id), and is admitted by a
-  // later schedule() whose prefix lookup finds what was restored. kNotFound for a request that
-  // is not held (it ended meanwhile).
+  // Tiers below the pool: when a preempted request comes up for admission with room for all of
+  // its blocks, hook(request) may start reading its pages back from a lower tier and return
+  // true (at most once per preemption); the request then waits (no block, no slot) until
+  // release_tier_hold(id), and is admitted by a later schedule() whose prefix lookup finds what
+  // was restored. kNotFound for a request that is not held (it ended meanwhile).
   void set_readmit_hook(std::function<bool(const Request&)> hook) {
     readmit_hook_ = std::move(hook);
   }

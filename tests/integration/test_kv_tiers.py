@@ -11,6 +11,8 @@ import tempfile
 import pytest
 import requests
 
+from conftest import BIN, MODEL, serve_available
+
 openai = pytest.importorskip("openai")
 
 # SmolLM2-135M f16: 23040 bytes per token; 20 blocks of 16 tokens.
@@ -128,7 +130,6 @@ def test_full_host_tier_demotes_to_disk_and_a_restart_finds_host_pages(start_dae
 
 
 def test_host_tier_smaller_than_a_page_stops_the_start_up():
-    from conftest import BIN, MODEL, serve_available
     why = serve_available()
     if why:
         pytest.skip(why)

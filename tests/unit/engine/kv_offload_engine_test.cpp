@@ -234,12 +234,14 @@ TEST(KvOffloadEngine, PreemptionUnderTheTiersGivesTheSameTokens) {
 
 TEST(KvOffloadEngine, PreemptedRequestsResumeFromATierWithTheTokensOfARunNeverPreempted) {
   LLMSERVE_REQUIRE_MODEL();
-  constexpr int kRequests = 4;
+  // Two requests that each grow to 9 blocks (70 prompt + 64 generated tokens) in an 11-block
+  // pool: one is preempted, and while the other grows the pool evicts the preempted one's cached
+  // blocks (a chain's end first); when it comes back they are read from the host tier.
   auto requests = [](const Tokenizer& tok) {
     std::vector<GenerateRequest> r;
-    for (int k = 0; k < kRequests; ++k) {
+    for (int k = 0; k < 2; ++k) {
       const Conversation c = conversation(tok, k);
-      r.push_back(make_request(std::vector<int32_t>(c.turn1.begin(), c.turn1.begin() + 70), 24));
+      r.push_back(make_request(std::vector<int32_t>(c.turn1.begin(), c.turn1.begin() + 70), 64));
       r.back().params.ignore_eos = true;
     }
     return r;
@@ -255,8 +257,6 @@ TEST(KvOffloadEngine, PreemptedRequestsResumeFromATierWithTheTokensOfARunNeverPr
   const auto expected = tokens_of(run_together(*large, requests(large->tokenizer())));
   EXPECT_EQ(large->stats().preemptions, 0u);
 
-  // 11 usable blocks for four requests of 6 blocks each: they preempt one another, and the pool
-  // evicts a preempted request's blocks before it comes back. Host tier above disk.
   EngineOptions o = pressure_options("f16");
   o.kv_cache_bytes = 23040ull * 16 * 12;
   TierDir dir;
