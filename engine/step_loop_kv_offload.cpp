@@ -1,6 +1,6 @@
 // The step loop's part of the tiers below the page pool (engine/kv_offload, DESIGN §13):
-// write-behind of newly cached blocks, read-ahead of a request's pages before its admission,
-// and the tier's KV events.
+// write-behind of newly cached blocks, read-ahead of a request's pages before its admission (and
+// of a preempted request's before its readmission), and the tiers' KV events.
 #include <algorithm>
 
 #include "engine/kv_offload/kv_page_file.h"
