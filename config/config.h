@@ -136,6 +136,7 @@ struct KvEventsSection {
 
 // Tiers below the KV page pool (engine/kv_offload, docs/KV_CACHE.md).
 struct KvOffloadSection {
+  uint64_t host_bytes = 0;                           // host-memory tier budget, bytes; 0 = off
   uint64_t disk_bytes = 0;                           // disk tier budget, bytes; 0 = off
   std::string disk_path = "/var/cache/llmserve/kv";  // the disk tier's directory
 };

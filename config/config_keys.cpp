@@ -322,12 +322,19 @@ std::vector<ConfigKey> build_table() {
                       "VllmEngine.SubscribeKvEvents streams (smg's gateways) open at once; "
                       "beyond it a new one gets RESOURCE_EXHAUSTED."));
   // kv_offload
+  t.push_back(size_key("kv_offload", "host_bytes", &C::kv_offload, &OS::host_bytes, 0, 64 * TiB,
+                       "Budget of the host-memory tier below the KV page pool, bytes (units "
+                       "allowed); 0 = off. Allocated at start-up (pinned memory on CUDA, RAM on "
+                       "the CPU backend). Cached prefix blocks are copied there in the "
+                       "background, restored ahead of the prefill that needs them, and evicted "
+                       "least-recently-used to the disk tier when that is on (docs/KV_CACHE.md)."));
   t.push_back(size_key("kv_offload", "disk_bytes", &C::kv_offload, &OS::disk_bytes, 0, 1024 * TiB,
                        "Budget of the disk tier below the KV page pool, bytes (units allowed); "
                        "0 = off. Full prefix blocks are written there in the background as they "
-                       "are cached, restored ahead of the prefill that needs them after the pool "
-                       "evicted them or the daemon restarted, and evicted least-recently-used. "
-                       "CPU backend (docs/KV_CACHE.md)."));
+                       "are cached (below the host tier when that is on: its evicted pages, and at "
+                       "shutdown all of them), restored ahead of the prefill that needs them "
+                       "after the pool evicted them or the daemon restarted, and evicted "
+                       "least-recently-used (docs/KV_CACHE.md)."));
   t.push_back(string_key("kv_offload", "disk_path", &C::kv_offload, &OS::disk_path, false,
                          "Directory of the disk tier's page files (created when missing). Give "
                          "each daemon its own: pages hold prompts' token ids."));

@@ -12,6 +12,9 @@
 #include "engine/core/process_memory.h"
 #include "engine/kv_cache/kv_cache_manager.h"
 #include "engine/kv_offload/kv_offloader.h"
+#if LLMSERVE_HAVE_KV_OFFLOAD_CUDA
+#include "engine/kv_offload/cuda/kv_cuda_block_io.h"
+#endif
 #include "engine/llm_engine.h"
 #include "engine/model/bert_config.h"
 #include "engine/model/moe_tensors.h"
@@ -80,19 +83,34 @@ Status apply_cpu_isa(const std::string& name) {
   return Status::ok();
 }
 
-// The tiers below the page pool (engine/kv_offload): the fingerprint of what shapes this
-// cache's pages, the disk tier (indexing what an earlier run left) and the worker.
+// The tiers below the page pool (engine/kv_offload): how blocks are copied (a memcpy on the CPU
+// backend, a side stream on CUDA), the fingerprint of what shapes this cache's pages, the host
+// tier, the disk tier (indexing what an earlier run left) and the worker.
+static Result<std::unique_ptr<KvBlockIo>> make_kv_block_io(const ModelRunner& runner,
+                                                           std::vector<uint64_t>& array_bytes) {
+  if (const auto memory = runner.kv_host_memory()) {
+    for (const KvHostArray& a : memory->arrays) array_bytes.push_back(a.block_bytes);
+    return std::unique_ptr<KvBlockIo>(new KvHostBlockIo(*memory));
+  }
+#if LLMSERVE_HAVE_KV_OFFLOAD_CUDA
+  if (auto memory = runner.kv_device_memory()) {
+    for (const KvDeviceArray& a : memory->arrays) array_bytes.push_back(a.block_bytes);
+    LLMSERVE_ASSIGN_OR_RETURN(auto io, KvCudaBlockIo::create(std::move(*memory)));
+    return std::unique_ptr<KvBlockIo>(std::move(io));
+  }
+#endif
+  return failed_precondition(
+      "kv_offload.host_bytes / kv_offload.disk_bytes > 0: this backend's KV cache is neither in "
+      "host memory nor in CUDA device memory this binary can copy (built without CUDA)");
+}
+
 static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOptions& options,
                                                               const ModelConfig& cfg,
                                                               const ModelRunner& runner,
                                                               std::function<void()> wake) {
-  const auto memory = runner.kv_host_memory();
-  if (!memory) {
-    return failed_precondition(
-        "kv_offload.disk_bytes > 0 needs the KV cache in host memory (the CPU backend); this "
-        "engine keeps it on the GPU, where the tiers are not built yet");
-  }
   KvFingerprintInputs in;
+  LLMSERVE_ASSIGN_OR_RETURN(std::unique_ptr<KvBlockIo> io,
+                            make_kv_block_io(runner, in.array_block_bytes));
   LLMSERVE_ASSIGN_OR_RETURN(in.weights_identity, kv_weights_identity(options.model_path));
   in.backend = runner.backend();
   in.compute =
@@ -103,7 +121,6 @@ static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOption
   in.num_layers = static_cast<int32_t>(cfg.num_layers);
   in.num_kv_heads = static_cast<int32_t>(cfg.num_kv_heads);
   in.head_dim = static_cast<int32_t>(cfg.head_dim);
-  for (const KvHostArray& a : memory->arrays) in.array_block_bytes.push_back(a.block_bytes);
   const RopeScaling& rs = cfg.rope_scaling;
   in.rope = fmt::format(
       "theta={} dim={} interleaved={} scaling={} factor={} low={} high={} orig={} "
@@ -112,23 +129,31 @@ static Result<std::unique_ptr<KvOffloader>> make_kv_offloader(const EngineOption
       rs.low_freq_factor, rs.high_freq_factor, rs.original_max_position, rs.attention_factor,
       fmt::join(rs.short_factor, ","), fmt::join(rs.long_factor, ","), cfg.rope_local_theta);
   KvFingerprint fp = kv_fingerprint(in);
-  KvBlockIo io(*memory);
-  LLMSERVE_ASSIGN_OR_RETURN(
-      auto disk, KvDiskTier::open(options.kv_offload.disk_path, options.kv_offload.disk_bytes,
-                                  fp.digest, static_cast<uint32_t>(options.block_size)));
-  const KvDiskTierStats ds = disk->stats();
-  spdlog::info(
-      "KV tiers: disk {} budget {} bytes ({} pages of {} bytes); loaded {} pages ({} bytes) from "
-      "an earlier run, {} torn or corrupted deleted, {} of another fingerprint skipped; "
-      "fingerprint {:016x}{:016x}",
-      options.kv_offload.disk_path, options.kv_offload.disk_bytes,
-      options.kv_offload.disk_bytes / static_cast<int64_t>(io.block_bytes() + kKvPageHeaderBytes),
-      io.block_bytes(), ds.loaded_pages, ds.bytes, ds.corrupt_pages, ds.foreign_pages, fp.digest.hi,
-      fp.digest.lo);
+  const KvOffloadOptions& ko = options.kv_offload;
+  std::unique_ptr<KvHostTier> host;
+  if (ko.host_bytes > 0) {
+    LLMSERVE_ASSIGN_OR_RETURN(host, KvHostTier::create(ko.host_bytes, io->block_bytes(), *io));
+    spdlog::info("KV tiers: host memory ({}) budget {} bytes ({} pages of {} bytes)",
+                 io->host_memory_kind(), ko.host_bytes, host->capacity_pages(), io->block_bytes());
+  }
+  std::unique_ptr<KvDiskTier> disk;
+  if (ko.disk_bytes > 0) {
+    LLMSERVE_ASSIGN_OR_RETURN(disk, KvDiskTier::open(ko.disk_path, ko.disk_bytes, fp.digest,
+                                                     static_cast<uint32_t>(options.block_size)));
+    const KvDiskTierStats ds = disk->stats();
+    spdlog::info(
+        "KV tiers: disk {} budget {} bytes ({} pages of {} bytes); loaded {} pages ({} bytes) "
+        "from an earlier run, {} torn or corrupted deleted, {} of another fingerprint skipped; "
+        "fingerprint {:016x}{:016x}",
+        ko.disk_path, ko.disk_bytes,
+        ko.disk_bytes / static_cast<int64_t>(io->block_bytes() + kKvPageHeaderBytes),
+        io->block_bytes(), ds.loaded_pages, ds.bytes, ds.corrupt_pages, ds.foreign_pages,
+        fp.digest.hi, fp.digest.lo);
+  }
   spdlog::debug("KV tiers: fingerprint of {}", fp.text);
-  return std::make_unique<KvOffloader>(options.kv_offload, std::move(io), std::move(fp),
-                                       static_cast<uint32_t>(options.block_size), std::move(disk),
-                                       std::move(wake));
+  return std::make_unique<KvOffloader>(ko, std::move(io), std::move(fp),
+                                       static_cast<uint32_t>(options.block_size), std::move(host),
+                                       std::move(disk), std::move(wake));
 }
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {

@@ -56,7 +56,14 @@ struct EngineStats {
   uint64_t kv_tier_bytes_written = 0, kv_tier_bytes_read = 0;
   uint64_t kv_tier_pages_evicted = 0, kv_tier_pages_corrupt = 0, kv_tier_pages_foreign = 0;
   uint64_t kv_tier_pages_rejected = 0, kv_tier_pages_dropped = 0, kv_tier_pages_loaded = 0;
-  uint64_t kv_tier_blocks_restored = 0;  // pages placed back into the pool
+  uint64_t kv_tier_blocks_restored = 0;     // pages placed back into the pool
+  uint64_t kv_tier_preempted_restores = 0;  // preempted requests resumed from a tier
+  // The host-memory tier (kv_offload.host_bytes); kv_tier_host_budget_bytes 0 = off.
+  int64_t kv_tier_host_bytes = 0, kv_tier_host_budget_bytes = 0, kv_tier_host_pages = 0;
+  uint64_t kv_tier_host_hits = 0, kv_tier_host_misses = 0;
+  uint64_t kv_tier_host_bytes_written = 0, kv_tier_host_bytes_read = 0;
+  uint64_t kv_tier_host_pages_evicted = 0, kv_tier_host_pages_demoted = 0;
+  bool kv_tier_disk_on = false;
   bool has_pending_work = false;
   int64_t last_step_age_ms = 0;  // since the last step finished (or since start)
 };

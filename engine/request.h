@@ -77,6 +77,11 @@ struct Request {
   bool remote_kv = false;
   bool remote_kv_open = false;
   bool hold_kv = false;
+  // Tiers below the pool (engine/kv_offload): a preempted request whose pages a lower tier holds
+  // waits in the queue (no block, no slot) while they are read back (tier_hold); it is asked
+  // once per preemption (tier_asked). See Scheduler::set_readmit_hook.
+  bool tier_hold = false;
+  bool tier_asked = false;
   // Opaque handle to state kept by others (the sampler's slot); the scheduler never reads it.
   uint64_t user_handle = 0;
 

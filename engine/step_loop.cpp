@@ -495,7 +495,19 @@ void StepLoop::fill_stats(EngineStats& s) const {
     const KvOffloadStats o = offloader_->stats();
     s.kv_offload_enabled = true;
     s.kv_tier_disk_bytes = o.disk.bytes;
-    s.kv_tier_disk_budget_bytes = offloader_->disk().budget_bytes();
+    s.kv_tier_disk_on = offloader_->disk() != nullptr;
+    s.kv_tier_disk_budget_bytes = s.kv_tier_disk_on ? offloader_->disk()->budget_bytes() : 0;
+    if (const KvHostTier* host = offloader_->host()) {
+      s.kv_tier_host_budget_bytes = host->budget_bytes();
+      s.kv_tier_host_bytes = o.host.bytes;
+      s.kv_tier_host_pages = o.host.pages;
+      s.kv_tier_host_hits = static_cast<uint64_t>(o.host_hits);
+      s.kv_tier_host_misses = static_cast<uint64_t>(o.host_misses);
+      s.kv_tier_host_bytes_written = static_cast<uint64_t>(o.host_bytes_written);
+      s.kv_tier_host_bytes_read = static_cast<uint64_t>(o.host_bytes_read);
+      s.kv_tier_host_pages_evicted = static_cast<uint64_t>(o.host.evicted_pages);
+      s.kv_tier_host_pages_demoted = static_cast<uint64_t>(o.demoted_pages);
+    }
     s.kv_tier_disk_pages = o.disk.pages;
     s.kv_tier_disk_hits = static_cast<uint64_t>(o.disk_hits);
     s.kv_tier_disk_misses = static_cast<uint64_t>(o.disk_misses);
@@ -508,6 +520,7 @@ void StepLoop::fill_stats(EngineStats& s) const {
     s.kv_tier_pages_dropped = static_cast<uint64_t>(o.dropped_pages);
     s.kv_tier_pages_loaded = static_cast<uint64_t>(o.disk.loaded_pages);
     s.kv_tier_blocks_restored = blocks_restored_;
+    s.kv_tier_preempted_restores = preempted_restores_;
   }
 }
 

@@ -173,7 +173,13 @@ class StepLoop {
   };
   std::unique_ptr<KvOffloader> offloader_;
   std::unordered_map<uint64_t, HeldRequest> held_;  // waiting for read-ahead, by request id
+  // Preempted requests held in the scheduler while their pages come back from a tier, by the
+  // scheduler's request id (Scheduler::set_readmit_hook).
+  std::unordered_map<uint64_t, Clock::time_point> preempted_held_;
+  bool restore_preempted(const Request& r);
+  void place_preempted(KvRestoreResult& r);
   uint64_t blocks_restored_ = 0;
+  uint64_t preempted_restores_ = 0;  // preempted requests that resumed from a tier
   const Tokenizer& tokenizer_;
   std::shared_ptr<const TokenBytesTable> token_bytes_;  // built on the first reasoning budget
   EngineMetrics& metrics_;

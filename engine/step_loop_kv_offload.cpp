@@ -1,16 +1,79 @@
 // The step loop's part of the tiers below the page pool (engine/kv_offload, DESIGN §13):
-// write-behind of newly cached blocks, read-ahead of a request's pages before its admission,
-// and the tier's KV events.
+// write-behind of newly cached blocks, read-ahead of a request's pages before its admission (and
+// of a preempted request's before its readmission), and the tiers' KV events.
 #include <algorithm>
 
 #include "engine/kv_offload/kv_page_file.h"
 #include "engine/step_loop.h"
 
 namespace llmserve {
+namespace {
+
+// Restore keys of preempted requests (by the scheduler's id) differ from held submissions'.
+constexpr uint64_t kPreemptedKey = 1ull << 63;
+
+std::vector<int32_t> all_tokens(const Request& r) {
+  std::vector<int32_t> t(r.prompt_token_ids);
+  t.insert(t.end(), r.output_token_ids.begin(), r.output_token_ids.end());
+  return t;
+}
+
+}  // namespace
 
 void StepLoop::set_kv_offloader(std::unique_ptr<KvOffloader> offloader) {
   offloader_ = std::move(offloader);
   scheduler_->kv_cache_for_offload().capture_newly_cached(offloader_ != nullptr);
+  if (offloader_ != nullptr) {
+    scheduler_->set_readmit_hook([this](const Request& r) { return restore_preempted(r); });
+  }
+}
+
+// A preempted request comes up for admission: its computed blocks were cached (and written
+// behind to a tier) when they filled; what the pool has evicted since is read back before it is
+// admitted, instead of recomputed.
+bool StepLoop::restore_preempted(const Request& r) {
+  if (r.score_prompt || r.pool || r.remote_kv) return false;
+  KvCacheManager& kv = scheduler_->kv_cache_for_offload();
+  std::vector<int32_t> tokens = all_tokens(r);
+  KvRestoreJob job;
+  const int32_t cached = kv.cached_prefix_blocks(tokens, r.cache_key, job.hashes);
+  if (cached >= static_cast<int32_t>(job.hashes.size())) return false;
+  if (!offloader_->on_tier(job.hashes[static_cast<size_t>(cached)])) {
+    offloader_->count_miss();
+    return false;
+  }
+  job.parent = cached == 0 ? BlockHash{} : job.hashes[static_cast<size_t>(cached) - 1];
+  job.hashes.erase(job.hashes.begin(), job.hashes.begin() + cached);
+  job.key = r.id | kPreemptedKey;
+  job.first_block = cached;
+  job.tokens = std::move(tokens);
+  job.salt = kv_salt_digest(r.cache_key);
+  offloader_->restore(std::move(job));
+  preempted_held_[r.id] = Clock::now();
+  return true;
+}
+
+void StepLoop::place_preempted(KvRestoreResult& r) {
+  const uint64_t id = r.key & ~kPreemptedKey;
+  auto held = preempted_held_.find(id);
+  const Request* req = scheduler_->find(id);
+  if (held != preempted_held_.end() && req != nullptr && req->tier_hold) {
+    if (!r.pages.empty()) {
+      const KvBlockIo& io = offloader_->io();
+      const int32_t placed = scheduler_->kv_cache_for_offload().restore_blocks(
+          all_tokens(*req), req->cache_key, r.first_block, r.hashes,
+          [&](int32_t block_id, size_t page) {
+            return io.copy_in(block_id, r.pages[page]).is_ok();
+          });
+      blocks_restored_ += static_cast<uint64_t>(placed);
+      preempted_restores_ += placed > 0 ? 1 : 0;
+    }
+    metrics_.kv_restore_seconds.observe(
+        std::chrono::duration<double>(Clock::now() - held->second).count());
+    (void)scheduler_->release_tier_hold(id);
+  }
+  if (held != preempted_held_.end()) preempted_held_.erase(held);
+  offloader_->release(r);
 }
 
 bool StepLoop::hold_for_restore(PendingSubmit& p) {
@@ -22,7 +85,7 @@ bool StepLoop::hold_for_restore(PendingSubmit& p) {
   KvRestoreJob job;
   const int32_t cached = kv.cached_prefix_blocks(g.prompt_token_ids, g.cache_salt, job.hashes);
   if (cached >= static_cast<int32_t>(job.hashes.size())) return false;
-  if (!offloader_->on_disk(job.hashes[static_cast<size_t>(cached)])) {
+  if (!offloader_->on_tier(job.hashes[static_cast<size_t>(cached)])) {
     offloader_->count_miss();
     return false;
   }
@@ -48,24 +111,34 @@ void StepLoop::poll_kv_offload() {
   if (!copied.empty()) kv.unpin(copied);
   for (const KvTierEvent& e : offloader_->take_events()) {
     if (e.stored) {
-      kv.record_tier_stored(e.hash, e.parent, e.tokens, "DISK");
+      kv.record_tier_stored(e.hash, e.parent, e.tokens, e.medium);
     } else {
-      kv.record_tier_removed(e.hash, "DISK");
+      kv.record_tier_removed(e.hash, e.medium);
     }
   }
   for (KvRestoreResult& r : offloader_->take_restored()) {
+    if (r.key & kPreemptedKey) {
+      place_preempted(r);
+      continue;
+    }
     auto it = held_.find(r.key);
-    if (it == held_.end()) continue;
+    if (it == held_.end()) {
+      offloader_->release(r);
+      continue;
+    }
     PendingSubmit p = std::move(it->second.submit);
     const Clock::time_point since = it->second.since;
     held_.erase(it);
-    if (!r.payloads.empty()) {
+    if (!r.pages.empty()) {
       const KvBlockIo& io = offloader_->io();
-      const int32_t placed = kv.restore_blocks(
-          p.request.prompt_token_ids, p.request.cache_salt, r.first_block, r.hashes,
-          [&](int32_t block_id, size_t page) { io.copy_in(block_id, r.payloads[page]); });
+      const int32_t placed =
+          kv.restore_blocks(p.request.prompt_token_ids, p.request.cache_salt, r.first_block,
+                            r.hashes, [&](int32_t block_id, size_t page) {
+                              return io.copy_in(block_id, r.pages[page]).is_ok();
+                            });
       blocks_restored_ += static_cast<uint64_t>(placed);
     }
+    offloader_->release(r);
     metrics_.kv_restore_seconds.observe(
         std::chrono::duration<double>(Clock::now() - since).count());
     admit(std::move(p));
@@ -75,7 +148,10 @@ void StepLoop::poll_kv_offload() {
 void StepLoop::offload_new_blocks() {
   if (offloader_ == nullptr) return;
   KvCacheManager& kv = scheduler_->kv_cache_for_offload();
-  for (KvCacheManager::NewlyCached& n : kv.take_newly_cached()) {
+  std::vector<KvCacheManager::NewlyCached> fresh = kv.take_newly_cached();
+  if (fresh.empty()) return;
+  if (const Status st = offloader_->io().settle(); !st.is_ok()) return;  // the step failed
+  for (KvCacheManager::NewlyCached& n : fresh) {
     // Still cached under its hash (a later step of the same pass could not have evicted it:
     // nothing ran in between), and not on disk already.
     const BlockPool& pool = kv.pool();

@@ -162,7 +162,7 @@ int32_t KvCacheManager::cached_prefix_blocks(std::span<const int32_t> tokens,
 int32_t KvCacheManager::restore_blocks(
     std::span<const int32_t> tokens, const std::string& cache_key, int32_t first_block,
     std::span<const BlockHash> hashes,
-    const std::function<void(int32_t block_id, size_t page)>& write) {
+    const std::function<bool(int32_t block_id, size_t page)>& write) {
   if (!enable_prefix_caching_ || hashes.empty()) return 0;
   const int32_t bs = pool_.block_size();
   if (static_cast<size_t>(first_block + static_cast<int32_t>(hashes.size())) * bs > tokens.size()) {
@@ -188,7 +188,12 @@ int32_t KvCacheManager::restore_blocks(
   }
   std::vector<int32_t> ids;
   pool_.allocate(n, ids);
-  for (int32_t i = 0; i < n; ++i) write(ids[i], static_cast<size_t>(i));
+  for (int32_t i = 0; i < n; ++i) {
+    if (!write(ids[i], static_cast<size_t>(i))) {
+      n = i;  // a page that did not land is not registered, nor anything after it
+      break;
+    }
+  }
   for (int32_t i = 0; i < n; ++i) {
     const auto block = tokens.subspan(static_cast<size_t>(first_block + i) * bs, bs);
     if (!pool_.cache_block(ids[i], hashes[i], parent, block)) {

@@ -81,13 +81,13 @@ class KvCacheManager {
   std::vector<NewlyCached> take_newly_cached() { return std::exchange(newly_cached_, {}); }
   // Puts restored pages into the pool as cached, free blocks (LRU tail, last block evicted
   // first), continuing a request's chain after its first `first_block` blocks: for page i,
-  // takes a free block, has write(block_id, i) fill it, and registers it under hashes[i] with
-  // tokens [(first_block + i) * B, +B). The chain's cached blocks before first_block are held
-  // meanwhile so they are not evicted for it. Restores only while free blocks remain beyond
-  // the ones it holds; returns the pages placed.
+  // takes a free block, has write(block_id, i) fill it (false: it could not; stop there), and
+  // registers it under hashes[i] with tokens [(first_block + i) * B, +B). The chain's cached blocks
+  // before first_block are held meanwhile so they are not evicted for it. Restores only while free
+  // blocks remain beyond the ones it holds; returns the pages placed.
   int32_t restore_blocks(std::span<const int32_t> tokens, const std::string& cache_key,
                          int32_t first_block, std::span<const BlockHash> hashes,
-                         const std::function<void(int32_t block_id, size_t page)>& write);
+                         const std::function<bool(int32_t block_id, size_t page)>& write);
   // Leading full blocks of tokens (hashed with cache_key) cached in the pool, and their hashes
   // (as many as full blocks fit before the last token: at most (tokens - 1) / B).
   int32_t cached_prefix_blocks(std::span<const int32_t> tokens, const std::string& cache_key,

@@ -26,7 +26,8 @@ struct KvBlockStored {
   std::vector<int32_t> token_ids;
   int32_t block_size = 0;
   // The tier the blocks now live in (vLLM's `medium`): "" = the engine's own KV cache (the
-  // publisher names it, "GPU" as vLLM does), "DISK" = the disk tier (engine/kv_offload).
+  // publisher names it, "GPU" as vLLM does), "CPU" = the host-memory tier, "DISK" = the disk
+  // tier (engine/kv_offload).
   std::string medium;
   friend bool operator==(const KvBlockStored&, const KvBlockStored&) = default;
 };

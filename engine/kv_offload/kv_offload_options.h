@@ -12,7 +12,9 @@ struct KvOffloadOptions {
   // Most pages waiting to be written (copied out of the pool, not yet on disk); more evicted
   // pages are not kept (counted as dropped) rather than grow memory without bound.
   int32_t max_pending_writes = 256;
-  bool enabled() const { return disk_bytes > 0; }
+  // Host-memory tier budget (above disk: pinned memory on CUDA, RAM on the CPU); 0 = none.
+  int64_t host_bytes = 0;
+  bool enabled() const { return disk_bytes > 0 || host_bytes > 0; }
 };
 
 }  // namespace llmserve

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -92,6 +93,20 @@ struct KvHostMemory {
   std::vector<KvHostArray> arrays;
 };
 
+// The KV cache in device memory (the tiers below the pool copy its blocks): block b of an array
+// is the block_bytes at base + b * block_bytes, on CUDA device `device`.
+struct KvDeviceArray {
+  void* base = nullptr;
+  uint64_t block_bytes = 0;
+};
+struct KvDeviceMemory {
+  int device = 0;
+  std::vector<KvDeviceArray> arrays;  // per layer K, V, and for int8 / fp8 their scales
+  // Waits for the compute stream's enqueued work (the step that wrote the blocks), on the engine
+  // thread between steps.
+  std::function<Status()> sync_compute;
+};
+
 class Ops {
  public:
   virtual ~Ops() = default;
@@ -128,6 +143,8 @@ class Ops {
   // The cache in host memory; nullopt when it lives elsewhere (device memory) or before
   // alloc_kv_cache.
   virtual std::optional<KvHostMemory> kv_host_memory() const { return std::nullopt; }
+  // The cache in CUDA device memory; nullopt on the CPU backend or before alloc_kv_cache.
+  virtual std::optional<KvDeviceMemory> kv_device_memory() const { return std::nullopt; }
   virtual void set_rope(RopeSpec spec) = 0;
 
   // --- one step ---

@@ -88,6 +88,7 @@ class ModelRunner {
   uint64_t kv_cache_bytes() const { return ops_->kv_cache_bytes(); }
   // The cache in host memory (the CPU backend); nullopt on CUDA.
   std::optional<KvHostMemory> kv_host_memory() const { return ops_->kv_host_memory(); }
+  std::optional<KvDeviceMemory> kv_device_memory() const { return ops_->kv_device_memory(); }
   const char* backend() const { return options_.use_cuda ? "cuda" : "cpu"; }
   // The cache's element type (kF16 is bf16 on CUDA: the same bytes).
   kernels::KvDtype kv_dtype() const { return options_.kv_cache_dtype; }

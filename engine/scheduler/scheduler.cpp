@@ -120,6 +120,8 @@ void Scheduler::preempt(Request& request) {
   request.draft_token_ids.clear();
   request.num_computed_tokens = 0;
   request.status = RequestStatus::kPreempted;
+  request.tier_hold = false;
+  request.tier_asked = false;
   ++request.num_preemptions;
   ++total_preemptions_;
   waiting_.insert(&request);
@@ -277,6 +279,20 @@ void Scheduler::schedule_waiting(int32_t& budget) {
       continue;
     }
     if (budget <= 0) break;
+    if (r.tier_hold) {
+      ++it;  // its pages are being read back from a lower tier
+      continue;
+    }
+    // Offered once there is room for all of its blocks (restored pages would otherwise be
+    // evicted again before it runs); held when a restore started, once per preemption.
+    if (r.status == RequestStatus::kPreempted && readmit_hook_ && !r.tier_asked &&
+        kv_.num_free_blocks() >= (r.num_tokens() + kv_.block_size() - 1) / kv_.block_size() &&
+        readmit_hook_(r)) {
+      r.tier_asked = true;
+      r.tier_hold = true;
+      ++it;
+      continue;
+    }
     if (gate_groups && r.group_id != 0) {
       if (!groups_known) {
         prefilling_groups_.clear();
@@ -323,6 +339,15 @@ void Scheduler::schedule_waiting(int32_t& budget) {
     emit(r, num_new, /*is_new=*/true);
     budget -= num_new;
   }
+}
+
+Status Scheduler::release_tier_hold(uint64_t id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end() || !it->second->tier_hold) {
+    return not_found("no request held for a tier restore with id " + std::to_string(id));
+  }
+  it->second->tier_hold = false;
+  return Status::ok();
 }
 
 void Scheduler::start_remote_kv(Request& r, const CachedPrefix& prefix) {

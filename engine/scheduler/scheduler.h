@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <span>
@@ -84,6 +85,16 @@ class Scheduler {
   std::vector<int32_t> take_held_blocks(uint64_t id);
   void release_blocks(std::span<const int32_t> block_ids) { kv_.unpin(block_ids); }
 
+  // Tiers below the pool: when a preempted request comes up for admission with room for all of
+  // its blocks, hook(request) may start reading its pages back from a lower tier and return
+  // true (at most once per preemption); the request then waits (no block, no slot) until
+  // release_tier_hold(id), and is admitted by a later schedule() whose prefix lookup finds what
+  // was restored. kNotFound for a request that is not held (it ended meanwhile).
+  void set_readmit_hook(std::function<bool(const Request&)> hook) {
+    readmit_hook_ = std::move(hook);
+  }
+  Status release_tier_hold(uint64_t id);
+
   const Request* find(uint64_t id) const;
   int32_t num_running() const { return static_cast<int32_t>(running_.size()); }
   // Waiting for a step, or for remote KV.
@@ -143,6 +154,7 @@ class Scheduler {
   SchedulerOutput output_;
   uint64_t next_arrival_seq_ = 0;
   int64_t total_preemptions_ = 0;
+  std::function<bool(const Request&)> readmit_hook_;
 };
 
 }  // namespace llmserve

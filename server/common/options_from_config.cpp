@@ -40,6 +40,7 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
   o.grammar_max_schema_depth = c.engine.grammar_max_schema_depth;
   o.grammar_max_schema_nodes = c.engine.grammar_max_schema_nodes;
   o.kv_events_buffer_steps = c.kv_events.enabled ? c.kv_events.buffer_steps : 0;
+  o.kv_offload.host_bytes = static_cast<int64_t>(c.kv_offload.host_bytes);
   o.kv_offload.disk_bytes = static_cast<int64_t>(c.kv_offload.disk_bytes);
   o.kv_offload.disk_path = c.kv_offload.disk_path;
   o.kv_transfer.role = c.kv_transfer.role;

@@ -7,6 +7,18 @@ namespace llmserve {
 
 namespace cpb = ::smg::grpc::common;
 
+namespace {
+
+// The tier of an event's medium: "" / "GPU" = the engine's own cache, "CPU" = the host-memory
+// tier, "DISK" = the disk tier (engine/kv_offload).
+cpb::KvCacheTier tier_of(const std::string& medium) {
+  if (medium == "DISK") return cpb::KV_CACHE_TIER_DISK;
+  if (medium == "CPU") return cpb::KV_CACHE_TIER_HOST;
+  return cpb::KV_CACHE_TIER_DEVICE;
+}
+
+}  // namespace
+
 void fill_kv_event_batch(const KvEventBatch& batch, int32_t block_size, uint64_t* next_event_id,
                          cpb::KvEventBatch* out) {
   out->set_sequence_number(batch.sequence_number);
@@ -33,12 +45,12 @@ void fill_kv_event_batch(const KvEventBatch& batch, int32_t block_size, uint64_t
             if (v.parent_block_hash) {
               s->set_parent_block_hash(static_cast<int64_t>(*v.parent_block_hash));
             }
-            s->set_tier(v.medium == "DISK" ? cpb::KV_CACHE_TIER_DISK : cpb::KV_CACHE_TIER_DEVICE);
+            s->set_tier(tier_of(v.medium));
             if (!v.medium.empty()) s->set_medium(v.medium);
           } else if constexpr (std::is_same_v<T, KvBlockRemoved>) {
             cpb::KvBlocksRemoved* r = e->mutable_removed();
             for (uint64_t h : v.block_hashes) r->add_block_hashes(static_cast<int64_t>(h));
-            r->set_tier(v.medium == "DISK" ? cpb::KV_CACHE_TIER_DISK : cpb::KV_CACHE_TIER_DEVICE);
+            r->set_tier(tier_of(v.medium));
             if (!v.medium.empty()) r->set_medium(v.medium);
           } else {
             e->mutable_cleared();

@@ -181,48 +181,66 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
   f.gauge("llmserve_kv_transfer_pinned_blocks", "Producer: KV blocks pinned for consumers now.",
           d(kt.pinned_blocks));
   if (s.kv_offload_enabled) {
-    MetricFamily& tier_bytes =
-        f.family("llmserve_kv_tier_bytes", "Bytes of KV pages held per tier below the page pool.",
-                 MetricType::Gauge);
-    tier_bytes.metric.push_back(gauge_sample(d(s.kv_tier_disk_bytes), {{"tier", "disk"}}));
-    MetricFamily& budget = f.family("llmserve_kv_tier_budget_bytes",
-                                    "Byte budget per tier below the page pool.", MetricType::Gauge);
-    budget.metric.push_back(gauge_sample(d(s.kv_tier_disk_budget_bytes), {{"tier", "disk"}}));
-    MetricFamily& pages =
-        f.family("llmserve_kv_tier_pages", "KV pages held per tier.", MetricType::Gauge);
-    pages.metric.push_back(gauge_sample(d(s.kv_tier_disk_pages), {{"tier", "disk"}}));
-    auto tier_counter = [&](const char* name, const char* help, uint64_t v) {
-      MetricFamily& fam = f.family(name, help, MetricType::Counter);
-      fam.metric.push_back(counter_sample(d(v), {{"tier", "disk"}}));
+    // One series per tier that is on: "host" (kv_offload.host_bytes), "disk".
+    const bool host = s.kv_tier_host_budget_bytes > 0, disk = s.kv_tier_disk_on;
+    auto tier_gauge = [&](const char* name, const char* help, int64_t host_v, int64_t disk_v) {
+      MetricFamily& fam = f.family(name, help, MetricType::Gauge);
+      if (host) fam.metric.push_back(gauge_sample(d(host_v), {{"tier", "host"}}));
+      if (disk) fam.metric.push_back(gauge_sample(d(disk_v), {{"tier", "disk"}}));
     };
+    auto tier_counter = [&](const char* name, const char* help, uint64_t host_v, uint64_t disk_v,
+                            bool has_host = true) {
+      MetricFamily& fam = f.family(name, help, MetricType::Counter);
+      if (host && has_host) fam.metric.push_back(counter_sample(d(host_v), {{"tier", "host"}}));
+      if (disk) fam.metric.push_back(counter_sample(d(disk_v), {{"tier", "disk"}}));
+    };
+    tier_gauge("llmserve_kv_tier_bytes", "Bytes of KV pages held per tier below the page pool.",
+               s.kv_tier_host_bytes, s.kv_tier_disk_bytes);
+    tier_gauge("llmserve_kv_tier_budget_bytes", "Byte budget per tier below the page pool.",
+               s.kv_tier_host_budget_bytes, s.kv_tier_disk_budget_bytes);
+    tier_gauge("llmserve_kv_tier_pages", "KV pages held per tier.", s.kv_tier_host_pages,
+               s.kv_tier_disk_pages);
     tier_counter("llmserve_kv_tier_hits_total", "KV pages restored from a tier (checked).",
-                 s.kv_tier_disk_hits);
+                 s.kv_tier_host_hits, s.kv_tier_disk_hits);
     tier_counter("llmserve_kv_tier_misses_total",
                  "Prefix lookups past the page pool that found no usable page on a tier.",
-                 s.kv_tier_disk_misses);
+                 s.kv_tier_host_misses, s.kv_tier_disk_misses);
     tier_counter("llmserve_kv_tier_bytes_written_total", "Bytes written to a tier.",
-                 s.kv_tier_bytes_written);
+                 s.kv_tier_host_bytes_written, s.kv_tier_bytes_written);
     tier_counter("llmserve_kv_tier_bytes_read_total", "Bytes read back from a tier.",
-                 s.kv_tier_bytes_read);
-    tier_counter("llmserve_kv_tier_evicted_pages_total", "Pages evicted from a tier (LRU).",
-                 s.kv_tier_pages_evicted);
-    tier_counter("llmserve_kv_tier_corrupt_pages_total",
-                 "Torn or corrupted pages found (deleted, never served; the prefix is recomputed).",
-                 s.kv_tier_pages_corrupt);
-    tier_counter("llmserve_kv_tier_foreign_pages_total",
-                 "Pages of another fingerprint (model, dtype, layout) skipped at load.",
-                 s.kv_tier_pages_foreign);
-    tier_counter("llmserve_kv_tier_rejected_pages_total",
-                 "Candidate pages refused at restore: token ids, salt or hash chain differ.",
-                 s.kv_tier_pages_rejected);
-    tier_counter("llmserve_kv_tier_dropped_pages_total",
-                 "Pages not written because the write queue was full.", s.kv_tier_pages_dropped);
-    tier_counter("llmserve_kv_tier_loaded_pages_total",
-                 "Pages found on disk at start-up (from an earlier run) and indexed.",
-                 s.kv_tier_pages_loaded);
+                 s.kv_tier_host_bytes_read, s.kv_tier_bytes_read);
+    tier_counter("llmserve_kv_tier_evicted_pages_total",
+                 "Pages evicted from a tier (LRU; the host tier's go to disk when it is on).",
+                 s.kv_tier_host_pages_evicted, s.kv_tier_pages_evicted);
+    if (host && disk) {
+      f.counter("llmserve_kv_tier_demoted_pages_total",
+                "Pages the host tier evicted that were written to the disk tier.",
+                d(s.kv_tier_host_pages_demoted));
+    }
+    if (disk) {
+      tier_counter("llmserve_kv_tier_corrupt_pages_total",
+                   "Torn or corrupted pages found (deleted, never served; the prefix is "
+                   "recomputed).",
+                   0, s.kv_tier_pages_corrupt, false);
+      tier_counter("llmserve_kv_tier_foreign_pages_total",
+                   "Pages of another fingerprint (model, dtype, layout) skipped at load.", 0,
+                   s.kv_tier_pages_foreign, false);
+      tier_counter("llmserve_kv_tier_loaded_pages_total",
+                   "Pages found on disk at start-up (from an earlier run) and indexed.", 0,
+                   s.kv_tier_pages_loaded, false);
+    }
+    f.counter("llmserve_kv_tier_rejected_pages_total",
+              "Candidate pages refused at restore: token ids, salt or hash chain differ.",
+              d(s.kv_tier_pages_rejected));
+    f.counter("llmserve_kv_tier_dropped_pages_total",
+              "Pages not kept because the write queue was full.", d(s.kv_tier_pages_dropped));
     f.counter("llmserve_kv_tier_restored_blocks_total",
               "Pages placed back into the page pool from a lower tier.",
               d(s.kv_tier_blocks_restored));
+    f.counter("llmserve_kv_tier_preempted_restores_total",
+              "Preempted requests whose pages came back from a lower tier instead of being "
+              "recomputed.",
+              d(s.kv_tier_preempted_restores));
   }
   if (m != nullptr) {
     if (s.kv_offload_enabled) {

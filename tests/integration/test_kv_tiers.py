@@ -1,12 +1,17 @@
-"""The disk tier below the KV page pool, end to end (issue 54): a conversation evicted from a
-small pool, and the same conversation after a daemon restart, come back from disk with the same
-greedy completion (the openai SDK compares against a daemon without tiers); `cache_salt` keeps a
-tenant's pages to itself; /metrics shows the tier; a bad cache_salt is a 400 naming the field."""
+"""The tiers below the KV page pool, end to end (issue 54): a conversation evicted from a small
+pool, and the same conversation after a daemon restart, come back from disk or host memory with
+the same greedy completion (the openai SDK compares against a daemon without tiers); a full host
+tier demotes pages to disk and a restart finds what host memory held; `cache_salt` keeps a
+tenant's pages to itself; /metrics shows the tiers; a bad cache_salt is a 400 naming the field,
+a host tier too small for one page stops the start-up naming its key."""
 import shutil
+import subprocess
 import tempfile
 
 import pytest
 import requests
+
+from conftest import BIN, MODEL, serve_available
 
 openai = pytest.importorskip("openai")
 
@@ -73,6 +78,66 @@ def test_evicted_and_restarted_conversations_come_back_with_the_same_text(start_
     assert text == expected
     assert cached > 0
     assert again.scrape().value("llmserve_kv_tier_hits_total", tier="disk") > 0
+
+
+def evict_and_resume(d):
+    complete(d, TURN1)
+    for o in OTHER:
+        complete(d, o)
+    before = d.scrape()
+    text, cached = complete(d, TURN2)
+    return text, cached, before, d.scrape()
+
+
+def test_host_tier_alone_restores_an_evicted_conversation(start_daemon):
+    plain = start(start_daemon)
+    expected, _ = complete(plain, TURN2)
+    d = start(start_daemon, "--kv-offload.host-bytes", "32MiB")
+    assert "KV tiers: host memory (RAM) budget 33554432 bytes" in d.logs()
+    text, cached, before, after = evict_and_resume(d)
+    assert text == expected
+    assert cached > 0
+    assert after.rose(before, "llmserve_kv_tier_hits_total", tier="host") > 0
+    assert after.value("llmserve_kv_tier_budget_bytes", tier="host") == 32 << 20
+    assert after.value("llmserve_kv_tier_bytes", tier="host") > 0
+    assert not after.has("llmserve_kv_tier_bytes", tier="disk")
+
+
+def test_full_host_tier_demotes_to_disk_and_a_restart_finds_host_pages(start_daemon, tier_dir):
+    plain = start(start_daemon)
+    expected, _ = complete(plain, TURN2)
+    # 2 MiB holds 5 pages of 368640 bytes: the three conversations' ~27 pages overflow it.
+    tiers = ("--kv-offload.host-bytes", "2MiB", "--kv-offload.disk-bytes", "64MiB",
+             "--kv-offload.disk-path", tier_dir)
+    d = start(start_daemon, *tiers)
+    text, cached, before, after = evict_and_resume(d)
+    assert text == expected
+    assert cached > 0
+    assert after.value("llmserve_kv_tier_demoted_pages_total") > 0
+    assert after.value("llmserve_kv_tier_bytes", tier="host") <= 2 << 20
+    assert after.value("llmserve_kv_tier_bytes", tier="disk") > 0
+    hits = (after.rose(before, "llmserve_kv_tier_hits_total", tier="host") +
+            after.rose(before, "llmserve_kv_tier_hits_total", tier="disk"))
+    assert hits > 0
+    assert d.stop() == 0
+    assert "host-memory pages to disk at shutdown" in d.log_path.read_text()
+
+    again = start(start_daemon, *tiers)
+    assert again.scrape().value("llmserve_kv_tier_loaded_pages_total", tier="disk") > 0
+    text, cached = complete(again, TURN2)
+    assert text == expected
+    assert cached > 0
+
+
+def test_host_tier_smaller_than_a_page_stops_the_start_up():
+    why = serve_available()
+    if why:
+        pytest.skip(why)
+    r = subprocess.run([str(BIN), "serve", "--model", str(MODEL), *ARGS, "--http-port", "0",
+                        "--kv-offload.host-bytes", "1KiB"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "kv_offload.host_bytes" in r.stdout + r.stderr
 
 
 def test_cache_salt_isolates_tenants(start_daemon, tier_dir):

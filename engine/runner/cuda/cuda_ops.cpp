@@ -364,6 +364,29 @@ uint64_t CudaOps::kv_cache_bytes() const {
          static_cast<uint64_t>(kv_spec_.block_size) * row;
 }
 
+std::optional<KvDeviceMemory> CudaOps::kv_device_memory() const {
+  if (k_cache_.empty()) return std::nullopt;
+  // Per layer [num_blocks, num_kv_heads, block_size, head_dim] elements (and scales
+  // [num_blocks, num_kv_heads, block_size]): block b is one contiguous run of each array.
+  const auto rows =
+      static_cast<uint64_t>(kv_spec_.num_kv_heads) * static_cast<uint64_t>(kv_spec_.block_size);
+  const uint64_t elems = rows * static_cast<uint64_t>(kv_spec_.head_dim) *
+                         static_cast<uint64_t>(kc::kv_device_elem_bytes(kv_spec_.dtype));
+  const bool scaled = kernels::kv_dtype_scaled(kv_spec_.dtype);
+  KvDeviceMemory m;
+  m.device = options_.device;
+  m.sync_compute = [this] { return cuda_status(cudaStreamSynchronize(stream_), "step"); };
+  for (size_t l = 0; l < k_cache_.size(); ++l) {
+    m.arrays.push_back({k_cache_[l], elems});
+    m.arrays.push_back({v_cache_[l], elems});
+    if (scaled) {
+      m.arrays.push_back({k_scales_[l], rows * kernels::kKvScaleBytes});
+      m.arrays.push_back({v_scales_[l], rows * kernels::kKvScaleBytes});
+    }
+  }
+  return m;
+}
+
 Result<KvMemoryPlan> CudaOps::plan_kv_cache(double gpu_memory_utilization) const {
   size_t free_b = 0, total_b = 0;
   LLMSERVE_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream_), "profile step"));

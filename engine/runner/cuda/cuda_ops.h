@@ -55,6 +55,7 @@ class CudaOps final : public Ops {
   Result<float*> alloc_activation(int64_t n) override;
   Status alloc_kv_cache(const KvCacheSpec& spec) override;
   const KvCacheSpec& kv_cache_spec() const override { return kv_spec_; }
+  std::optional<KvDeviceMemory> kv_device_memory() const override;
   void set_rope(RopeSpec spec) override;
 
   Status begin_step(const ForwardBatch& batch) override;

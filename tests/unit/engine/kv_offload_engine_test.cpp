@@ -1,11 +1,13 @@
-// The disk tier through the whole engine on the real model: a conversation whose pages the pool
+// The tiers through the whole engine on the real model: a conversation whose pages the pool
 // evicted, or that a restarted daemon never computed, comes back from disk and gives the same
 // greedy tokens as an engine without tiers (f16 and int8 pages); a corrupted page is detected,
-// deleted and recomputed; a tenant's salt keeps another tenant's pages out.
+// deleted and recomputed; a tenant's salt keeps another tenant's pages out; preempted requests
+// resume from the host tier instead of recomputing, with the tokens of a run never preempted.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "engine/kv_cache/block_hash.h"
 #include "tests/unit/engine/engine_test_util.h"
@@ -228,6 +230,49 @@ TEST(KvOffloadEngine, PreemptionUnderTheTiersGivesTheSameTokens) {
   ASSERT_NE(tiered, nullptr);
   EXPECT_EQ(run(*tiered), expected);
   EXPECT_GT(plain_preemptions + tiered->stats().preemptions, 0u) << "the pool must be too small";
+}
+
+TEST(KvOffloadEngine, PreemptedRequestsResumeFromATierWithTheTokensOfARunNeverPreempted) {
+  LLMSERVE_REQUIRE_MODEL();
+  // Two requests that each grow to 9 blocks (70 prompt + 64 generated tokens) in an 11-block
+  // pool: one is preempted, and while the other grows the pool evicts the preempted one's cached
+  // blocks (a chain's end first); when it comes back they are read from the host tier.
+  auto requests = [](const Tokenizer& tok) {
+    std::vector<GenerateRequest> r;
+    for (int k = 0; k < 2; ++k) {
+      const Conversation c = conversation(tok, k);
+      r.push_back(make_request(std::vector<int32_t>(c.turn1.begin(), c.turn1.begin() + 70), 64));
+      r.back().params.ignore_eos = true;
+    }
+    return r;
+  };
+  auto tokens_of = [](const std::vector<Collected>& cs) {
+    std::vector<std::vector<int32_t>> out;
+    for (const Collected& c : cs) out.push_back(c.samples.at(0).token_ids);
+    return out;
+  };
+  // The oracle: a pool large enough that nobody is preempted.
+  auto large = make_engine(small_options());
+  ASSERT_NE(large, nullptr);
+  const auto expected = tokens_of(run_together(*large, requests(large->tokenizer())));
+  EXPECT_EQ(large->stats().preemptions, 0u);
+
+  EngineOptions o = pressure_options("f16");
+  o.kv_cache_bytes = 23040ull * 16 * 12;
+  TierDir dir;
+  o = with_tiers(o, dir.path);
+  o.kv_offload.host_bytes = 64ll << 20;
+  auto tiered = make_engine(o);
+  ASSERT_NE(tiered, nullptr);
+  EXPECT_EQ(tokens_of(run_together(*tiered, requests(tiered->tokenizer()))), expected);
+  const EngineStats s = tiered->stats();
+  std::cout << "[preemption] " << s.preemptions << " preemptions, " << s.kv_tier_preempted_restores
+            << " resumed from a tier, " << s.kv_tier_blocks_restored << " pages restored ("
+            << s.kv_tier_host_hits << " from host memory)\n";
+  EXPECT_GT(s.preemptions, 0u);
+  EXPECT_GT(s.kv_tier_preempted_restores, 0u);
+  EXPECT_GT(s.kv_tier_host_hits, 0u);
+  expect_no_leak(*tiered);
 }
 
 }  // namespace

@@ -64,6 +64,7 @@ TEST(KvRestoreBlocks, RestoredPagesContinueThePoolsChainAndAreFoundByTheLookup) 
       kv.restore_blocks(prompt, "", 1, std::span(hashes).subspan(1), [&](int32_t id, size_t page) {
         EXPECT_EQ(page, written.size());
         written.push_back(id);
+        return true;
       });
   EXPECT_EQ(placed, 3);
   EXPECT_EQ(written.size(), 3u);
@@ -87,7 +88,10 @@ TEST(KvRestoreBlocks, NothingIsPlacedWhenThePoolLostTheChainsStart) {
   // Asked to continue after block 1, which the pool does not hold: the pages would hang from
   // nothing.
   EXPECT_EQ(kv.restore_blocks(prompt, "", 1, std::span(hashes).subspan(1),
-                              [](int32_t, size_t) { FAIL(); }),
+                              [](int32_t, size_t) {
+                                ADD_FAILURE();
+                                return false;
+                              }),
             0);
   EXPECT_TRUE(kv.check_invariants().is_ok());
 }
@@ -100,7 +104,7 @@ TEST(KvRestoreBlocks, RestoresOnlyWhatFreeBlocksHold) {
   ASSERT_EQ(hashes.size(), 6u);
   Request hold = make_request(9, range(100, 104));
   ASSERT_TRUE(kv.allocate(hold, 4));
-  EXPECT_EQ(kv.restore_blocks(prompt, "", 0, hashes, [](int32_t, size_t) {}), 2);
+  EXPECT_EQ(kv.restore_blocks(prompt, "", 0, hashes, [](int32_t, size_t) { return true; }), 2);
   kv.free(hold);
   EXPECT_TRUE(kv.check_invariants().is_ok());
 }

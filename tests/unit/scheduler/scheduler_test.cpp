@@ -132,6 +132,44 @@ TEST(Scheduler, PriorityOrdersAdmissionAndPicksThePreemptionVictim) {
   p.expect_all_blocks_free();
 }
 
+// The tiers below the pool: a preempted request coming up for admission is offered to the
+// readmit hook once per preemption; held, it waits (no block, nothing scheduled) while others
+// run, until release_tier_hold; its tokens are those of a run without the hold.
+TEST(Scheduler, APreemptedRequestHeldForATierRestoreWaitsUntilReleased) {
+  Harness p(config(64, 4), 7, 4);
+  std::vector<uint64_t> asked;
+  bool hold = true;
+  p.sched->set_readmit_hook([&](const Request& r) {
+    asked.push_back(r.id);
+    return hold;
+  });
+  p.add(make_request(10, tokens(11, 1), 8, /*priority=*/1));
+  p.add(make_request(11, tokens(11, 2), 8, /*priority=*/0));
+  p.step();
+  p.step();
+  EXPECT_EQ(p.step().preempted_ids, (std::vector<uint64_t>{10}));
+  EXPECT_TRUE(asked.empty());  // asked when it comes up for admission, not at the preemption
+  // Held until request 11 has finished and three steps more, with room for it all along then.
+  int idle_steps = 0;
+  for (int steps = 0; asked.empty() || idle_steps < 3; ++steps) {
+    ASSERT_LT(steps, 100) << "never offered to the hook";
+    const auto& out = p.step();
+    for (const auto& s : out.scheduled) EXPECT_NE(s.request_id, 10u) << "held, yet scheduled";
+    if (p.tracked[11].reason != FinishReason::kNone) ++idle_steps;
+  }
+  EXPECT_EQ(asked, (std::vector<uint64_t>{10}));
+  EXPECT_TRUE(p.sched->find(10)->tier_hold);
+  EXPECT_TRUE(p.sched->find(10)->kv.block_ids.empty());
+  EXPECT_EQ(p.sched->release_tier_hold(11).code(), StatusCode::kNotFound);  // not held
+  hold = false;
+  ASSERT_TRUE(p.sched->release_tier_hold(10).is_ok());
+  p.run_to_completion();
+  EXPECT_EQ(static_cast<int>(asked.size()), p.tracked[10].preemptions);  // once per preemption
+  EXPECT_EQ(p.tracked[10].outputs, expected_outputs(tokens(11, 1), 8));
+  EXPECT_EQ(p.tracked[11].outputs, expected_outputs(tokens(11, 2), 8));
+  p.expect_all_blocks_free();
+}
+
 TEST(Scheduler, AbortFreesBlocksAtTheNextStep) {
   Harness h(config(64, 4), 50);
   h.add(make_request(1, tokens(40, 1), 100));
