@@ -46,7 +46,7 @@ Result<std::vector<int32_t>> tokenize_for_pooling(const Engine& engine, const st
     }
   }
   std::vector<int32_t> ids =
-      engine.tokenizer().encode(prefix + text, /*add_special=*/true, /*parse_special=*/false);
+      engine.tokenizer().encode(prefix + text, /*add_special=*/true, /*parse_special=*/true);
   if (ids.empty()) return field_error("input", "a text gave no tokens");
   return ids;
 }

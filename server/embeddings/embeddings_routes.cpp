@@ -16,6 +16,12 @@ namespace {
 
 using json = nlohmann::json;
 
+// An input past the context names `input` (OpenAI's param for it here), not chat's `messages`.
+Status about_input(const Status& s) {
+  if (s.code() != StatusCode::kOutOfRange || !param_from_message(s.message()).empty()) return s;
+  return out_of_range("input: " + s.message());
+}
+
 constexpr size_t kMaxInputs = 2048;  // OpenAI's limit on inputs per request
 
 std::string base64_of(const std::vector<float>& v) {
@@ -65,7 +71,7 @@ void handle_embeddings(HttpContext& ctx, const httplib::Request& req, httplib::R
   if (!st.is_ok()) return send_status_error(res, st, retry);
   auto result = run_embeddings(*engine, std::move(parsed->inputs), parsed->dimensions,
                                request_id_of(res), timeout);
-  if (!result.is_ok()) return send_status_error(res, result.status(), retry);
+  if (!result.is_ok()) return send_status_error(res, about_input(result.status()), retry);
   json data = json::array();
   for (size_t i = 0; i < result->vectors.size(); ++i) {
     json item = {{"object", "embedding"}, {"index", i}};
