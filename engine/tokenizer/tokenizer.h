@@ -73,12 +73,10 @@ Result<TokenizerSpec> tokenizer_spec_from_gguf(const GgufFile& gguf);
 // dir holds tokenizer.json and optionally tokenizer_config.json (chat template, special tokens).
 Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir);
 // WordPiece specs (wordpiece_spec.cpp): a GGUF of tokenizer.ggml.model "bert" (llama.cpp's
-// "phantom space" tokens: a word-start token carries a leading U+2581, a continuation none), an
-// HF tokenizer.json whose model is WordPiece (`tok`, `config` the tokenizer_config.json), and a
-// bare vocab.txt (one token per line) with tokenizer_config.json's do_lower_case.
+// "phantom space" tokens: a word-start token carries a leading U+2581, a continuation none), and
+// a bare vocab.txt (one token per line) with tokenizer_config.json's do_lower_case; an HF
+// tokenizer.json whose model is WordPiece: engine/tokenizer/wordpiece_spec.h.
 Result<TokenizerSpec> wordpiece_spec_from_gguf(const GgufFile& gguf);
-Result<TokenizerSpec> wordpiece_spec_from_hf_json(const std::string& tokenizer_json_text,
-                                                  const std::string& config_json_text);
 Result<TokenizerSpec> wordpiece_spec_from_vocab_txt(const std::string& dir);
 
 class Tokenizer {

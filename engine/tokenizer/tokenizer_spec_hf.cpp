@@ -4,8 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "engine/tokenizer/hf_vocab.h"
 #include "engine/tokenizer/stop_tokens.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/wordpiece_spec.h"
 
 namespace llmserve {
 namespace {
@@ -147,16 +149,12 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
   }
   const json& model = tok["model"];
   if (str_or(model, "type", "BPE") == "WordPiece") {
-    return wordpiece_spec_from_hf_json(tok.dump(), cfg.dump());
+    return wordpiece_spec_from_hf_json(tok, cfg);
   }
   if (str_or(model, "type", "BPE") != "BPE") {
     return unimplemented("tokenizer.json model type '" + str_or(model, "type") +
                          "' is not supported");
   }
-  if (!model.contains("vocab") || !model["vocab"].is_object()) {
-    return data_loss("tokenizer.json model.vocab is not an object");
-  }
-
   TokenizerSpec spec;
   const json& normalizer = tok.value("normalizer", json());
   const bool spm = contains_type(tok.value("decoder", json()), "ByteFallback") ||
@@ -164,39 +162,14 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
                    contains_type(normalizer, "Prepend") || bool_or(model, "byte_fallback", false);
   spec.kind = spm ? TokenizerKind::kSentencePieceBpe : TokenizerKind::kByteLevelBpe;
 
-  std::unordered_map<std::string, int32_t> ids;
-  int64_t max_id = -1;
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 26)) {
-      return data_loss("tokenizer.json vocab id of '" + text + "' is not a valid id");
+  LLMSERVE_ASSIGN_OR_RETURN(auto ids, read_hf_vocab(tok, &spec));
+  if (spm) {
+    for (size_t i = 0; i < spec.tokens.size(); ++i) {
+      if (spec.token_types[i] == TokenType::kNormal && spec.tokens[i].size() == 6 &&
+          spec.tokens[i].rfind("<0x", 0) == 0) {
+        spec.token_types[i] = TokenType::kByte;
+      }
     }
-    ids[text] = id.get<int32_t>();
-    max_id = std::max<int64_t>(max_id, id.get<int64_t>());
-  }
-  const json added = tok.value("added_tokens", json::array());
-  for (const json& a : added) {
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
-        a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() >= (1 << 26)) {
-      return data_loss("tokenizer.json added_tokens entry without a valid id");
-    }
-    max_id = std::max<int64_t>(max_id, a["id"].get<int64_t>());
-  }
-  spec.tokens.assign(static_cast<size_t>(max_id + 1), std::string());
-  spec.token_types.assign(spec.tokens.size(), TokenType::kNormal);
-  for (const auto& [text, id] : ids) spec.tokens[id] = text;
-  for (size_t i = 0; i < spec.tokens.size(); ++i) {
-    if (spec.tokens[i].empty())
-      spec.token_types[i] = TokenType::kUnused;
-    else if (spm && spec.tokens[i].size() == 6 && spec.tokens[i].rfind("<0x", 0) == 0) {
-      spec.token_types[i] = TokenType::kByte;
-    }
-  }
-  for (const json& a : added) {
-    const auto id = a["id"].get<int32_t>();
-    spec.tokens[id] = str_or(a, "content");
-    spec.token_types[id] =
-        bool_or(a, "special", false) ? TokenType::kControl : TokenType::kUserDefined;
-    ids[spec.tokens[id]] = id;
   }
 
   for (const json& m : model.value("merges", json::array())) {

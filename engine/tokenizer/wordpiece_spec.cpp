@@ -6,7 +6,9 @@
 #include <unordered_map>
 
 #include "engine/model/gguf_file.h"
+#include "engine/tokenizer/hf_vocab.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/wordpiece_spec.h"
 
 namespace llmserve {
 namespace {
@@ -111,48 +113,12 @@ Result<TokenizerSpec> wordpiece_spec_from_gguf(const GgufFile& gguf) {
   return spec;
 }
 
-Result<TokenizerSpec> wordpiece_spec_from_hf_json(const std::string& tokenizer_json_text,
-                                                  const std::string& config_json_text) {
-  LLMSERVE_ASSIGN_OR_RETURN(json tok, parse(tokenizer_json_text, "tokenizer.json"));
-  LLMSERVE_ASSIGN_OR_RETURN(json cfg, parse(config_json_text, "tokenizer_config.json"));
+Result<TokenizerSpec> wordpiece_spec_from_hf_json(const json& tok, const json& cfg) {
   const json& model = tok["model"];
   TokenizerSpec spec;
   spec.kind = TokenizerKind::kWordPiece;
   spec.add_space_prefix = false;
-  if (!model.contains("vocab") || !model["vocab"].is_object()) {
-    return data_loss("tokenizer.json WordPiece model.vocab is not an object");
-  }
-  std::unordered_map<std::string, int32_t> ids;
-  int64_t max_id = -1;
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (1 << 26)) {
-      return data_loss("tokenizer.json vocab id of '" + text + "' is not a valid id");
-    }
-    ids[text] = id.get<int32_t>();
-    max_id = std::max<int64_t>(max_id, id.get<int64_t>());
-  }
-  const json added = tok.value("added_tokens", json::array());
-  for (const json& a : added) {
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() ||
-        a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() >= (1 << 26) ||
-        !a.contains("content") || !a["content"].is_string()) {
-      return data_loss("tokenizer.json added_tokens entry without a valid id and content");
-    }
-    max_id = std::max<int64_t>(max_id, a["id"].get<int64_t>());
-  }
-  spec.tokens.assign(static_cast<size_t>(max_id + 1), std::string());
-  spec.token_types.assign(spec.tokens.size(), TokenType::kNormal);
-  for (const auto& [text, id] : ids) spec.tokens[static_cast<size_t>(id)] = text;
-  for (size_t i = 0; i < spec.tokens.size(); ++i) {
-    if (spec.tokens[i].empty()) spec.token_types[i] = TokenType::kUnused;
-  }
-  for (const json& a : added) {
-    const auto id = a["id"].get<int32_t>();
-    spec.tokens[static_cast<size_t>(id)] = a["content"].get<std::string>();
-    spec.token_types[static_cast<size_t>(id)] =
-        flag(a, "special", false) ? TokenType::kControl : TokenType::kUserDefined;
-    ids[spec.tokens[static_cast<size_t>(id)]] = id;
-  }
+  LLMSERVE_ASSIGN_OR_RETURN(auto ids, read_hf_vocab(tok, &spec));
   spec.wordpiece.prefix = model.value("continuing_subword_prefix", std::string("##"));
   if (auto it = model.find("max_input_chars_per_word");
       it != model.end() && it->is_number_integer()) {

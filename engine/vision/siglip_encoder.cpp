@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "llmserve/kernels/encoder.h"
 #include "llmserve/kernels/matmul.h"
 
 namespace llmserve::vision {
@@ -103,7 +104,8 @@ void SiglipEncoder::encode(kernels::ThreadPool& pool, const float* pixels, float
   });
   const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim()));
   for (const Layer& L : layers_) {
-    layer_norm(pool, x, L.ln1_w.data(), L.ln1_b.data(), N, H, cfg_.layer_norm_eps, h_.data());
+    kernels::layer_norm(pool, x, L.ln1_w.data(), L.ln1_b.data(), N, H, cfg_.layer_norm_eps,
+                        h_.data());
     linear(pool, h_.data(), N, L.q, q_.data());
     linear(pool, h_.data(), N, L.k, k_.data());
     linear(pool, h_.data(), N, L.v, v_.data());
@@ -113,7 +115,8 @@ void SiglipEncoder::encode(kernels::ThreadPool& pool, const float* pixels, float
     pool.parallel_for(N, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin * H; i < end * H; ++i) x[i] += h_[static_cast<size_t>(i)];
     });
-    layer_norm(pool, x, L.ln2_w.data(), L.ln2_b.data(), N, H, cfg_.layer_norm_eps, h_.data());
+    kernels::layer_norm(pool, x, L.ln2_w.data(), L.ln2_b.data(), N, H, cfg_.layer_norm_eps,
+                        h_.data());
     linear(pool, h_.data(), N, L.fc1, mlp_.data());
     gelu_tanh(pool, mlp_.data(), N * F);
     linear(pool, mlp_.data(), N, L.fc2, h_.data());
@@ -121,7 +124,7 @@ void SiglipEncoder::encode(kernels::ThreadPool& pool, const float* pixels, float
       for (int64_t i = begin * H; i < end * H; ++i) x[i] += h_[static_cast<size_t>(i)];
     });
   }
-  layer_norm(pool, x, post_w_.data(), post_b_.data(), N, H, cfg_.layer_norm_eps, x);
+  kernels::layer_norm(pool, x, post_w_.data(), post_b_.data(), N, H, cfg_.layer_norm_eps, x);
 }
 
 }  // namespace llmserve::vision

@@ -19,24 +19,6 @@ void linear(kernels::ThreadPool& pool, const float* x, int64_t rows, const Linea
   });
 }
 
-void layer_norm(kernels::ThreadPool& pool, const float* x, const float* w, const float* b,
-                int64_t rows, int64_t dim, float eps, float* y) {
-  pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const float* xr = x + r * dim;
-      float* yr = y + r * dim;
-      double sum = 0.0;
-      for (int64_t i = 0; i < dim; ++i) sum += xr[i];
-      const double mean = sum / static_cast<double>(dim);
-      double var = 0.0;
-      for (int64_t i = 0; i < dim; ++i) var += (xr[i] - mean) * (xr[i] - mean);
-      const float inv = static_cast<float>(1.0 / std::sqrt(var / static_cast<double>(dim) + eps));
-      const float m = static_cast<float>(mean);
-      for (int64_t i = 0; i < dim; ++i) yr[i] = (xr[i] - m) * inv * w[i] + b[i];
-    }
-  });
-}
-
 void gelu_tanh(kernels::ThreadPool& pool, float* x, int64_t n) {
   constexpr int64_t kChunk = 4096;
   pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t begin, int64_t end) {

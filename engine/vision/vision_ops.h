@@ -1,4 +1,5 @@
-// CPU building blocks of the vision encoders, over f32 row-major activations and a thread pool.
+// CPU building blocks of the vision encoders, over f32 row-major activations and a thread pool
+// (LayerNorm is the encoders' shared kernel: llmserve/kernels/encoder.h).
 #pragma once
 
 #include <cstdint>
@@ -21,11 +22,6 @@ struct Linear {
 
 // y[rows, l.out] = x[rows, l.in] . W^T + b. y must not alias x.
 void linear(kernels::ThreadPool& pool, const float* x, int64_t rows, const Linear& l, float* y);
-
-// y[rows, dim] = (x - mean) / sqrt(var + eps) * w + b per row (LayerNorm, biased variance).
-// y may equal x.
-void layer_norm(kernels::ThreadPool& pool, const float* x, const float* w, const float* b,
-                int64_t rows, int64_t dim, float eps, float* y);
 
 // x[i] = gelu_tanh(x[i]) = 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), in place.
 void gelu_tanh(kernels::ThreadPool& pool, float* x, int64_t n);

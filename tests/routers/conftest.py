@@ -62,19 +62,25 @@ class Worker(Daemon):
                    if n == "llmserve_http_requests_total" and dict(labels).get("route") == route)
 
 
-def start_workers(n: int, extra_args=(), kv_cache_bytes="64MiB"):
+def start_daemons(make, n: int):
+    """n daemons from make(), all ready (skips when the daemon cannot run here; none is left
+    running when one fails to start)."""
     why = serve_available()
     if why:
         pytest.skip(why)
-    workers = [Worker(extra_args, kv_cache_bytes) for _ in range(n)]
+    daemons = [make() for _ in range(n)]
     try:
-        for w in workers:
-            w.wait_ready()
+        for d in daemons:
+            d.wait_ready()
     except RuntimeError:
-        for w in workers:
-            w.stop(signal.SIGKILL)
+        for d in daemons:
+            d.stop(signal.SIGKILL)
         raise
-    return workers
+    return daemons
+
+
+def start_workers(n: int, extra_args=(), kv_cache_bytes="64MiB"):
+    return start_daemons(lambda: Worker(extra_args, kv_cache_bytes), n)
 
 
 @pytest.fixture(scope="module")

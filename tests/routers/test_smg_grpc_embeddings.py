@@ -11,11 +11,10 @@ their own venv).
 """
 import json
 import math
-import signal
 
 import pytest
 import requests
-from conftest import ROOT, Daemon, serve_available
+from conftest import ROOT, Daemon, start_daemons
 from smg_gateway import Smg
 
 EMBED = ROOT / "tests" / "fixtures" / "tiny_qwen3_embed"
@@ -29,18 +28,8 @@ def cosine(a, b):
 
 @pytest.fixture(scope="module")
 def workers():
-    why = serve_available()
-    if why:
-        pytest.skip(why)
-    ds = [Daemon(["--threads", "1", "--kv-cache-dtype", "f32", "--max-model-len", "512"],
-                 model=EMBED) for _ in range(2)]
-    try:
-        for d in ds:
-            d.wait_ready()
-    except RuntimeError:
-        for d in ds:
-            d.stop(signal.SIGKILL)
-        raise
+    ds = start_daemons(lambda: Daemon(["--threads", "1", "--kv-cache-dtype", "f32",
+                                       "--max-model-len", "512"], model=EMBED), 2)
     yield ds
     for d in ds:
         d.stop()
