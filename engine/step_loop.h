@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -178,6 +179,12 @@ class StepLoop {
   std::unordered_map<uint64_t, Clock::time_point> preempted_held_;
   bool restore_preempted(const Request& r);
   void place_preempted(KvRestoreResult& r);
+  // Reads ahead the pages of `tokens` past the pool's cached prefix when a tier holds the next
+  // one (false: nothing to wait for; a miss is counted), under `key` for take_restored.
+  bool start_restore(std::vector<int32_t> tokens, const std::string& cache_key, uint64_t key);
+  // Places restored pages into the pool; the number of blocks placed.
+  int32_t place_restored(std::span<const int32_t> tokens, const std::string& cache_key,
+                         const KvRestoreResult& r);
   uint64_t blocks_restored_ = 0;
   uint64_t preempted_restores_ = 0;  // preempted requests that resumed from a tier
   const Tokenizer& tokenizer_;

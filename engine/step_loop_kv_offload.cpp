@@ -33,10 +33,16 @@ void StepLoop::set_kv_offloader(std::unique_ptr<KvOffloader> offloader) {
 // admitted, instead of recomputed.
 bool StepLoop::restore_preempted(const Request& r) {
   if (r.score_prompt || r.pool || r.remote_kv) return false;
-  KvCacheManager& kv = scheduler_->kv_cache_for_offload();
-  std::vector<int32_t> tokens = all_tokens(r);
+  if (!start_restore(all_tokens(r), r.cache_key, r.id | kPreemptedKey)) return false;
+  preempted_held_[r.id] = Clock::now();
+  return true;
+}
+
+bool StepLoop::start_restore(std::vector<int32_t> tokens, const std::string& cache_key,
+                             uint64_t key) {
   KvRestoreJob job;
-  const int32_t cached = kv.cached_prefix_blocks(tokens, r.cache_key, job.hashes);
+  const int32_t cached =
+      scheduler_->kv_cache_for_offload().cached_prefix_blocks(tokens, cache_key, job.hashes);
   if (cached >= static_cast<int32_t>(job.hashes.size())) return false;
   if (!offloader_->on_tier(job.hashes[static_cast<size_t>(cached)])) {
     offloader_->count_miss();
@@ -44,13 +50,23 @@ bool StepLoop::restore_preempted(const Request& r) {
   }
   job.parent = cached == 0 ? BlockHash{} : job.hashes[static_cast<size_t>(cached) - 1];
   job.hashes.erase(job.hashes.begin(), job.hashes.begin() + cached);
-  job.key = r.id | kPreemptedKey;
+  job.key = key;
   job.first_block = cached;
   job.tokens = std::move(tokens);
-  job.salt = kv_salt_digest(r.cache_key);
+  job.salt = kv_salt_digest(cache_key);
   offloader_->restore(std::move(job));
-  preempted_held_[r.id] = Clock::now();
   return true;
+}
+
+int32_t StepLoop::place_restored(std::span<const int32_t> tokens, const std::string& cache_key,
+                                 const KvRestoreResult& r) {
+  if (r.pages.empty()) return 0;
+  const KvBlockIo& io = offloader_->io();
+  const int32_t placed = scheduler_->kv_cache_for_offload().restore_blocks(
+      tokens, cache_key, r.first_block, r.hashes,
+      [&](int32_t block_id, size_t page) { return io.copy_in(block_id, r.pages[page]).is_ok(); });
+  blocks_restored_ += static_cast<uint64_t>(placed);
+  return placed;
 }
 
 void StepLoop::place_preempted(KvRestoreResult& r) {
@@ -58,16 +74,7 @@ void StepLoop::place_preempted(KvRestoreResult& r) {
   auto held = preempted_held_.find(id);
   const Request* req = scheduler_->find(id);
   if (held != preempted_held_.end() && req != nullptr && req->tier_hold) {
-    if (!r.pages.empty()) {
-      const KvBlockIo& io = offloader_->io();
-      const int32_t placed = scheduler_->kv_cache_for_offload().restore_blocks(
-          all_tokens(*req), req->cache_key, r.first_block, r.hashes,
-          [&](int32_t block_id, size_t page) {
-            return io.copy_in(block_id, r.pages[page]).is_ok();
-          });
-      blocks_restored_ += static_cast<uint64_t>(placed);
-      preempted_restores_ += placed > 0 ? 1 : 0;
-    }
+    preempted_restores_ += place_restored(all_tokens(*req), req->cache_key, r) > 0 ? 1 : 0;
     metrics_.kv_restore_seconds.observe(
         std::chrono::duration<double>(Clock::now() - held->second).count());
     (void)scheduler_->release_tier_hold(id);
@@ -81,21 +88,7 @@ bool StepLoop::hold_for_restore(PendingSubmit& p) {
   const GenerateRequest& g = p.request;
   // A consumer's prompt comes from its producer; scored prompts skip the prefix cache.
   if (g.kv_transfer.consume || g.params.prompt_logprobs >= 0) return false;
-  KvCacheManager& kv = scheduler_->kv_cache_for_offload();
-  KvRestoreJob job;
-  const int32_t cached = kv.cached_prefix_blocks(g.prompt_token_ids, g.cache_salt, job.hashes);
-  if (cached >= static_cast<int32_t>(job.hashes.size())) return false;
-  if (!offloader_->on_tier(job.hashes[static_cast<size_t>(cached)])) {
-    offloader_->count_miss();
-    return false;
-  }
-  job.parent = cached == 0 ? BlockHash{} : job.hashes[static_cast<size_t>(cached) - 1];
-  job.hashes.erase(job.hashes.begin(), job.hashes.begin() + cached);
-  job.key = p.id;
-  job.first_block = cached;
-  job.tokens = g.prompt_token_ids;
-  job.salt = kv_salt_digest(g.cache_salt);
-  offloader_->restore(std::move(job));
+  if (!start_restore(g.prompt_token_ids, g.cache_salt, p.id)) return false;
   const uint64_t id = p.id;
   held_.emplace(id, HeldRequest{std::move(p), Clock::now()});
   return true;
@@ -129,15 +122,7 @@ void StepLoop::poll_kv_offload() {
     PendingSubmit p = std::move(it->second.submit);
     const Clock::time_point since = it->second.since;
     held_.erase(it);
-    if (!r.pages.empty()) {
-      const KvBlockIo& io = offloader_->io();
-      const int32_t placed =
-          kv.restore_blocks(p.request.prompt_token_ids, p.request.cache_salt, r.first_block,
-                            r.hashes, [&](int32_t block_id, size_t page) {
-                              return io.copy_in(block_id, r.pages[page]).is_ok();
-                            });
-      blocks_restored_ += static_cast<uint64_t>(placed);
-    }
+    place_restored(p.request.prompt_token_ids, p.request.cache_salt, r);
     offloader_->release(r);
     metrics_.kv_restore_seconds.observe(
         std::chrono::duration<double>(Clock::now() - since).count());
