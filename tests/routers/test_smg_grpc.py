@@ -304,6 +304,53 @@ def test_kv_events_stream_the_prompts_blocks(workers):
     assert all(b.block_size == 16 and b.block_hash != 0 for b in blocks[:2])
 
 
+def test_kv_events_name_the_host_tier_of_evicted_blocks():
+    """A daemon with a host-memory tier (issue 54) and a pool of 20 blocks: a prompt evicted by
+    other traffic leaves the pool for host memory, and SubscribeKvEvents says so in smg's own
+    terms: its blocks come again as BlockStored with tier KV_CACHE_TIER_HOST and medium "CPU"
+    (vLLM's name), under the block hashes the pool announced, so a router keeps crediting them."""
+    why = serve_available()
+    if why:
+        pytest.skip(why)
+    d = Daemon(["--threads", "1", "--kv-events.enabled=true",
+                f"--kv-events.endpoint=tcp://127.0.0.1:{free_port()}",
+                "--kv-cache-bytes", str(23040 * 16 * 21), "--model.max-model-len", "300",
+                "--kv-offload.host-bytes", "32MiB"])
+    try:
+        d.wait_ready()
+    except RuntimeError:
+        d.stop(signal.SIGKILL)
+        raise
+    prompts = [" ".join(f"Item {k}-{i}: the {i * 13 + k} box weighs {i * 7 + k} grams."
+                        for i in range(14)) for k in range(3)]
+    channel, stub = stub_for(d)
+    stream = stub.SubscribeKvEvents(common_pb2.SubscribeKvEventsRequest(), timeout=120)
+    device, host = set(), set()
+    try:
+        time.sleep(1)  # the subscription starts at the next batch
+        for p in prompts:
+            post(d.url("/v1/completions"), {"prompt": p, "max_tokens": 2, "temperature": 0})
+        for batch in stream:
+            for ev in batch.events:
+                if ev.WhichOneof("data") != "stored":
+                    continue
+                tier = ev.stored.tier if ev.stored.HasField("tier") else None
+                hashes = {b.block_hash for b in ev.stored.blocks}
+                if tier == common_pb2.KV_CACHE_TIER_HOST:
+                    assert ev.stored.medium == "CPU"
+                    host |= hashes
+                else:
+                    assert tier in (None, common_pb2.KV_CACHE_TIER_DEVICE)
+                    device |= hashes
+            if host and host <= device:
+                break
+    finally:
+        stream.cancel()
+        channel.close()
+        d.stop()
+    assert host and host <= device
+
+
 def test_keepalive_pings_without_calls_keep_the_channel(workers):
     """A client that pings every 10.5 s while idle (smg pings every 30 s) is not sent away with
     GOAWAY too_many_pings, as gRPC's default server policy (one ping per 5 minutes, 2 strikes)
