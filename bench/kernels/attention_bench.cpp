@@ -90,7 +90,7 @@ BENCHMARK(BM_DecodeAttention)
     ->UseRealTime();
 
 BENCHMARK(BM_PrefillAttention)
-    ->ArgsProduct({{128, 512, 2048}, {0, 1, 2}})
+    ->ArgsProduct({{128, 512, 2048, 8192}, {0, 1, 2}})
     ->ArgNames({"T", "dtype"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -1,6 +1,7 @@
 #include "llmserve/kernels/attention.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/cpu/attention_core.h"
@@ -8,25 +9,60 @@
 namespace llmserve::kernels {
 namespace {
 
-// Attends every partition of one query group in order, then merges: the shared per-query path.
-// Keys [window_start, end): the sliding window (if any) is cut here, counted back from the
+// Keys [lo, end) of one query: the sliding window (if any) is cut here, counted back from the
 // query's own position (ctx - 1), so every partition kernel (AVX2, AVX-512, int8 VNNI) sees only
 // keys inside it; end > ctx for a query inside an image that attends all of it.
-void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
-                  float scale, int64_t ctx, int64_t end, float* out) {
+struct QueryKeys {
+  int64_t lo, end;
+  int64_t first_partition() const { return cpu::first_partition(lo); }
+  int64_t partitions() const { return cpu::num_partitions(lo, end); }
+};
+
+QueryKeys query_keys(const PagedKv& kv, int64_t ctx, int64_t end) {
+  return {cpu::window_start(ctx, kv.sliding_window), end};
+}
+
+// Queries per prefill task: consecutive queries of one request attend the same keys, so a block
+// of them walks the partitions together and each partition's K and V rows are read from memory
+// once per block, then from the cache. Each query's arithmetic is the per-query path's (same
+// partitions, same kernel, same merge order): outputs are bit-identical to attending alone.
+constexpr int64_t kQueryBlock = 16;
+
+// Queries [t0, t1) of request b (all of one request), heads of kv_head.
+void attend_block(const PagedKv& kv, const int32_t* table, int kv_head, const float* q,
+                  int num_heads, int G, float scale, int64_t t0, int64_t t1, int64_t first_ctx,
+                  const int32_t* attend_end, float* out) {
   const int D = kv.shape.head_dim;
-  const int64_t lo = cpu::window_start(ctx, kv.sliding_window);
-  ctx = end;
-  const int64_t P = cpu::num_partitions(lo, ctx);
   const int64_t rec = cpu::partial_floats(G, D);
-  thread_local std::vector<float> recs;
-  if (recs.size() < static_cast<size_t>(P * rec)) recs.resize(P * rec);
-  for (int64_t p = 0; p < P; ++p) {
-    int64_t s = 0, e = 0;
-    cpu::partition_range(lo, ctx, p, &s, &e);
-    cpu::attend_partition(kv, table, kv_head, q, G, scale, s, e, recs.data() + p * rec);
+  QueryKeys keys[kQueryBlock];
+  int64_t offset[kQueryBlock + 1];
+  offset[0] = 0;
+  int64_t p_lo = INT64_MAX, p_hi = 0;
+  const int64_t n = t1 - t0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t ctx = first_ctx + i;
+    keys[i] = query_keys(kv, ctx, attend_end != nullptr ? attend_end[t0 + i] : ctx);
+    offset[i + 1] = offset[i] + keys[i].partitions() * rec;
+    p_lo = std::min(p_lo, keys[i].first_partition());
+    p_hi = std::max(p_hi, keys[i].first_partition() + keys[i].partitions());
   }
-  cpu::merge_partials(recs.data(), static_cast<int>(P), G, D, out);
+  thread_local std::vector<float> recs;
+  if (recs.size() < static_cast<size_t>(offset[n])) recs.resize(static_cast<size_t>(offset[n]));
+  const auto row = [&](int64_t i) { return ((t0 + i) * num_heads + int64_t{kv_head} * G) * D; };
+  for (int64_t p = p_lo; p < p_hi; ++p) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = p - keys[i].first_partition();
+      if (k < 0 || k >= keys[i].partitions()) continue;
+      int64_t s = 0, e = 0;
+      cpu::partition_range(keys[i].lo, keys[i].end, k, &s, &e);
+      cpu::attend_partition(kv, table, kv_head, q + row(i), G, scale, s, e,
+                            recs.data() + offset[i] + k * rec);
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    cpu::merge_partials(recs.data() + offset[i], static_cast<int>(keys[i].partitions()), G, D,
+                        out + row(i));
+  }
 }
 
 }  // namespace
@@ -34,31 +70,33 @@ void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const fl
 void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
                        const int32_t* query_start, const int32_t* seq_lens, int64_t B,
                        int num_heads, float scale, float* out, const int32_t* attend_end) {
-  const int KVH = kv.shape.num_kv_heads, D = kv.shape.head_dim;
+  const int KVH = kv.shape.num_kv_heads;
   const int G = num_heads / KVH;
-  const int64_t T = query_start[B];
-  // Request of each token, so tasks can be (token, kv head).
-  thread_local std::vector<int32_t> owner_tls;
-  std::vector<int32_t>& owner = owner_tls;  // workers must see the caller's vector
-  owner.resize(T);
+  // Blocks of up to kQueryBlock queries of one request: (request, first query).
+  struct Block {
+    int32_t b;
+    int64_t t0;
+  };
+  thread_local std::vector<Block> blocks_tls;
+  std::vector<Block>& blocks = blocks_tls;  // workers must see the caller's vector
+  blocks.clear();
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t t = query_start[b]; t < query_start[b + 1]; ++t)
-      owner[t] = static_cast<int32_t>(b);
+    for (int64_t t = query_start[b]; t < query_start[b + 1]; t += kQueryBlock)
+      blocks.push_back({static_cast<int32_t>(b), t});
   }
-  const int64_t n = T * KVH;
+  const int64_t n = static_cast<int64_t>(blocks.size()) * KVH;
   pool.parallel_for(n, [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
       // Zig-zag order balances the causal triangle across the static ranges.
       const int64_t task = (k % 2 == 0) ? k / 2 : n - 1 - k / 2;
-      const int64_t t = task / KVH;
+      const Block& blk = blocks[static_cast<size_t>(task / KVH)];
       const int h = static_cast<int>(task % KVH);
-      const int64_t b = owner[t];
+      const int64_t b = blk.b;
+      const int64_t t1 = std::min<int64_t>(blk.t0 + kQueryBlock, query_start[b + 1]);
       const int64_t q_len = query_start[b + 1] - query_start[b];
-      const int64_t ctx = seq_lens[b] - q_len + (t - query_start[b]) + 1;
-      const int64_t row = (t * num_heads + static_cast<int64_t>(h) * G) * D;
-      const int64_t end = attend_end != nullptr ? attend_end[t] : ctx;
-      attend_query(kv, kv.block_tables + b * kv.max_blocks_per_seq, h, q + row, G, scale, ctx, end,
-                   out + row);
+      const int64_t first_ctx = seq_lens[b] - q_len + (blk.t0 - query_start[b]) + 1;
+      attend_block(kv, kv.block_tables + b * kv.max_blocks_per_seq, h, q, num_heads, G, scale,
+                   blk.t0, t1, first_ctx, attend_end, out);
     }
   });
 }
