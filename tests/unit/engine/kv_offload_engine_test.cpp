@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "engine/grammar/grammar_compiler.h"
 #include "engine/kv_cache/block_hash.h"
 #include "tests/unit/engine/engine_test_util.h"
 
@@ -273,6 +274,74 @@ TEST(KvOffloadEngine, PreemptedRequestsResumeFromATierWithTheTokensOfARunNeverPr
   EXPECT_GT(s.kv_tier_preempted_restores, 0u);
   EXPECT_GT(s.kv_tier_host_hits, 0u);
   expect_no_leak(*tiered);
+}
+
+TEST(KvOffloadEngine, SpeculationAndGrammarsWriteOnlyAcceptedTokensToTheTiers) {
+  LLMSERVE_REQUIRE_MODEL();
+  // Turn 1 generates 40 tokens under a grammar with n-gram speculation, so the blocks that fill
+  // during decode hold KV written by verify steps (rejected drafts' slots overwritten). Turn 2
+  // continues from turn 1's answer: after eviction its pages, decode blocks included, come back
+  // from disk, and it gives the tokens an engine that kept them in its pool gives.
+  auto spec_options = [](EngineOptions o) {
+    o.speculative.method = SpecMethod::kNgram;
+    o.speculative.num_tokens = 4;
+    o.speculative.max_running_requests = 64;
+    o.speculative.draft_token_cost = 0;
+    return o;
+  };
+  struct Turns {
+    std::vector<int32_t> first, second;
+    int32_t drafts = 0, cached = 0;
+  };
+  auto run = [](Engine& e, bool evict) {
+    const Tokenizer& tok = e.tokenizer();
+    const Conversation c0 = conversation(tok, 0);
+    GrammarSpec spec;
+    spec.kind = GrammarKind::kRegex;
+    spec.text = "[a-z ,.]{400,500}";  // cannot end within 40 tokens
+    auto grammar = e.grammar_compiler().compile_and_wait(
+        spec, std::chrono::steady_clock::now() + std::chrono::seconds(120));
+    EXPECT_TRUE(grammar.is_ok());
+    Turns t;
+    if (!grammar.is_ok()) return t;
+    GenerateRequest r1 = make_request(c0.turn1, 40);
+    r1.params.ignore_eos = true;
+    r1.grammar = *grammar;
+    const Collected first = run_alone(e, std::move(r1));
+    t.first = first.samples.at(0).token_ids;
+    t.drafts = first.usage.draft_tokens;
+    if (evict) {
+      run_alone(e, make_request(conversation(tok, 1).turn1, 8));
+      run_alone(e, make_request(conversation(tok, 2).turn1, 8));
+    }
+    std::vector<int32_t> turn2 = c0.turn1;
+    turn2.insert(turn2.end(), t.first.begin(), t.first.end());
+    const auto more = distinct_prompts(tok, 16).at(9);
+    turn2.insert(turn2.end(), more.begin(), more.begin() + std::min<size_t>(more.size(), 20));
+    const Collected second = run_alone(e, make_request(turn2, 12));
+    t.second = second.samples.at(0).token_ids;
+    t.cached = second.usage.cached_prompt_tokens;
+    expect_no_leak(e);
+    return t;
+  };
+  EngineOptions big = spec_options(small_options());
+  big.max_model_len = 256;
+  auto pool_only = make_engine(big);
+  ASSERT_NE(pool_only, nullptr);
+  const Turns expected = run(*pool_only, false);
+  ASSERT_EQ(expected.first.size(), 40u);
+  EXPECT_GT(expected.drafts, 0) << "speculation must have run in turn 1";
+
+  TierDir dir;
+  auto tiered = make_engine(with_tiers(spec_options(pressure_options("f16")), dir.path));
+  ASSERT_NE(tiered, nullptr);
+  const Turns got = run(*tiered, true);
+  EXPECT_EQ(got.first, expected.first);
+  EXPECT_EQ(got.second, expected.second);
+  const size_t turn1_blocks = (conversation(tiered->tokenizer(), 0).turn1.size() + 40) / 16;
+  EXPECT_GE(got.cached, static_cast<int32_t>(turn1_blocks * 16))
+      << "turn 1's blocks, the decoded ones too, come back";
+  EXPECT_GE(tiered->stats().kv_tier_disk_hits, turn1_blocks);
 }
 
 }  // namespace
