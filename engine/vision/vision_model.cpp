@@ -18,6 +18,15 @@ Result<std::unique_ptr<VisionModel>> VisionModel::load(const std::string& dir) {
       new VisionModel(cfg, pre, std::move(w), std::move(e), std::move(p)));
 }
 
+Result<std::unique_ptr<VisionModel>> VisionModel::load_mmproj(const std::string& path,
+                                                              const MmprojTokenIds& ids) {
+  LLMSERVE_ASSIGN_OR_RETURN(Mmproj m, read_mmproj(path, ids));
+  LLMSERVE_ASSIGN_OR_RETURN(SiglipEncoder e, SiglipEncoder::create(m.config, m.weights));
+  LLMSERVE_ASSIGN_OR_RETURN(Gemma3Projector p, Gemma3Projector::create(m.config, m.weights));
+  return std::unique_ptr<VisionModel>(
+      new VisionModel(m.config, m.preprocessor, std::move(m.weights), std::move(e), std::move(p)));
+}
+
 std::vector<float> VisionModel::encode_pixels(kernels::ThreadPool& pool, const float* pixels,
                                               std::vector<float>* vision_hidden) {
   hidden_.resize(static_cast<size_t>(cfg_.num_patches() * cfg_.hidden));

@@ -12,6 +12,7 @@
 #include "engine/vision/gemma3_projector.h"
 #include "engine/vision/image_decoder.h"
 #include "engine/vision/image_preprocessor.h"
+#include "engine/vision/mmproj_gguf.h"
 #include "engine/vision/siglip_encoder.h"
 #include "engine/vision/vision_config.h"
 #include "engine/vision/vision_weights.h"
@@ -23,6 +24,9 @@ class VisionModel {
  public:
   // dir: the HF folder (config.json with vision_config, safetensors, preprocessor config).
   static Result<std::unique_ptr<VisionModel>> load(const std::string& dir);
+  // path: llama.cpp's mmproj GGUF (mmproj_gguf.h); the image token ids from the text tokenizer.
+  static Result<std::unique_ptr<VisionModel>> load_mmproj(const std::string& path,
+                                                          const MmprojTokenIds& ids);
 
   const VisionConfig& config() const { return cfg_; }
   const ImagePreprocessor& preprocessor() const { return pre_; }

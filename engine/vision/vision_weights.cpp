@@ -43,6 +43,14 @@ Result<VisionWeights> VisionWeights::open(const std::string& dir) {
   return w;
 }
 
+VisionWeights VisionWeights::from_tensors(std::vector<SafetensorsTensor> tensors,
+                                          std::shared_ptr<const void> owner) {
+  VisionWeights w;
+  w.tensors_ = std::move(tensors);
+  w.owner_ = std::move(owner);
+  return w;
+}
+
 Result<const SafetensorsTensor*> VisionWeights::find(
     std::string_view name, std::initializer_list<std::string_view> prefixes) const {
   for (std::string_view prefix : prefixes) {
@@ -52,6 +60,9 @@ Result<const SafetensorsTensor*> VisionWeights::find(
       for (const SafetensorsTensor& t : f->tensors()) {
         if (t.name == full) return &t;
       }
+    }
+    for (const SafetensorsTensor& t : tensors_) {
+      if (t.name == full) return &t;
     }
   }
   return not_found("vision model has no tensor " + std::string(*prefixes.begin()) +

@@ -19,6 +19,11 @@ namespace llmserve::vision {
 class VisionWeights {
  public:
   static Result<VisionWeights> open(const std::string& dir);
+  // Tensors already named as a checkpoint names them (e.g.
+  // "vision_tower.vision_model.post_layernorm.weight"), viewing memory that `owner` keeps alive (an
+  // mmproj GGUF's mapping, converted copies).
+  static VisionWeights from_tensors(std::vector<SafetensorsTensor> tensors,
+                                    std::shared_ptr<const void> owner);
 
   // name without prefix: "embeddings.patch_embedding.weight" (tower) or
   // "mm_input_projection_weight" (projector). NOT_FOUND names the tensor.
@@ -32,6 +37,8 @@ class VisionWeights {
   Result<const SafetensorsTensor*> find(std::string_view name,
                                         std::initializer_list<std::string_view> prefixes) const;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::vector<SafetensorsTensor> tensors_;
+  std::shared_ptr<const void> owner_;
 };
 
 }  // namespace llmserve::vision
