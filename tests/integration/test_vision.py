@@ -164,7 +164,7 @@ def test_anthropic_image_blocks(vision):
         return {"type": "image", "source": {"type": "base64", "media_type": MEDIA[Path(name).suffix],
                                             "data": b64(name)}}
     m = claude.messages.create(
-        model="tiny_gemma3_vision", max_tokens=n, temperature=0,
+        model="tiny_gemma3_vision", max_tokens=n, extra_body={"temperature": 0},
         messages=[{"role": "user", "content": [
             {"type": "text", "text": "compare"}, image("palette.png"), {"type": "text", "text": "and"},
             image("rgb.webp"), {"type": "text", "text": "what colour is the image"}]}])
