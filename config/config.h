@@ -36,31 +36,35 @@ std::string_view to_string(LogLevel v);
 std::string_view to_string(LogFormat v);
 
 struct ServerSection {
-  std::string host = "127.0.0.1";               // bind address for both servers
-  int http_port = 8000;                         // 0 = any free port (the OS picks)
-  int grpc_port = 50051;                        // 0 = any free port (the OS picks)
-  int http_threads = 0;                         // 0 = max_num_seqs + 16 (resolved at load)
-  std::vector<std::string> api_keys;            // empty (and no key file) = auth off
-  std::string api_key_file;                     // one key per line, '#' comments; "" = none
-  std::string tls_cert_file;                    // PEM; set together with tls_key_file
-  std::string tls_key_file;                     // PEM
-  std::vector<std::string> cors_allow_origins;  // empty = CORS off; "*" = any origin
-  uint64_t max_body_bytes = 8ull << 20;         // bytes; larger bodies get 413
-  int max_json_depth = 320;                     // nested arrays/objects in request JSON; 400
-  uint64_t max_json_memory = 64ull << 20;       // a request JSON's parsed tree, bytes; 400
-  int max_waiting_requests = 1024;              // queue bound; beyond it 429
-  int64_t max_waiting_tokens = 0;               // prompt tokens queued; 0 = no limit
-  double shutdown_grace_seconds = 30.0;         // drain time for in-flight streams
-  bool metrics_require_auth = true;             // /metrics needs a key when keys are set
-  double request_timeout_seconds = 0.0;         // default per-request deadline; 0 = none
-  double watchdog_seconds = 60.0;               // /ready false if no step for this long
-  int stream_buffer_tokens = 4096;              // per-request output buffer, in tokens
-  double request_head_timeout_seconds = 10.0;   // accept / first byte -> request head received
-  double request_body_timeout_seconds = 30.0;   // head received -> body received
-  int max_header_count = 100;                   // header fields per request; beyond: 431
-  int max_pending_connections = 1024;           // connections still sending their request
-  std::string served_model_name;                // "" = derived from model.path
-  std::string reasoning_parser = "auto";        // auto | none | deepseek_r1 | qwen3
+  std::string host = "127.0.0.1";                  // bind address for both servers
+  int http_port = 8000;                            // 0 = any free port (the OS picks)
+  int grpc_port = 50051;                           // 0 = any free port (the OS picks)
+  int http_threads = 0;                            // 0 = max_num_seqs + 16 (resolved at load)
+  std::vector<std::string> api_keys;               // empty (and no key file) = auth off
+  std::string api_key_file;                        // one key per line, '#' comments; "" = none
+  std::string tls_cert_file;                       // PEM; set together with tls_key_file
+  std::string tls_key_file;                        // PEM
+  std::vector<std::string> cors_allow_origins;     // empty = CORS off; "*" = any origin
+  uint64_t max_body_bytes = 8ull << 20;            // bytes; larger bodies get 413
+  std::vector<std::string> allowed_media_domains;  // image URL hosts fetched; empty = none
+  uint64_t max_media_bytes = 20ull << 20;          // one image's encoded bytes
+  double media_fetch_timeout_seconds = 10.0;       // one image URL, connect to last byte
+  int max_images_per_request = 8;
+  int max_json_depth = 320;                    // nested arrays/objects in request JSON; 400
+  uint64_t max_json_memory = 64ull << 20;      // a request JSON's parsed tree, bytes; 400
+  int max_waiting_requests = 1024;             // queue bound; beyond it 429
+  int64_t max_waiting_tokens = 0;              // prompt tokens queued; 0 = no limit
+  double shutdown_grace_seconds = 30.0;        // drain time for in-flight streams
+  bool metrics_require_auth = true;            // /metrics needs a key when keys are set
+  double request_timeout_seconds = 0.0;        // default per-request deadline; 0 = none
+  double watchdog_seconds = 60.0;              // /ready false if no step for this long
+  int stream_buffer_tokens = 4096;             // per-request output buffer, in tokens
+  double request_head_timeout_seconds = 10.0;  // accept / first byte -> request head received
+  double request_body_timeout_seconds = 30.0;  // head received -> body received
+  int max_header_count = 100;                  // header fields per request; beyond: 431
+  int max_pending_connections = 1024;          // connections still sending their request
+  std::string served_model_name;               // "" = derived from model.path
+  std::string reasoning_parser = "auto";       // auto | none | deepseek_r1 | qwen3
   // Prompt scoring per request: n x prompt tokens x (top-N + 1) logprob entries; beyond: 400.
   int64_t max_prompt_logprob_entries = 1 << 20;
   // /v1/messages: system-prompt lines starting with one of these are dropped (prefix caching).
@@ -94,11 +98,12 @@ struct EngineSection {
   int max_num_batched_tokens = 2048;    // token budget per step
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
-  uint64_t seed = 0;                // server seed for requests without their own
-  int max_logprobs = 20;            // largest logprobs / top_logprobs a request may ask
-  bool cuda_graphs = true;          // capture decode steps in CUDA graphs
-  int grammar_compile_threads = 2;  // structured outputs: grammar compile pool
-  int grammar_cache_size = 256;     // compiled grammars kept (LRU)
+  uint64_t seed = 0;                         // server seed for requests without their own
+  int max_logprobs = 20;                     // largest logprobs / top_logprobs a request may ask
+  uint64_t image_cache_bytes = 64ull << 20;  // vision: encoder outputs kept by content hash
+  bool cuda_graphs = true;                   // capture decode steps in CUDA graphs
+  int grammar_compile_threads = 2;           // structured outputs: grammar compile pool
+  int grammar_cache_size = 256;              // compiled grammars kept (LRU)
   uint64_t grammar_cache_bytes = uint64_t{512} << 20;         // ... and their summed memory
   uint64_t grammar_max_bytes = uint64_t{64} << 20;            // one compiled grammar's memory
   double grammar_compile_timeout_seconds = 20;                // one compile's budget

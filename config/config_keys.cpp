@@ -51,6 +51,22 @@ std::vector<ConfigKey> build_table() {
                        "cached system prompt and tools; [] keeps every line."));
   t.push_back(size_key("server", "max_body_bytes", &C::server, &SS::max_body_bytes, KiB, GiB,
                        "Largest request body, bytes (units allowed); larger bodies get 413."));
+  t.push_back(list_key("server", "allowed_media_domains", &C::server, &SS::allowed_media_domains,
+                       "Hosts whose http(s) image URLs are fetched (chat image_url parts, "
+                       "Responses input_image); \"*.example.com\" also allows its subdomains. "
+                       "Empty = none: images must come as base64 data: URLs, and a URL gets a "
+                       "400 naming the part. Redirects are not followed."));
+  t.push_back(size_key("server", "max_media_bytes", &C::server, &SS::max_media_bytes, KiB, GiB,
+                       "Largest image, encoded bytes (a data: URL's decoded bytes or a fetched "
+                       "body); larger gets a 400 naming the part."));
+  t.push_back(double_key("server", "media_fetch_timeout_seconds", &C::server,
+                         &SS::media_fetch_timeout_seconds, 0, 600, true,
+                         "Time one image URL may take, connect to last byte; past it a 400 "
+                         "naming the part."));
+  t.push_back(int_key("server", "max_images_per_request", &C::server, &SS::max_images_per_request,
+                      0, 1024,
+                      "Images one request may carry (a model with a vision tower); more gets a "
+                      "400."));
   t.push_back(int_key("server", "max_json_depth", &C::server, &SS::max_json_depth, 16, 10000,
                       "Deepest nesting of arrays and objects in a request's JSON (HTTP bodies, "
                       "JSON in gRPC fields); deeper gets 400 (gRPC INVALID_ARGUMENT) before "
@@ -208,6 +224,12 @@ std::vector<ConfigKey> build_table() {
                       {"seed"}));
   t.push_back(int_key("engine", "max_logprobs", &C::engine, &ES::max_logprobs, 0, 1024,
                       "Largest logprobs / top_logprobs a request may ask for.", {"max-logprobs"}));
+  t.push_back(size_key("engine", "image_cache_bytes", &C::engine, &ES::image_cache_bytes, 0,
+                       uint64_t{1} << 40,
+                       "A model with a vision tower: memory of encoded images kept by content "
+                       "hash, so an image sent again is not encoded again (least recently used "
+                       "go first; 0 = none kept).",
+                       {"image-cache-bytes"}));
   t.push_back(bool_key("engine", "cuda_graphs", &C::engine, &ES::cuda_graphs,
                        "Capture decode steps in CUDA graphs (false = always eager).",
                        {"cuda-graphs"}));

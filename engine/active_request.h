@@ -66,6 +66,11 @@ struct ActiveRequest {
   bool kv_produce = false;
   uint64_t prompt_hash = 0;
   std::optional<PoolingParams> pooling;  // a pooling request (GenerateRequest::pooling)
+  // The prompt's images (GenerateRequest::images) as the batch builder reads them: spans, and
+  // each one's features (kept alive by `images`).
+  std::vector<PromptImage> images;
+  std::vector<ImageSpan> image_spans;
+  std::vector<const float*> image_features;
 
   int32_t completion_tokens() const {
     int32_t n = 0;

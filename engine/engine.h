@@ -17,6 +17,9 @@
 
 namespace llmserve {
 
+namespace vision {
+class ImageEncoder;
+}
 class Pooler;
 class Tokenizer;
 class ChatTemplate;
@@ -43,6 +46,9 @@ struct EngineOptions {
   bool enable_chunked_prefill = true;
   // Prompt tokens scored (prompt logprobs, echo) per step at most: the logits rows kept for them.
   int32_t max_scored_tokens_per_step = 256;
+  // A checkpoint with a vision tower (engine/vision): bytes of projected image features kept by
+  // content hash (an image is encoded once while it stays cached).
+  uint64_t image_cache_bytes = 64ull << 20;
   uint64_t seed = 0;                    // server seed for requests without one
   int32_t max_waiting_requests = 1024;  // submit() rejects beyond (RESOURCE_EXHAUSTED)
   int64_t max_waiting_tokens = 1 << 20;
@@ -91,6 +97,9 @@ class Engine {
   // Turns a prompt's hidden states into its vector (engine/pooling): its width, prompts and
   // pooling. Null when the engine cannot pool.
   virtual const Pooler* pooler() const { return nullptr; }
+  // Turns images into the features GenerateRequest::images carries (thread-safe; call before
+  // submit, off the engine thread). Null when the model has no vision tower.
+  virtual vision::ImageEncoder* image_encoder() const { return nullptr; }
   virtual int32_t max_model_len() const = 0;
   virtual const EngineOptions& options() const = 0;
   virtual std::string model_name() const = 0;

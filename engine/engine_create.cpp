@@ -27,6 +27,7 @@
 #include "engine/spec/make_proposer.h"
 #include "engine/spec/verify_cost.h"
 #include "engine/tokenizer/load_tokenizer.h"
+#include "engine/vision/image_encoder.h"
 #include "llmserve/kernels/cpu_isa.h"
 
 namespace llmserve {
@@ -340,6 +341,39 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                                 if (*kv_wake) (*kv_wake)();
                               }));
   }
+  // A vision tower: loaded and run once on a blank image, so its scratch is allocated now with
+  // the KV cache (never mid-request); an image must fit one step's token budget.
+  std::unique_ptr<vision::ImageEncoder> image_encoder;
+  if (vision::has_vision_tower(options.model_path)) {
+    const auto t_vision = Clock::now();
+    vision::ImageEncoderOptions vo;
+    vo.threads = ro.num_threads;
+    vo.cache_bytes = options.image_cache_bytes;
+    LLMSERVE_ASSIGN_OR_RETURN(image_encoder, vision::ImageEncoder::create(options.model_path, vo));
+    const vision::VisionConfig& vc = image_encoder->config();
+    if (vc.mm_tokens_per_image > options.max_num_batched_tokens) {
+      return invalid_argument("engine.max_num_batched_tokens (" +
+                              std::to_string(options.max_num_batched_tokens) + ") is below the " +
+                              std::to_string(vc.mm_tokens_per_image) +
+                              " tokens of one image, which run in one step");
+    }
+    if (vc.text_hidden != cfg.hidden_size) {
+      return invalid_argument(options.model_path + ": the projector gives " +
+                              std::to_string(vc.text_hidden) +
+                              " floats per row; the text model's "
+                              "hidden size is " +
+                              std::to_string(cfg.hidden_size));
+    }
+    if (ro.use_cuda) {
+      spdlog::warn("vision: the CUDA backend runs no image rows yet; image requests will fail");
+    }
+    spdlog::info(
+        "vision: SigLIP {} layers, {} px, {} soft tokens per image (token {}); tower on the CPU, "
+        "{} threads; scratch {} bytes allocated at start-up; encoder cache budget {} bytes; "
+        "ready in {:.3f} s",
+        vc.num_layers, vc.image_size, vc.mm_tokens_per_image, vc.image_token_id, vo.threads,
+        image_encoder->scratch_bytes(), vo.cache_bytes, seconds_since(t_vision));
+  }
   std::unique_ptr<ChatTemplate> chat_template;
   const std::string& source = options.chat_template_override.empty()
                                   ? tokenizer->spec().chat_template
@@ -369,10 +403,12 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
   spdlog::info("start-up: engine ready in {:.3f} s; RSS {} (file-mapped {}), peak {}",
                seconds_since(t_start), mib_string(mem.rss_bytes), mib_string(mem.file_bytes),
                mib_string(mem.peak_bytes));
-  return std::unique_ptr<Engine>(new LlmEngine(
+  auto engine = std::make_unique<LlmEngine>(
       options, std::move(tokenizer), std::move(chat_template), std::move(runner),
       std::move(scheduler), max_model_len, std::move(speculation), std::move(kv_agent), kv_wake,
-      std::shared_ptr<const Pooler>(std::move(pooler)), std::move(offloader)));
+      std::shared_ptr<const Pooler>(std::move(pooler)), std::move(offloader));
+  engine->set_image_encoder(std::move(image_encoder));
+  return std::unique_ptr<Engine>(std::move(engine));
 }
 
 }  // namespace llmserve

@@ -42,6 +42,9 @@ struct EngineStats {
   uint64_t spec_num_accepted_tokens = 0;
   // Structured outputs (GrammarCompiler::stats).
   int64_t grammar_compiles = 0, grammar_cache_hits = 0, grammar_compile_errors = 0;
+  // A vision tower (engine/vision/image_encoder.h): images run through it, images its cache
+  // answered, the bytes that cache holds.
+  uint64_t images_encoded = 0, image_cache_hits = 0, image_cache_bytes = 0;
   int64_t grammar_cache_entries = 0, grammar_cache_bytes = 0;
   int64_t grammar_compiles_abandoned = 0, grammar_compile_timeouts = 0;
   double grammar_compile_seconds = 0;

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/core/image_spans.h"
 #include "engine/core/status.h"
 #include "engine/grammar/compiled_grammar.h"
 #include "engine/kv_transfer/kv_handoff.h"
@@ -17,6 +18,15 @@
 #include "engine/sampling_params.h"
 
 namespace llmserve {
+
+// An image of the prompt (engine/vision): its soft-token rows, the content hash of its decoded
+// pixels (vision::image_content_hash; keys the prefix cache's blocks that hold its rows) and its
+// projected features [span.length, hidden size] f32 (vision::ImageEncoder makes them).
+struct PromptImage {
+  ImageSpan span;
+  uint64_t content_hash = 0;
+  std::shared_ptr<const std::vector<float>> features;
+};
 
 struct GenerateRequest {
   std::string external_id;                // client-visible id ("cmpl-..."); may be empty
@@ -35,6 +45,10 @@ struct GenerateRequest {
   std::string cache_salt;
   // Disaggregated prefill/decode: keep the prompt's KV for a consumer, or pull it from a producer.
   KvTransferRequest kv_transfer;
+  // Images in the prompt, in order (non-overlapping spans of the model's image token). Only for
+  // an engine with a vision tower (Engine::image_encoder); no prompt logprobs, pooling or KV
+  // transfer with them.
+  std::vector<PromptImage> images;
   // Set: a pooling request (embeddings, rerank): params.max_tokens must be 0 and n 1; the one
   // final message carries StepOutput::embedding (finish kStop).
   std::optional<PoolingParams> pooling;

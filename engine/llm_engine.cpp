@@ -90,6 +90,37 @@ LlmEngine::~LlmEngine() {
   shutdown();
 }
 
+Status LlmEngine::validate_images(const GenerateRequest& r) const {
+  if (r.images.empty()) return Status::ok();
+  if (image_encoder_ == nullptr) {
+    return invalid_argument("this model (" + config_.architecture + ") does not accept images");
+  }
+  if (r.pooling || r.params.prompt_logprobs >= 0 || r.kv_transfer.produce ||
+      r.kv_transfer.consume) {
+    return invalid_argument(
+        "a prompt with images cannot be pooled, scored (prompt logprobs) or moved (KV transfer)");
+  }
+  const vision::VisionConfig& vc = image_encoder_->config();
+  const std::vector<ImageSpan> spans = find_image_spans(r.prompt_token_ids, vc.image_token_id);
+  if (spans.size() != r.images.size()) {
+    return invalid_argument("the prompt has " + std::to_string(spans.size()) +
+                            " runs of image tokens for " + std::to_string(r.images.size()) +
+                            " images");
+  }
+  for (size_t k = 0; k < spans.size(); ++k) {
+    const PromptImage& im = r.images[k];
+    if (!(im.span == spans[k]) || im.span.length != vc.mm_tokens_per_image || !im.features ||
+        static_cast<int64_t>(im.features->size()) != int64_t{im.span.length} * vc.text_hidden ||
+        vc.text_hidden != config_.hidden_size) {
+      return invalid_argument("image " + std::to_string(k) +
+                              ": its span or features do not match the prompt's image tokens (" +
+                              std::to_string(vc.mm_tokens_per_image) + " rows of " +
+                              std::to_string(config_.hidden_size) + " floats)");
+    }
+  }
+  return Status::ok();
+}
+
 Status LlmEngine::validate(const GenerateRequest& r) const {
   if (r.prompt_token_ids.empty()) return invalid_argument("prompt is empty");
   if (!r.pooling && is_encoder_only(config_)) {
@@ -112,6 +143,7 @@ Status LlmEngine::validate(const GenerateRequest& r) const {
                             std::to_string(vocab));
   }
   const int64_t prompt = static_cast<int64_t>(r.prompt_token_ids.size());
+  LLMSERVE_RETURN_IF_ERROR(validate_images(r));
   if (r.pooling) {
     if (pooler_ == nullptr) return invalid_argument("this engine cannot pool (embeddings)");
     if (r.params.max_tokens != 0 || r.params.n != 1 || r.grammar || r.params.prompt_logprobs >= 0) {
@@ -234,6 +266,12 @@ EngineStats LlmEngine::stats() const {
   s.last_step_age_ms = (now_ns() - last_step_ns_.load()) / 1000000;
   const GrammarCompilerStats g = grammar_compiler_->stats();
   s.grammar_compiles = g.compiled;
+  if (image_encoder_ != nullptr) {
+    const vision::ImageEncoderStats v = image_encoder_->stats();
+    s.images_encoded = v.encoded;
+    s.image_cache_hits = v.cache.hits;
+    s.image_cache_bytes = v.cache.bytes;
+  }
   s.grammar_cache_hits = g.cache_hits;
   s.grammar_compile_errors = g.failed;
   s.grammar_cache_entries = g.cached;

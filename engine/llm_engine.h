@@ -21,6 +21,7 @@
 #include "engine/pooling/pooler.h"
 #include "engine/step_loop.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/vision/image_encoder.h"
 
 namespace llmserve {
 
@@ -53,6 +54,11 @@ class LlmEngine final : public Engine {
   GrammarCompiler& grammar_compiler() override { return *grammar_compiler_; }
   const ModelConfig& model_config() const override { return config_; }
   const Pooler* pooler() const override { return pooler_.get(); }
+  vision::ImageEncoder* image_encoder() const override { return image_encoder_.get(); }
+  // Set once by Engine::create before the engine is handed out.
+  void set_image_encoder(std::unique_ptr<vision::ImageEncoder> encoder) {
+    image_encoder_ = std::move(encoder);
+  }
   int32_t max_model_len() const override { return max_model_len_; }
   const EngineOptions& options() const override { return options_; }
   std::string model_name() const override { return model_name_; }
@@ -81,12 +87,14 @@ class LlmEngine final : public Engine {
   // Engine thread: answers a pending reset_prefix_cache() / check_kv_invariants() call.
   void serve_engine_thread_calls();
   Status validate(const GenerateRequest& r) const;
+  Status validate_images(const GenerateRequest& r) const;
 
   EngineOptions options_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<ChatTemplate> chat_template_;
   ModelConfig config_;
   std::shared_ptr<const Pooler> pooler_;
+  std::unique_ptr<vision::ImageEncoder> image_encoder_;
   std::unique_ptr<GrammarCompiler> grammar_compiler_;
   int32_t max_model_len_;
   std::string model_name_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/image_spans.h"
 #include "engine/generate_request.h"  // FinishReason
 #include "engine/kv_cache/block_hash.h"
 
@@ -61,6 +62,12 @@ struct Request {
   // Extra bytes mixed into every block hash (LoRA adapter, cache salt): requests with different
   // keys never share blocks. Empty for plain text requests.
   std::string cache_key;
+  // Images in the prompt (engine/vision), in order: their soft-token rows and content hashes.
+  // A prefill chunk never splits an image (image_safe_chunk_end), and each image's hash is mixed
+  // into the hash of every block holding one of its rows (the soft-token ids are the same for
+  // every image). Empty for text.
+  std::vector<ImageSpan> image_spans;
+  std::vector<uint64_t> image_hashes;
   // Prompt logprobs: each prompt token after the first is scored from the logits of the position
   // before it; such a request skips the prefix cache (the rows must be computed) and is
   // prefilled in chunks of at most SchedulerConfig::max_scored_tokens_per_step.

@@ -95,6 +95,11 @@ void StepLoop::admit(PendingSubmit p) {
   r.stream = std::move(p.stream);
   r.arrival = p.arrival;
   r.pooling = p.request.pooling;
+  r.images = std::move(p.request.images);
+  for (const PromptImage& im : r.images) {
+    r.image_spans.push_back(im.span);
+    r.image_features.push_back(im.features->data());
+  }
   const std::vector<int32_t>& prompt = p.request.prompt_token_ids;
   const int32_t max_model_len = scheduler_->config().max_model_len;
   const int32_t max_new = std::min(r.params.max_tokens, max_model_len - r.num_prompt_tokens);
@@ -132,6 +137,8 @@ void StepLoop::admit(PendingSubmit p) {
     sr.score_prompt = slot->index == 0 && r.params.prompt_logprobs >= 0;
     sr.pool = r.pooling.has_value();
     sr.cache_key = p.request.cache_salt;
+    sr.image_spans = r.image_spans;
+    for (const PromptImage& im : r.images) sr.image_hashes.push_back(im.content_hash);
     plan_kv_transfer(r, p.request.kv_transfer, prompt, sr);
     Status st = scheduler_->add_request(std::move(sr));
     if (!st.is_ok()) {
@@ -281,6 +288,11 @@ bool StepLoop::step() {
     e.num_scored = s.num_scored;
     e.num_prompt = ref.req->num_prompt_tokens;
     e.pool = s.pool;
+    if (!ref.req->image_spans.empty()) {
+      e.image_spans = ref.req->image_spans;
+      e.image_features = ref.req->image_features;
+      e.image_hidden = runner_->config().hidden_size;
+    }
     entries_.push_back(e);
   }
   Result<ForwardBatch> batch = builder_.build(entries_);

@@ -87,7 +87,9 @@ bool StepLoop::hold_for_restore(PendingSubmit& p) {
   if (offloader_ == nullptr) return false;
   const GenerateRequest& g = p.request;
   // A consumer's prompt comes from its producer; scored prompts skip the prefix cache.
-  if (g.kv_transfer.consume || g.params.prompt_logprobs >= 0) return false;
+  // A prompt with images: its blocks' hashes carry the images' (a read-ahead by tokens alone
+  // would look for other pages).
+  if (g.kv_transfer.consume || g.params.prompt_logprobs >= 0 || !g.images.empty()) return false;
   if (!start_restore(g.prompt_token_ids, g.cache_salt, p.id)) return false;
   const uint64_t id = p.id;
   held_.emplace(id, HeldRequest{std::move(p), Clock::now()});

@@ -52,10 +52,24 @@ std::span<const int32_t> KvCacheManager::block_tokens(const Request& request, in
 void KvCacheManager::ensure_block_hashes(Request& request, int32_t num_full_blocks) {
   auto& hashes = request.kv.block_hashes;
   const auto extra = std::as_bytes(std::span<const char>(request.cache_key));
+  const int32_t bs = pool_.block_size();
   while (static_cast<int32_t>(hashes.size()) < num_full_blocks) {
     const int32_t i = static_cast<int32_t>(hashes.size());
     const BlockHash parent = i == 0 ? BlockHash{} : hashes[i - 1];
-    hashes.push_back(hash_block_tokens(parent, block_tokens(request, i), extra));
+    // The key of a block holding image rows: the salt, then the content hash of each image
+    // with a row in [i * B, (i + 1) * B).
+    bool images = false;
+    for (size_t k = 0; k < request.image_spans.size() && k < request.image_hashes.size(); ++k) {
+      const ImageSpan& s = request.image_spans[k];
+      if (s.start >= (i + 1) * bs || s.end() <= i * bs) continue;
+      if (!images) key_scratch_.assign(request.cache_key.begin(), request.cache_key.end());
+      images = true;
+      const uint64_t h = request.image_hashes[k];
+      for (int b = 0; b < 8; ++b) key_scratch_.push_back(static_cast<char>((h >> (8 * b)) & 0xff));
+    }
+    hashes.push_back(
+        hash_block_tokens(parent, block_tokens(request, i),
+                          images ? std::as_bytes(std::span<const char>(key_scratch_)) : extra));
   }
 }
 

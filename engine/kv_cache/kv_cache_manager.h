@@ -131,6 +131,7 @@ class KvCacheManager {
   int64_t prefix_queries_ = 0;
   int64_t prefix_hits_ = 0;
   std::vector<int32_t> token_scratch_;
+  std::string key_scratch_;  // a block's extra key when it holds image rows
   std::vector<int32_t> prefix_scratch_;
   std::vector<int32_t> pins_;  // per block
   bool capture_ = false;

@@ -57,6 +57,14 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
                               std::to_string(e.block_table.size()) + " blocks, needs " +
                               std::to_string(needed));
     }
+    if (!e.image_spans.empty() &&
+        (e.image_features.size() != e.image_spans.size() || e.image_hidden <= 0 ||
+         (!e.expands() &&
+          splits_image(e.image_spans, e.num_computed, e.num_computed + e.num_new)))) {
+      return invalid_argument(
+          "batch builder: an entry's new tokens split an image, or its image features are "
+          "missing");
+    }
     max_blocks = std::max(max_blocks, needed);
     num_rows += e.expands() ? static_cast<size_t>(e.num_new) : 1;
   }
@@ -72,6 +80,16 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   sample_index_.assign(entries.size(), -1);
   score_index_.assign(entries.size(), -1);
   first_row_.assign(entries.size(), -1);
+
+  bool images = false;
+  for (const BatchEntry& e : entries) {
+    for (const ImageSpan& sp : e.image_spans) {
+      images = images ||
+               (!e.expands() && sp.start < e.num_computed + e.num_new && sp.end() > e.num_computed);
+    }
+  }
+  input_embeddings_.clear();
+  attend_end_.clear();
 
   size_t b = 0;  // batch request (row of block_tables)
   size_t num_decodes = 0;
@@ -93,6 +111,20 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
         slot_mapping_.push_back(e.block_table[static_cast<size_t>(pos / block_size_)] *
                                     block_size_ +
                                 pos % block_size_);
+      }
+      if (images) {
+        if (e.expands() || e.image_spans.empty()) {
+          for (int32_t pos = begin; pos < end; ++pos) {
+            input_embeddings_.push_back(nullptr);
+            attend_end_.push_back(pos + 1);
+          }
+        } else {
+          fill_image_rows(e.image_spans, e.image_features, e.image_hidden, begin, end - begin,
+                          entry_embeddings_, entry_attend_end_);
+          input_embeddings_.insert(input_embeddings_.end(), entry_embeddings_.begin(),
+                                   entry_embeddings_.end());
+          attend_end_.insert(attend_end_.end(), entry_attend_end_.begin(), entry_attend_end_.end());
+        }
       }
       query_start_.push_back(static_cast<int32_t>(token_ids_.size()));
       seq_lens_.push_back(end);
@@ -136,6 +168,10 @@ Result<ForwardBatch> BatchBuilder::build(std::span<const BatchEntry> entries) {
   fb.prompt_rows = prompt_rows_;
   fb.pool_rows = pool_rows_;
   fb.num_decodes = static_cast<int64_t>(num_decodes);
+  if (images) {
+    fb.input_embeddings = input_embeddings_;
+    fb.attend_end = attend_end_;
+  }
   return fb;
 }
 

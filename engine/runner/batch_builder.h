@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/core/image_spans.h"
 #include "engine/core/status.h"
 #include "engine/model/forward_batch.h"
 
@@ -32,6 +33,14 @@ struct BatchEntry {
   // tokens[0, num_prompt) are the request's prompt, the rest its output: ForwardBatch::prompt_rows.
   // 0 = not told (every row counts as output).
   int32_t num_prompt = 0;
+
+  // Images in the prompt: their rows (in order) and each one's projected features
+  // ([span length, image_hidden] f32, image_hidden = the model's hidden size). The new tokens
+  // must not split an image (a chunk may begin inside one whose first rows are cached). A batch
+  // with image rows sets ForwardBatch::input_embeddings and attend_end.
+  std::span<const ImageSpan> image_spans = {};
+  std::span<const float* const> image_features = {};
+  int64_t image_hidden = 0;
 
   // A pooling request (engine/pooling): every new row comes back as a hidden state
   // (ForwardBatch::pool_rows); never with drafts, rows_as_decodes or scoring.
@@ -62,6 +71,8 @@ class BatchBuilder {
   std::vector<int32_t> slot_mapping_, sample_rows_, sample_index_, score_index_, first_row_;
   std::vector<int32_t> pool_rows_, pool_index_;
   std::vector<uint8_t> is_prefill_, prompt_rows_;
+  std::vector<const float*> input_embeddings_, entry_embeddings_;
+  std::vector<int32_t> attend_end_, entry_attend_end_;
   std::vector<size_t> order_;
 };
 

@@ -27,6 +27,26 @@ Status Scheduler::add_request(Request request) {
     return invalid_argument(who + "prompt has " + std::to_string(request.num_prompt_tokens()) +
                             " tokens; max_model_len is " + std::to_string(config_.max_model_len));
   }
+  if (request.image_spans.size() != request.image_hashes.size()) {
+    return invalid_argument(who + "image spans and content hashes differ in number");
+  }
+  for (size_t k = 0; k < request.image_spans.size(); ++k) {
+    const ImageSpan& s = request.image_spans[k];
+    if (s.length < 1 || s.start < 0 || s.end() >= request.num_prompt_tokens() ||
+        (k > 0 && s.start < request.image_spans[k - 1].end())) {
+      return invalid_argument(who + "image " + std::to_string(k) +
+                              " lies outside the prompt's rows or overlaps another");
+    }
+    // An image runs in one step: the step's token budget must hold it.
+    if (s.length > config_.max_num_batched_tokens) {
+      return invalid_argument(who + "an image of " + std::to_string(s.length) +
+                              " tokens does not fit one step (max_num_batched_tokens " +
+                              std::to_string(config_.max_num_batched_tokens) + ")");
+    }
+  }
+  if (!request.image_spans.empty() && request.score_prompt) {
+    return invalid_argument(who + "prompt logprobs are not available for a prompt with images");
+  }
   if (request.pool && (request.max_tokens != 0 || request.score_prompt ||
                        request.num_prompt_tokens() > config_.max_num_batched_tokens)) {
     return invalid_argument(who + "a pooling request samples nothing and its prompt (" +
@@ -217,6 +237,8 @@ void Scheduler::schedule_running(int32_t& budget) {
       } else if (num_new <= 0 || (!config_.enable_chunked_prefill && num_new < left)) {
         continue;
       }
+      num_new = image_chunk(r, r.num_computed_tokens, num_new, budget - pending_decodes);
+      if (num_new <= 0) continue;  // an image that does not fit what is left of this step
     }
     bool scheduled = true;
     while (!kv_.allocate(r, num_new)) {
@@ -238,6 +260,16 @@ void Scheduler::schedule_running(int32_t& budget) {
     emit(r, num_new, /*is_new=*/false);
     budget -= num_new;
   }
+}
+
+// A prefill chunk of r from `start` of at most num_new tokens, cut so it never splits an image:
+// it ends before the image it would split, or, starting at (or inside) one, runs to that image's
+// end, which must fit `room` (0 when it does not: the request waits for a later step).
+int32_t Scheduler::image_chunk(const Request& r, int32_t start, int32_t num_new,
+                               int32_t room) const {
+  if (r.image_spans.empty() || num_new <= 0) return num_new;
+  const int32_t n = image_safe_chunk_end(r.image_spans, start, start + num_new) - start;
+  return n <= room ? n : 0;
 }
 
 // New tokens a scoring request may run this step: its scored rows must fit in what is left of
@@ -326,6 +358,8 @@ void Scheduler::schedule_waiting(int32_t& budget) {
     } else if (!config_.enable_chunked_prefill && num_new < left) {
       break;
     }
+    num_new = image_chunk(r, prefix.num_tokens, num_new, budget);
+    if (num_new <= 0) break;  // its next image waits for a step with room for all of it
     if (!kv_.allocate(r, num_new, prefix)) break;
 
     it = waiting_.erase(it);

@@ -16,6 +16,11 @@
 // group_id; a group member is not admitted while another member is still computing the prompt's
 // full blocks, so the later members reuse those blocks through the prefix cache (no copy-on-write:
 // each member computes its own last, partial prompt block).
+//
+// Images (Request::image_spans): a prefill chunk never splits an image (its rows attend each
+// other); a chunk that would is cut before it, and a chunk starting at an image runs all of it,
+// waiting for a step whose budget left holds it. add_request refuses an image larger than
+// max_num_batched_tokens.
 #pragma once
 
 #include <cstdint>
@@ -132,6 +137,7 @@ class Scheduler {
   void finish_request(Request& request, FinishReason reason);
   bool group_is_prefilling(uint64_t group_id);
   int32_t score_room(const Request& r) const;
+  int32_t image_chunk(const Request& r, int32_t start, int32_t num_new, int32_t room) const;
   int32_t shareable_prompt_tokens(const Request& r) const;
   void emit(Request& request, int32_t num_new_tokens, bool is_new);
   void start_remote_kv(Request& request, const CachedPrefix& prefix);

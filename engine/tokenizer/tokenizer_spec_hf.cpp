@@ -233,6 +233,15 @@ Result<TokenizerSpec> tokenizer_spec_from_hf_dir(const std::string& dir) {
       }
     }
   }
+  // transformers >= 4.43 saves the template beside the config as chat_template.jinja.
+  if (spec.chat_template.empty()) {
+    std::ifstream jinja(root / "chat_template.jinja", std::ios::binary);
+    if (jinja) {
+      std::ostringstream text;
+      text << jinja.rdbuf();
+      spec.chat_template = text.str();
+    }
+  }
   fill_stop_ids(spec);
   return spec;
 }

@@ -4,6 +4,7 @@
 // layer_norm_eps), then times mm_input_projection_weight [vision hidden, text hidden].
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -19,6 +20,7 @@ class Gemma3Projector {
 
   // vision [num_patches, hidden] -> out [mm_tokens_per_image, text_hidden]. Not reentrant.
   void project(kernels::ThreadPool& pool, const float* vision, float* out);
+  uint64_t scratch_bytes() const { return pooled_.capacity() * sizeof(float); }
 
  private:
   VisionConfig cfg_;

@@ -1,7 +1,6 @@
 // Where a prompt's images go, for the engine: the processor's text expansion of each image
-// placeholder, the soft-token spans of a tokenized prompt, prefill chunk ends that never split an
-// image (its tokens attend each other, so they must run in one step), the per-row image inputs
-// of a chunk (ForwardBatch::input_embeddings / attend_end), and the content hash of an image.
+// placeholder and the content hash of an image; the soft-token spans, chunk ends and per-row
+// inputs come from engine/core/image_spans.h.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/core/image_spans.h"
 #include "engine/vision/image_decoder.h"
 
 namespace llmserve::vision {
@@ -27,29 +27,11 @@ struct ImageTokenText {
 std::string expand_image_placeholders(std::string_view text, const ImageTokenText& t,
                                       int64_t* num_images);
 
-// A run of image soft tokens: prompt rows [start, start + length).
-struct ImageSpan {
-  int32_t start = 0;
-  int32_t length = 0;
-  int32_t end() const { return start + length; }
-};
-
-// The maximal runs of image_token_id in ids, in order (Gemma 3 keeps one image per run: its
-// <end_of_image> separates adjacent images).
-std::vector<ImageSpan> find_image_spans(std::span<const int32_t> ids, int32_t image_token_id);
-
-// The end of a prefill chunk starting at `start` that may run up to `proposed_end`, moved back
-// to the start of an image it would split; when that leaves nothing (the chunk starts at an
-// image longer than the budget), the image's end: an image always runs whole.
-int32_t image_safe_chunk_end(std::span<const ImageSpan> spans, int32_t start, int32_t proposed_end);
-
-// The image inputs of prompt rows [start, start + n): embeddings[i] = the row's features row
-// (features[k] is image k's [span length, hidden] block) or null, attend_end[i] = the end of
-// the row's image or its position + 1. Precondition: the rows do not split an image, and
-// features holds one block per span.
-void fill_image_rows(std::span<const ImageSpan> spans, std::span<const float* const> features,
-                     int64_t hidden, int32_t start, int32_t n,
-                     std::vector<const float*>& embeddings, std::vector<int32_t>& attend_end);
+// The span logic lives in engine/core/image_spans.h (the scheduler and the KV cache use it too).
+using ::llmserve::fill_image_rows;
+using ::llmserve::find_image_spans;
+using ::llmserve::image_safe_chunk_end;
+using ::llmserve::ImageSpan;
 
 // XXH3-64 of the decoded image (width, height, RGB bytes): the same picture in another file
 // format or encoding gives the same hash when it decodes to the same pixels.

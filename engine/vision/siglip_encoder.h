@@ -6,6 +6,7 @@
 // outlive the encoder.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -23,6 +24,14 @@ class SiglipEncoder {
   // pixels [3, image_size, image_size] (an ImagePreprocessor's output) -> out [num_patches,
   // hidden], patches in row-major order. Not reentrant (uses the encoder's scratch).
   void encode(kernels::ThreadPool& pool, const float* pixels, float* out);
+  // Bytes of the scratch buffers (their full size once an image has been encoded).
+  uint64_t scratch_bytes() const {
+    uint64_t n = 0;
+    for (const auto* v : {&patches_, &h_, &q_, &k_, &v_, &attn_, &mlp_, &attn_scratch_}) {
+      n += v->capacity();
+    }
+    return n * sizeof(float);
+  }
 
  private:
   struct Layer {

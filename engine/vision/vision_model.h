@@ -37,6 +37,11 @@ class VisionModel {
                                    std::vector<float>* vision_hidden = nullptr);
   // The image through the processor, then encode_pixels.
   Result<std::vector<float>> encode_image(kernels::ThreadPool& pool, const RgbImage& image);
+  // Bytes of the tower's and projector's scratch (full once an image has been encoded).
+  uint64_t scratch_bytes() const {
+    return encoder_.scratch_bytes() + projector_.scratch_bytes() +
+           hidden_.capacity() * sizeof(float);
+  }
 
  private:
   VisionModel(VisionConfig cfg, ImagePreprocessor pre, VisionWeights w, SiglipEncoder e,

@@ -1,4 +1,5 @@
 #include "server/anthropic/anthropic_routes.h"
+#include "server/common/request_images.h"
 
 #include <chrono>
 #include <memory>
@@ -137,6 +138,11 @@ void handle_messages(HttpContext& ctx, const MessagesOptions& options, const htt
 
   std::vector<GenerateRequest> engine_requests =
       make_generate_requests(request, std::move(request.prompt_token_ids), id, deadline);
+  if (Status st =
+          attach_request_images(request, engine, ctx.state.options().media, engine_requests);
+      !st.is_ok()) {
+    return fail(res, st, retry);
+  }
   HttpJobStart started = start_http_job(ctx, request, std::move(hold), std::move(engine_requests));
   if (started.error) return send_anthropic_error(res, *started.error);
   if (!started.job) return;  // the client left while its grammar compiled

@@ -31,8 +31,9 @@ bool ignored_block(const std::string& type) {
 }
 
 Status unsupported_media(const std::string& where, const std::string& type) {
-  return field_error(where, type + " blocks are not supported by this server (no vision or " +
-                                "document input yet); send the content as text");
+  return field_error(where, type + " blocks are not supported here (images go in user messages "
+                                "to a model with a vision tower; documents not at all); send the "
+                                "content as text");
 }
 
 Result<std::string> block_type(const json& block, const std::string& where) {
@@ -95,8 +96,42 @@ Result<std::string> tool_result_text(const json& block, const std::string& where
   return out;
 }
 
+// An image block's URL: source {type: base64, media_type, data} as a data: URL, or
+// {type: url, url}.
+Result<std::string> image_block_url(const json& b, const std::string& bw) {
+  const json& src = b.contains("source") ? b["source"] : json();
+  if (!src.is_object() || !src.contains("type") || !src["type"].is_string()) {
+    return field_error(bw + ".source", "is required: {type: base64, media_type, data}");
+  }
+  const std::string type = src["type"].get<std::string>();
+  if (type == "url") {
+    if (!src.contains("url") || !src["url"].is_string()) {
+      return field_error(bw + ".source.url", "is required and must be a string");
+    }
+    return src["url"].get<std::string>();
+  }
+  if (type != "base64") {
+    return field_error(bw + ".source.type", "must be base64 or url, got '" + type + "'");
+  }
+  if (!src.contains("media_type") || !src["media_type"].is_string()) {
+    return field_error(bw + ".source.media_type", "is required and must be a string");
+  }
+  const std::string media = src["media_type"].get<std::string>();
+  if (media != "image/jpeg" && media != "image/png" && media != "image/webp" &&
+      media != "image/gif") {
+    return field_error(
+        bw + ".source.media_type",
+        "must be image/jpeg, image/png, image/webp or image/gif, got '" + media + "'");
+  }
+  if (!src.contains("data") || !src["data"].is_string()) {
+    return field_error(bw + ".source.data", "is required and must be a base64 string");
+  }
+  return "data:" + media + ";base64," + src["data"].get<std::string>();
+}
+
 Status add_message(const json& m, size_t i, json& messages, std::vector<std::string>& source,
-                   const MessagesOptions& options) {
+                   const MessagesOptions& options,
+                   std::vector<std::pair<std::string, std::string>>& image_source) {
   const std::string where = at("messages", i);
   if (!m.is_object()) return field_error(where, "expected an object");
   if (!m.contains("role") || !m["role"].is_string()) {
@@ -125,13 +160,21 @@ Status add_message(const json& m, size_t i, json& messages, std::vector<std::str
   std::string text, reasoning;
   bool has_text = false, has_reasoning = false;
   json calls = json::array();
+  json parts = json::array();  // a user message with images: text and image_url parts
   for (size_t k = 0; k < content.size(); ++k) {
     const json& b = content[k];
     const std::string bw = at(where + ".content", k);
     LLMSERVE_ASSIGN_OR_RETURN(std::string type, block_type(b, bw));
     if (type == "text") {
       LLMSERVE_ASSIGN_OR_RETURN(std::string t, text_of(b, bw));
+      parts.push_back({{"type", "text"}, {"text", t}});
       text += t;
+      has_text = true;
+    } else if (type == "image" && role == "user") {
+      LLMSERVE_ASSIGN_OR_RETURN(std::string url, image_block_url(b, bw));
+      image_source.emplace_back(
+          at("messages", messages.size()) + ".content[" + std::to_string(parts.size()) + "]", bw);
+      parts.push_back({{"type", "image_url"}, {"image_url", {{"url", std::move(url)}}}});
       has_text = true;
     } else if (type == "image" || type == "document") {
       return unsupported_media(bw, type);
@@ -176,7 +219,9 @@ Status add_message(const json& m, size_t i, json& messages, std::vector<std::str
   }
   if (role == "user") {
     if (has_text || messages.empty() || messages.back()["role"] != "tool") {
-      messages.push_back({{"role", "user"}, {"content", std::move(text)}});
+      bool images = false;
+      for (const json& p : parts) images = images || p["type"] == "image_url";
+      messages.push_back({{"role", "user"}, {"content", images ? std::move(parts) : json(text)}});
       source.push_back(where);
     }
     return Status::ok();
@@ -321,7 +366,8 @@ Result<MessagesTranslation> translate_messages_request(std::string_view body_tex
   if (!in.is_array()) return field_error("messages", "expected a list of messages");
   if (in.empty()) return field_error("messages", "must contain at least one message");
   for (size_t i = 0; i < in.size(); ++i) {
-    LLMSERVE_RETURN_IF_ERROR(add_message(in[i], i, messages, t.message_source, options));
+    LLMSERVE_RETURN_IF_ERROR(
+        add_message(in[i], i, messages, t.message_source, options, t.image_source));
   }
   // A last assistant turn is a prefill: the reply continues its text (chat's
   // continue_final_message), as Anthropic continues it.
@@ -371,6 +417,11 @@ Status to_messages_error(const Status& chat_error, const MessagesTranslation& t)
     field = to + field.substr(from.size());
     return true;
   };
+  for (const auto& [chat_part, block] : t.image_source) {
+    if (field == chat_part || field.rfind(chat_part + ".", 0) == 0) {
+      return Status(chat_error.code(), block + field.substr(chat_part.size()) + rest);
+    }
+  }
   if (field.rfind("messages[", 0) == 0) {
     const size_t close = field.find(']');
     const size_t k = std::stoul(field.substr(9, close - 9));
@@ -402,6 +453,11 @@ Result<GenerationRequest> parse_messages_request(std::string_view body, const To
       t.chat_body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   auto parsed = parse_chat_request(chat_text, tokenizer, render, limits);
   if (!parsed.is_ok()) return to_messages_error(parsed.status(), t);
+  // Image errors come later (decoding): each block named as the Messages body has it.
+  for (ImageInput& im : parsed->images) {
+    const std::string m = to_messages_error(invalid_argument(im.where + ": x"), t).message();
+    im.where = m.substr(0, m.rfind(": "));
+  }
   if (out) *out = std::move(t);
   return parsed;
 }

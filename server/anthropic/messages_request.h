@@ -56,6 +56,8 @@ struct MessagesTranslation {
   // Where each chat message came from: "system", or "messages[i]".
   std::vector<std::string> message_source;
   std::vector<size_t> tool_source;  // chat tools[k] is tools[tool_source[k]]
+  // Image blocks: (the chat part "messages[k].content[j]", the block "messages[i].content[b]").
+  std::vector<std::pair<std::string, std::string>> image_source;
 };
 
 // Checks and translates; errors name the Messages field ("messages[1].content[0].type: ...").

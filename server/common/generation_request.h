@@ -24,6 +24,14 @@
 
 namespace llmserve {
 
+// One image part of a request: where it is ("messages[1].content[0]", the `param` of its
+// errors) and its URL: a base64 data: URL, or an http(s) URL (fetched only when its host is in
+// server.allowed_media_domains). server/common/request_images.h reads it.
+struct ImageInput {
+  std::string where;
+  std::string url;
+};
+
 struct GenerationRequest {
   std::string model;  // "" = the served model
   // Text prompts (tokenized by prepare_prompts), or token-id prompts; readers set one of them.
@@ -57,6 +65,8 @@ struct GenerationRequest {
   // Disaggregated prefill/decode (kv_transfer_params): keep this prefill for a consumer, or pull
   // its KV from a producer. Applies to a single prompt only.
   KvTransferRequest kv_transfer;
+  // chat: the image parts, in prompt order (their placeholders are expanded in the prompt).
+  std::vector<ImageInput> images;
 };
 
 // How prepare_prompts encodes text prompts and defaults max_tokens.

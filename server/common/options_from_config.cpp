@@ -30,6 +30,7 @@ Result<EngineOptions> engine_options_from_config(const Config& c) {
                                                          : std::numeric_limits<int64_t>::max();
   o.stream_buffer = static_cast<size_t>(std::max(c.server.stream_buffer_tokens, 1));
   o.max_logprobs = c.engine.max_logprobs;
+  o.image_cache_bytes = c.engine.image_cache_bytes;
   o.grammar_compile_threads = c.engine.grammar_compile_threads;
   o.grammar_cache_size = c.engine.grammar_cache_size;
   o.grammar_cache_bytes = static_cast<int64_t>(c.engine.grammar_cache_bytes);
@@ -86,6 +87,11 @@ ServerOptions server_options_from_config(const Config& c) {
   o.http_threads = std::max(c.server.http_threads, 8);
   o.max_concurrent_generations = std::max(o.http_threads - 8, 1);
   o.max_body_bytes = c.server.max_body_bytes;
+  o.media.fetch.allowed_domains = c.server.allowed_media_domains;
+  o.media.fetch.max_bytes = c.server.max_media_bytes;
+  o.media.fetch.timeout_seconds = c.server.media_fetch_timeout_seconds;
+  o.media.limits.max_bytes = static_cast<int64_t>(c.server.max_media_bytes);
+  o.max_images_per_request = c.server.max_images_per_request;
   o.json_bounds.max_depth = c.server.max_json_depth;
   o.json_bounds.max_tree_bytes = c.server.max_json_memory;
   o.api_keys = c.server.api_keys;

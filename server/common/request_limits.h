@@ -18,8 +18,9 @@ struct RequestLimits {
   int32_t vocab_size = 0;
   int32_t max_model_len = 2048;  // prompt + max_tokens must fit
   int32_t max_logprobs = 20;
-  int32_t max_n = 16;        // n per prompt
-  int32_t max_choices = 64;  // prompts x n
+  int32_t max_n = 16;                  // n per prompt
+  int32_t max_choices = 64;            // prompts x n
+  int32_t max_images_per_request = 8;  // server.max_images_per_request
   int32_t max_stop_strings = 16;
   int32_t max_stop_string_bytes = 512;
   int32_t max_logit_bias = 1024;  // entries

@@ -9,6 +9,7 @@
 
 #include "server/common/bounded_json.h"
 #include "server/common/default_sampling.h"
+#include "server/common/media_options.h"
 
 namespace llmserve {
 
@@ -22,6 +23,8 @@ struct ServerOptions {
   std::vector<std::string> api_keys;            // empty = auth off
   bool metrics_require_auth = true;             // only meaningful when api_keys is non-empty
   std::vector<std::string> cors_allow_origins;  // empty = CORS off; "*" = any origin
+  MediaOptions media;                           // image parts: URL fetch and size limits
+  int max_images_per_request = 8;               // server.max_images_per_request
   std::string tls_cert_file;                    // PEM; both set = TLS on both servers
   std::string tls_key_file;
   int max_waiting_requests = 1024;  // checked against EngineStats before parsing; 429

@@ -2,6 +2,7 @@
 
 #include "engine/chat/chat_template.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "server/common/request_images.h"
 
 namespace llmserve {
 
@@ -21,9 +22,11 @@ ChatRenderer make_chat_renderer(const Engine& engine, ReasoningParser reasoning)
     return apply_chat_template(*tmpl, nlohmann::ordered_json(messages), add_generation_prompt, bos,
                                eos, extra);
   };
-  return ChatRenderer(std::move(fn), detect_tool_format(tmpl->source()),
-                      resolve_reasoning_parser(reasoning, tmpl->source()),
-                      template_writes_think(tmpl->source()));
+  ChatRenderer r(std::move(fn), detect_tool_format(tmpl->source()),
+                 resolve_reasoning_parser(reasoning, tmpl->source()),
+                 template_writes_think(tmpl->source()));
+  r.images = image_token_text(engine.image_encoder(), tok);
+  return r;
 }
 
 }  // namespace llmserve

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "server/common/continue_final_message.h"
+#include "server/common/request_images.h"
 #include "server/http/generation_fields.h"
 #include "server/http/json_fields.h"
 #include "server/http/structured_output_json.h"
@@ -22,24 +23,44 @@ bool known_role(const std::string& role) {
          role == "tool";
 }
 
-Result<std::string> flatten_content(const json& content, size_t i) {
+// A list of content parts: text parts joined into one string, or, when `images` is given and
+// the message has image_url parts, the parts as the chat template reads them ({"type": "text",
+// "text"} and {"type": "image"}), each image's URL appended to *images.
+Result<json> flatten_content(const json& content, size_t i, std::vector<ImageInput>* images) {
   const std::string where = "messages[" + std::to_string(i) + "].content";
   std::string text;
+  json parts = json::array();
+  bool has_image = false;
   for (size_t k = 0; k < content.size(); ++k) {
     const json& part = content[k];
+    const std::string pw = where + "[" + std::to_string(k) + "]";
     if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
       return field_error(where, "each content part must be an object with a string 'type'");
     }
     const std::string type = part["type"].get<std::string>();
+    if (type == "image_url" && images != nullptr) {
+      const json& iu = part.contains("image_url") ? part["image_url"] : json();
+      const json& url = iu.is_object() && iu.contains("url") ? iu["url"] : iu;
+      if (!url.is_string()) {
+        return field_error(pw, "an image_url part needs image_url.url (a data: or http(s) URL)");
+      }
+      images->push_back({pw, url.get<std::string>()});
+      parts.push_back({{"type", "image"}});
+      has_image = true;
+      continue;
+    }
     if (type != "text") {
-      return field_error(where, "content part type '" + type + "' is not supported (only text)");
+      return field_error(where, "content part type '" + type + "' is not supported (text" +
+                                    (images != nullptr ? " and image_url" : "") + " only)");
     }
     if (!part.contains("text") || !part["text"].is_string()) {
       return field_error(where, "a text part needs a string 'text'");
     }
     text += part["text"].get<std::string>();
+    parts.push_back({{"type", "text"}, {"text", part["text"]}});
   }
-  return text;
+  if (has_image) return parts;
+  return json(text);
 }
 
 // chat_template_kwargs: an object of template variables, none of those the server sets.
@@ -60,7 +81,8 @@ Result<nlohmann::ordered_json> chat_template_kwargs(const nlohmann::ordered_json
 
 }  // namespace
 
-Result<json> normalize_chat_messages(const json& messages, const JsonBounds& bounds) {
+Result<json> normalize_chat_messages(const json& messages, const JsonBounds& bounds,
+                                     std::vector<ImageInput>* images) {
   if (!messages.is_array()) return field_error("messages", "expected a list of messages");
   if (messages.empty()) return field_error("messages", "must contain at least one message");
   json out = json::array();
@@ -86,8 +108,7 @@ Result<json> normalize_chat_messages(const json& messages, const JsonBounds& bou
     } else if (m["content"].is_string()) {
       nm["content"] = m["content"];
     } else if (m["content"].is_array()) {
-      LLMSERVE_ASSIGN_OR_RETURN(std::string text, flatten_content(m["content"], i));
-      nm["content"] = std::move(text);
+      LLMSERVE_ASSIGN_OR_RETURN(nm["content"], flatten_content(m["content"], i, images));
     } else {
       return field_error(where + ".content", "expected a string or a list of content parts");
     }
@@ -193,8 +214,14 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
   LLMSERVE_ASSIGN_OR_RETURN(json body, json_fields::parse_object(body_text, limits.json_bounds));
   GenerationRequest out;
   if (!present(body, "messages")) return field_error("messages", "is required");
-  LLMSERVE_ASSIGN_OR_RETURN(json messages,
-                            normalize_chat_messages(body.at("messages"), limits.json_bounds));
+  LLMSERVE_ASSIGN_OR_RETURN(
+      json messages, normalize_chat_messages(body.at("messages"), limits.json_bounds, &out.images));
+  if (!out.images.empty() && !render.images) {
+    return field_error(out.images[0].where,
+                       "images are not accepted: this model has no vision tower; send text");
+  }
+  LLMSERVE_RETURN_IF_ERROR(
+      check_image_count(out.images.size(), limits.max_images_per_request, "messages"));
   // The body again as ordered_json, parsed at most once: schemas (a tool's parameters,
   // response_format's) keep the caller's property order. The text is within the bounds already.
   std::optional<nlohmann::ordered_json> ordered;
@@ -263,6 +290,18 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
   if (!render) return invalid_argument("this model has no chat template; use /v1/completions");
   LLMSERVE_ASSIGN_OR_RETURN(out.prompt_texts[0],
                             render_chat_prompt(render, messages, mode, variables));
+  if (render.images) {
+    // The processor's expansion of each image placeholder the template wrote.
+    int64_t placed = 0;
+    out.prompt_texts[0] =
+        vision::expand_image_placeholders(out.prompt_texts[0], *render.images, &placed);
+    if (placed != static_cast<int64_t>(out.images.size())) {
+      return field_error("messages",
+                         "the rendered prompt has " + std::to_string(placed) +
+                             " image placeholders for " + std::to_string(out.images.size()) +
+                             " image parts (the text must not spell " + render.images->boi + ")");
+    }
+  }
   const bool wrap = out.grammar.has_value() && render.template_thinks;
   out.reasoning = reasoning_start(render.reasoning, out.prompt_texts[0],
                                   /*grammar_without_block=*/out.grammar.has_value() && !wrap);
@@ -270,6 +309,14 @@ Result<GenerationRequest> parse_chat_request(std::string_view body_text, const T
     LLMSERVE_ASSIGN_OR_RETURN(out.grammar, reasoning_grammar(*out.grammar, out.reasoning));
   }
   LLMSERVE_RETURN_IF_ERROR(prepare_prompts(tokenizer, limits, PromptStyle::kChat, &out));
+  if (!out.images.empty()) {
+    if (out.prompt_logprobs) {
+      return field_error("prompt_logprobs", "is not available for a prompt with images");
+    }
+    if (out.kv_transfer.produce || out.kv_transfer.consume) {
+      return field_error("kv_transfer_params", "is not available for a prompt with images");
+    }
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -14,6 +15,7 @@
 
 #include "engine/core/status.h"
 #include "engine/tokenizer/tokenizer.h"
+#include "engine/vision/image_placement.h"
 #include "server/common/generation_request.h"
 #include "server/common/reasoning_parser.h"
 #include "server/common/request_limits.h"
@@ -36,6 +38,9 @@ struct ChatRenderer {
   ToolFormat tool_format = ToolFormat::kGeneric;
   ReasoningParser reasoning = ReasoningParser::kNone;
   bool template_thinks = false;
+  // A model with a vision tower: its image placeholder text and expansion; nullopt without one
+  // (image parts are then refused).
+  std::optional<vision::ImageTokenText> images;
 
   ChatRenderer() = default;
   ChatRenderer(ChatRenderFn f, ToolFormat format,
@@ -64,8 +69,11 @@ struct ChatRenderer {
 // assistant's earlier reasoning (reasoning_content, or vLLM's `reasoning`) reaches the template
 // as reasoning_content.
 // A tool call's JSON `arguments` text is parsed within `bounds` (past them: INVALID_ARGUMENT).
+// images: where image_url parts go (the message's content then stays a list of text and
+// {"type": "image"} parts for the template); null refuses them.
 Result<nlohmann::json> normalize_chat_messages(const nlohmann::json& messages,
-                                               const JsonBounds& bounds);
+                                               const JsonBounds& bounds,
+                                               std::vector<ImageInput>* images = nullptr);
 
 // How the messages become a prompt: `add_generation_prompt` (default true) and vLLM's
 // `continue_final_message` (default false): the last message, an assistant's, is continued

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "server/common/generation_job.h"
+#include "server/common/request_images.h"
 #include "server/http/body_pieces.h"
 #include "server/http/chat_request.h"
 #include "server/http/collect_job.h"
@@ -152,6 +153,12 @@ void handle_generation(HttpContext& ctx, ApiKind kind, const httplib::Request& r
   rc.reasoning = request.reasoning;
   std::vector<GenerateRequest> engine_requests =
       make_generate_requests(request, std::move(request.prompt_token_ids), id, deadline);
+  // Images are decoded and encoded here, on this request's thread (never on the step loop).
+  if (Status st =
+          attach_request_images(request, engine, ctx.state.options().media, engine_requests);
+      !st.is_ok()) {
+    return send_status_error(res, st, retry);
+  }
   HttpJobStart started = start_http_job(ctx, request, std::move(hold), std::move(engine_requests));
   if (started.error) return send_error(res, *started.error);
   if (!started.job) return;  // the client left while its grammar compiled

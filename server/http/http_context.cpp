@@ -19,6 +19,7 @@ RequestLimits HttpContext::limits() const {
   l.max_prompt_logprob_entries = state.options().max_prompt_logprob_entries;
   l.default_sampling = state.options().default_sampling;
   l.json_bounds = state.options().json_bounds;
+  l.max_images_per_request = state.options().max_images_per_request;
   return l;
 }
 

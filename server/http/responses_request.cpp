@@ -19,11 +19,45 @@ std::string at(const std::string& base, size_t i) {
   return base + "[" + std::to_string(i) + "]";
 }
 
-// Text parts (input_text, output_text, text, refusal) flattened to one string.
-Result<std::string> flatten_parts(const json& content, const std::string& where) {
-  if (content.is_string()) return content.get<std::string>();
+// Text parts (input_text, output_text, text, refusal) flattened to one string; with input_image
+// parts, the chat's content parts one for one (text and image_url), so a chat error's
+// content[j] is the item's.
+Result<json> flatten_parts(const json& content, const std::string& where) {
+  if (content.is_string()) return content;
   if (!content.is_array()) {
     return field_error(where, "expected a string or a list of content parts");
+  }
+  bool images = false;
+  for (const json& part : content) {
+    images = images || (part.is_object() && part.value("type", json()) == "input_image");
+  }
+  if (images) {
+    json parts = json::array();
+    for (size_t k = 0; k < content.size(); ++k) {
+      const json& part = content[k];
+      const std::string pw = at(where, k);
+      const std::string type = part.is_object() && part.contains("type") && part["type"].is_string()
+                                   ? part["type"].get<std::string>()
+                                   : "";
+      if (type == "input_image") {
+        if (!part.contains("image_url") || !part["image_url"].is_string()) {
+          return field_error(pw + ".image_url",
+                             "is required and must be a data: or http(s) URL (file_id is not "
+                             "supported)");
+        }
+        parts.push_back({{"type", "image_url"}, {"image_url", {{"url", part["image_url"]}}}});
+      } else if (type == "input_text" || type == "text") {
+        if (!part.contains("text") || !part["text"].is_string()) {
+          return field_error(pw + ".text", "is required and must be a string");
+        }
+        parts.push_back({{"type", "text"}, {"text", part["text"]}});
+      } else {
+        return field_error(pw + ".type", "content part type '" + type +
+                                             "' is not supported beside input_image (only "
+                                             "input_text)");
+      }
+    }
+    return parts;
   }
   std::string text;
   for (size_t k = 0; k < content.size(); ++k) {
@@ -35,15 +69,16 @@ Result<std::string> flatten_parts(const json& content, const std::string& where)
     const std::string type = part["type"].get<std::string>();
     const char* key = type == "refusal" ? "refusal" : "text";
     if (type != "input_text" && type != "output_text" && type != "text" && type != "refusal") {
-      return field_error(pw + ".type", "content part type '" + type +
-                                           "' is not supported (only input_text and output_text)");
+      return field_error(pw + ".type",
+                         "content part type '" + type +
+                             "' is not supported (only input_text, output_text and input_image)");
     }
     if (!part.contains(key) || !part[key].is_string()) {
       return field_error(pw + "." + key, "is required and must be a string");
     }
     text += part[key].get<std::string>();
   }
-  return text;
+  return json(text);
 }
 
 Status require_string(const json& item, const char* key, const std::string& where) {
@@ -70,8 +105,8 @@ Status add_item(const json& item, size_t i, json& messages, std::vector<int>& so
                                               "' (expected user, assistant, system or developer)");
     }
     if (!item.contains("content")) return field_error(where + ".content", "is required");
-    LLMSERVE_ASSIGN_OR_RETURN(std::string text, flatten_parts(item["content"], where + ".content"));
-    messages.push_back({{"role", role}, {"content", std::move(text)}});
+    LLMSERVE_ASSIGN_OR_RETURN(json content, flatten_parts(item["content"], where + ".content"));
+    messages.push_back({{"role", role}, {"content", std::move(content)}});
     source.push_back(static_cast<int>(i));
     return Status::ok();
   }
@@ -98,7 +133,10 @@ Status add_item(const json& item, size_t i, json& messages, std::vector<int>& so
   if (type == "function_call_output") {
     LLMSERVE_RETURN_IF_ERROR(require_string(item, "call_id", where));
     if (!item.contains("output")) return field_error(where + ".output", "is required");
-    LLMSERVE_ASSIGN_OR_RETURN(std::string text, flatten_parts(item["output"], where + ".output"));
+    LLMSERVE_ASSIGN_OR_RETURN(json text, flatten_parts(item["output"], where + ".output"));
+    if (!text.is_string()) {
+      return field_error(where + ".output", "a function call's output must be text");
+    }
     messages.push_back(
         {{"role", "tool"}, {"tool_call_id", item["call_id"]}, {"content", std::move(text)}});
     source.push_back(static_cast<int>(i));
@@ -378,6 +416,11 @@ Result<GenerationRequest> parse_responses_request(std::string_view body, const T
     return responses_context_error(parsed.status(), input_fits);
   }
   if (!parsed.is_ok()) return to_responses_error(parsed.status(), t);
+  // Image errors come later (decoding): each part named as the Responses body has it.
+  for (ImageInput& im : parsed->images) {
+    const std::string m = to_responses_error(invalid_argument(im.where + ": x"), t).message();
+    im.where = m.substr(0, m.rfind(": "));
+  }
   if (out) *out = std::move(t);
   return parsed;
 }

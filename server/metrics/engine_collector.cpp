@@ -135,6 +135,15 @@ std::vector<MetricFamily> collect_engine_metrics(const EngineStats& s, const Eng
   }
   // Speculation off: position 0 exists at 0 all the same, so a dashboard shows 0, not no data.
   if (per_pos.metric.empty()) per_pos.metric.push_back(counter_sample(0, {{"position", "0"}}));
+  f.counter("llmserve_images_encoded_total",
+            "Images run through the vision tower (a model with one); repeats the encoder cache "
+            "answered are not counted.",
+            d(s.images_encoded));
+  f.counter("llmserve_image_cache_hits_total",
+            "Images whose features the encoder cache (engine.image_cache_bytes) held.",
+            d(s.image_cache_hits));
+  f.gauge("llmserve_image_cache_bytes", "Bytes of image features the encoder cache holds.",
+          d(s.image_cache_bytes));
   f.counter("llmserve_grammar_compiles_total",
             "Structured-output grammars compiled (cache misses), errors included.",
             d(s.grammar_compiles));

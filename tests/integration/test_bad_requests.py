@@ -91,7 +91,7 @@ def corpus():
                      ([{"role": "user"}], "messages[0].content"),
                      ([{"role": "user", "content": 5}], "messages[0].content"),
                      ([{"role": "user", "content": [{"type": "image_url"}]}],
-                      "messages[0].content"),
+                      "messages[0].content[0]"),
                      ([{"role": "user", "content": "a"}, {"role": "bot", "content": "b"}],
                       "messages[1].role")]:
         c.append((f"messages {m!r}"[:40], chat(messages=m), 400, param))

@@ -145,7 +145,7 @@ TEST(MessagesRequest, RefusalsNameTheField) {
             "max_tokens: must be at least 1");
   EXPECT_EQ(error_of(R"({"model":"m","max_tokens":3,"messages":[{"role":"user","content":[
                 {"type":"text","text":"see"},{"type":"image","source":{"type":"base64"}}]}]})")
-                .rfind("messages[0].content[1]: image blocks are not supported", 0),
+                .rfind("messages[0].content[1].source.media_type: is required", 0),
             0u);
   EXPECT_EQ(error_of(R"({"model":"m","max_tokens":3,"messages":[{"role":"user","content":[
                 {"type":"tool_result","tool_use_id":"t","content":[{"type":"document"}]}]}]})")

@@ -195,7 +195,7 @@ std::vector<BadCase> cases() {
       {'h', R"({"messages":[{"role":"user","content":5}]})", 400, "messages[0].content"},
       {'h', R"({"messages":[{"role":"user","content":{"text":"x"}}]})", 400, "messages[0].content"},
       {'h', R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]})",
-       400, "messages[0].content"},
+       400, "messages[0].content[0]"},
       {'h', R"({"messages":[{"role":"user","content":[{"text":"x"}]}]})", 400,
        "messages[0].content"},
       {'h', R"({"messages":[{"role":"user","content":[{"type":"text"}]}]})", 400,

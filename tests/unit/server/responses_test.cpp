@@ -200,8 +200,9 @@ TEST(ResponsesRequest, BadInputIs400NamingTheResponsesField) {
            {R"({"input":[{"role":"user","content":"a"},{"type":"item_reference","id":"x"}]})",
             "input[1].type"},
            {R"({"input":[{"role":"robot","content":"a"}]})", "input[0].role"},
+           // An image part on a model without vision: the part is named.
            {R"({"input":[{"role":"user","content":[{"type":"input_image","image_url":"u"}]}]})",
-            "input[0].content[0].type"},
+            "input[0].content[0]"},
            {R"({"input":[{"role":"user","content":"a"},{"type":"function_call","name":"f",
                "arguments":"{}"}]})",
             "input[1].call_id"},

@@ -195,6 +195,92 @@ TEST_F(Gemma3VisionGraph, GreedyTokensEqualTransformers) {
   }
 }
 
+// The engine's path: BatchEntry::image_spans / image_features (the batch builder fills the
+// image rows with fill_image_rows), chunks cut by image_safe_chunk_end with a budget of 5, and
+// the second prompt batched beside the first: logits within 1e-4 of transformers.
+TEST_F(Gemma3VisionGraph, BatchBuilderImageEntriesInSafeChunksEqualTransformers) {
+  const Prompt p0 = prompt(0), p1 = prompt(1);
+  const std::vector<float> want =
+      testing::read_f32(testing::fixture_dir() + "/expected_logits.f32");
+  const int64_t H = vision->config().text_hidden;
+  struct Seq {
+    const Prompt* p;
+    std::vector<ImageSpan> spans;
+    std::vector<const float*> features;
+    std::vector<int32_t> table;
+    int32_t done = 0;
+    size_t offset = 0;  // into the expected logits
+    std::vector<float> logits;
+  };
+  std::vector<Seq> seqs(2);
+  seqs[0].p = &p0;
+  seqs[1].p = &p1;
+  seqs[1].offset = p0.ids.size() * static_cast<size_t>(V);
+  int32_t first_block = 0;
+  for (Seq& q : seqs) {
+    q.spans = find_image_spans(q.p->ids, vision->config().image_token_id);
+    ASSERT_EQ(q.spans.size(), q.p->features.size());
+    for (const auto& f : q.p->features) q.features.push_back(f.data());
+    const auto T = static_cast<int64_t>(q.p->ids.size());
+    q.table = contiguous_block_table(first_block, T, runner->block_size());
+    first_block += static_cast<int32_t>(q.table.size());
+    q.logits.assign(q.p->ids.size() * static_cast<size_t>(V), 0.0f);
+  }
+  BatchBuilder builder(runner->block_size());
+  bool image_steps = false;
+  while (seqs[0].done < static_cast<int32_t>(p0.ids.size()) ||
+         seqs[1].done < static_cast<int32_t>(p1.ids.size())) {
+    std::vector<BatchEntry> entries;
+    std::vector<Seq*> who;
+    for (Seq& q : seqs) {
+      const auto T = static_cast<int32_t>(q.p->ids.size());
+      if (q.done >= T) continue;
+      const int32_t end = image_safe_chunk_end(q.spans, q.done, std::min(q.done + 5, T));
+      BatchEntry e{q.p->ids, q.done, end - q.done, q.table, false};
+      e.num_prompt = T;
+      e.image_spans = q.spans;
+      e.image_features = q.features;
+      e.image_hidden = H;
+      entries.push_back(e);
+      who.push_back(&q);
+    }
+    auto batch = builder.build(entries);
+    ASSERT_TRUE(batch.is_ok()) << batch.status().to_string();
+    ForwardBatch fb = *batch;
+    image_steps = image_steps || !fb.input_embeddings.empty();
+    std::vector<int32_t> rows(fb.token_ids.size());
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int32_t>(i);
+    fb.sample_rows = rows;
+    auto logits = runner->execute(fb);
+    ASSERT_TRUE(logits.is_ok()) << logits.status().to_string();
+    // The builder puts one-token chunks after a computed prefix (decode rows) first.
+    std::vector<size_t> order;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t k = 0; k < entries.size(); ++k) {
+        const bool decode = entries[k].num_new == 1 && entries[k].num_computed > 0;
+        if (decode == (pass == 0)) order.push_back(k);
+      }
+    }
+    size_t row = 0;
+    for (size_t k : order) {
+      Seq& q = *who[k];
+      std::copy_n(logits->begin() + static_cast<int64_t>(row) * V,
+                  static_cast<int64_t>(entries[k].num_new) * V,
+                  q.logits.begin() + static_cast<int64_t>(q.done) * V);
+      row += static_cast<size_t>(entries[k].num_new);
+      q.done += entries[k].num_new;
+    }
+  }
+  EXPECT_TRUE(image_steps);
+  for (const Seq& q : seqs) EXPECT_LT(max_diff(q.logits, q.offset), 1e-4);
+  // A chunk that splits an image is refused by the builder.
+  BatchEntry bad{p0.ids, 0, seqs[0].spans[0].start + 1, seqs[0].table, false};
+  bad.image_spans = seqs[0].spans;
+  bad.image_features = seqs[0].features;
+  bad.image_hidden = H;
+  EXPECT_FALSE(builder.build(std::span(&bad, 1)).is_ok());
+}
+
 TEST_F(Gemma3VisionGraph, AttendEndPastTheSequenceIsRefused) {
   const Prompt p = prompt(0);
   const int32_t T = static_cast<int32_t>(p.ids.size());
