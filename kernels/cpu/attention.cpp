@@ -11,11 +11,14 @@ namespace {
 // Attends every partition of one query group in order, then merges: the shared per-query path.
 // Keys [window_start, end): the sliding window (if any) is cut here, counted back from the
 // query's own position (ctx - 1), so every partition kernel (AVX2, AVX-512, int8 VNNI) sees only
-// keys inside it; end > ctx for a query inside an image that attends all of it.
+// keys inside it; end > ctx for a query inside an image that attends all of it, or for a pooling
+// row of a bidirectional model (cut at the same distance forward with kv.symmetric_window).
 void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const float* q, int G,
                   float scale, int64_t ctx, int64_t end, float* out) {
   const int D = kv.shape.head_dim;
   const int64_t lo = cpu::window_start(ctx, kv.sliding_window);
+  if (kv.symmetric_window && kv.sliding_window > 0)
+    end = std::min(end, ctx + kv.sliding_window - 1);
   ctx = end;
   const int64_t P = cpu::num_partitions(lo, ctx);
   const int64_t rec = cpu::partial_floats(G, D);
