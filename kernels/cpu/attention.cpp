@@ -17,8 +17,9 @@ void attend_query(const PagedKv& kv, const int32_t* table, int kv_head, const fl
                   float scale, int64_t ctx, int64_t end, float* out) {
   const int D = kv.shape.head_dim;
   const int64_t lo = cpu::window_start(ctx, kv.sliding_window);
-  if (kv.symmetric_window && kv.sliding_window > 0)
+  if (kv.symmetric_window && kv.sliding_window > 0) {
     end = std::min(end, ctx + kv.sliding_window - 1);
+  }
   ctx = end;
   const int64_t P = cpu::num_partitions(lo, ctx);
   const int64_t rec = cpu::partial_floats(G, D);
