@@ -195,9 +195,10 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
                             parse_matmul_precision_setting(options.cpu_matmul_precision));
   ro.kv_cache_dtype = *kernels::parse_kv_dtype(options.kv_cache_dtype);
   ro.kv_cache_bytes = options.kv_cache_bytes;
-  if (is_encoder_only(cfg)) {
-    // An encoder writes no KV; its requests still hold blocks while they run (one step): enough
-    // for a full step of max_num_seqs requests, not the configured budget.
+  if (cfg.pooling_only()) {
+    // An encoder writes no KV (a bidirectional decoder's is dropped after its one step); its
+    // requests still hold blocks while they run (one step): enough for a full step of
+    // max_num_seqs requests, not the configured budget.
     const uint64_t blocks = static_cast<uint64_t>(
         options.max_num_batched_tokens / options.block_size + options.max_num_seqs + 2);
     ro.kv_cache_bytes = std::min<uint64_t>(options.kv_cache_bytes,
@@ -294,15 +295,17 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options) {
         "engine.gpu_memory_utilization) or lower model.max_model_len",
         max_model_len, cache_tokens);
   }
-  // An encoder (BERT) writes no KV: nothing of its pages may be cached, moved or offloaded.
-  const bool encoder = is_encoder_only(cfg);
+  // An encoder (BERT) writes no KV, and a bidirectional decoder's KV depends on the tokens after
+  // it (EmbeddingGemma): nothing of their pages may be cached, moved or offloaded.
+  const bool encoder = cfg.pooling_only();
+  const std::string what = cfg.architecture + (cfg.bidirectional ? " bidirectional" : "");
   if (encoder && (options.kv_transfer.role != "none" || options.kv_offload.enabled())) {
-    return failed_precondition("engine: the " + cfg.architecture +
+    return failed_precondition("engine: the " + what +
                                " encoder keeps no KV cache; kv_transfer.role must be none and "
                                "kv_offload off");
   }
   if (encoder && options.enable_prefix_caching) {
-    spdlog::info("prefix caching: off for the {} encoder (it keeps no KV)", cfg.architecture);
+    spdlog::info("prefix caching: off for the {} encoder (it keeps no KV)", what);
   }
   SchedulerConfig sc;
   sc.max_num_batched_tokens = options.max_num_batched_tokens;

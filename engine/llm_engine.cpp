@@ -123,8 +123,9 @@ Status LlmEngine::validate_images(const GenerateRequest& r) const {
 
 Status LlmEngine::validate(const GenerateRequest& r) const {
   if (r.prompt_token_ids.empty()) return invalid_argument("prompt is empty");
-  if (!r.pooling && is_encoder_only(config_)) {
+  if (!r.pooling && config_.pooling_only()) {
     return invalid_argument("this model (" + config_.architecture +
+                            (config_.bidirectional ? ", bidirectional attention" : "") +
                             ") is an encoder: it serves embeddings, rerank and score, not "
                             "generation");
   }

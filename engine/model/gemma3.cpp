@@ -74,6 +74,13 @@ Status read_gemma3_hf(const json& j, ModelConfig* c) {
 
   c->local_window = 4096;
   if (auto w = number(j, "sliding_window")) c->local_window = static_cast<int64_t>(*w);
+  if (auto b = j.find("use_bidirectional_attention"); b != j.end() && b->is_boolean()) {
+    c->bidirectional = b->get<bool>();
+  }
+  if (c->local_window <= 0) return invalid_argument("config.json: sliding_window must be > 0");
+  // transformers' Gemma3TextConfig turns the saved window w into w / 2 + 1 in bidirectional
+  // mode (a key within |query - key| < w / 2 + 1 is seen), as llama.cpp's symmetric window does.
+  if (c->bidirectional) c->local_window = c->local_window / 2 + 1;
   c->local_layers.assign(static_cast<size_t>(c->num_layers), 0);
   auto lt = j.find("layer_types");
   if (lt != j.end() && lt->is_array()) {
@@ -112,15 +119,18 @@ Status read_gemma3_hf(const json& j, ModelConfig* c) {
   return Status::ok();
 }
 
-Status read_gemma3_gguf(const GgufFile& gguf, ModelConfig* c) {
+Status read_gemma3_gguf(const GgufFile& gguf, const std::string& arch, ModelConfig* c) {
   set_common(c);
-  const std::string p = "gemma3.";
+  const std::string p = arch + ".";
   c->final_logit_softcap = gguf.get_f32(p + "final_logit_softcapping").value_or(0.0f);
   c->attention_scale = c->num_layers == 62
                            ? 1.0f / std::sqrt(static_cast<float>(c->hidden_size / c->num_heads))
                            : 1.0f / std::sqrt(static_cast<float>(c->head_dim));
   c->local_window = c->sliding_window;
   c->sliding_window = 0;
+  // gemma-embedding (EmbeddingGemma): llama.cpp's symmetric window, |query - key| <= n_swa / 2.
+  c->bidirectional = arch == "gemma-embedding";
+  if (c->bidirectional && c->local_window > 0) c->local_window = c->local_window / 2 + 1;
   c->local_layers.clear();
   if (c->local_window > 0) {
     c->local_layers.assign(static_cast<size_t>(c->num_layers), 0);

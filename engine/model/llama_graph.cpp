@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "engine/model/bidirectional_rows.h"
 #include "engine/model/moe_layer.h"
 #include "engine/model/phi3.h"
 #include "llmserve/kernels/hadamard.h"
@@ -179,12 +180,22 @@ Result<const float*> LlamaGraph::forward_logits(const ForwardBatch& batch) {
                             std::to_string(S) + " samples exceed the step limits " +
                             std::to_string(max_tokens_) + " / " + std::to_string(max_samples_));
   }
-  const bool images = !batch.input_embeddings.empty() || !batch.attend_end.empty();
+  // A bidirectional model's pooling rows attend their whole prompt (attend_end past the row).
+  ForwardBatch step = batch;
+  if (cfg_.bidirectional && batch.num_pool_rows() > 0) {
+    if (!batch.attend_end.empty()) {
+      return invalid_argument("forward batch: a bidirectional model's batch takes no attend_end");
+    }
+    LLMSERVE_RETURN_IF_ERROR(bidirectional_attend_end(batch, attend_end_));
+    step.attend_end = attend_end_;
+  }
+  const bool images = !step.input_embeddings.empty() || !step.attend_end.empty();
   if (images && !ops_.supports_image_inputs()) {
     return unimplemented(
-        "image inputs are not supported on this backend (the CPU backend has them)");
+        "image inputs and bidirectional attention are not supported on this backend (the CPU "
+        "backend has them)");
   }
-  LLMSERVE_RETURN_IF_ERROR(ops_.begin_step(batch));
+  LLMSERVE_RETURN_IF_ERROR(ops_.begin_step(step));
   pooled_.clear();
 
   const int nh = static_cast<int>(cfg_.num_heads), nkv = static_cast<int>(cfg_.num_kv_heads);

@@ -73,7 +73,8 @@ class LlamaGraph final : public ModelGraph {
   // orthonormal Hadamard transform after RoPE and the attention output rotated back, which
   // leaves the attention exact and spreads outlier channels before they are quantized.
   bool rotate_kv_ = false;
-  std::vector<float> pooled_;  // host copy of the pool rows (pooled_hidden)
+  std::vector<float> pooled_;        // host copy of the pool rows (pooled_hidden)
+  std::vector<int32_t> attend_end_;  // cfg.bidirectional: the step's attend_end
 };
 
 }  // namespace llmserve

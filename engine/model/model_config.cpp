@@ -120,13 +120,15 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   if (c.architecture == "bert") return bert_config_from_gguf(gguf);  // an encoder: bert_config.h
   if (c.architecture == "llama" || c.architecture == "mistral") {
     c.rope_interleaved = true;  // llama.cpp's converter permuted the Q/K rows
-  } else if (c.architecture == "gemma3" || c.architecture == "phi3" || c.architecture == "qwen2" ||
-             c.architecture == "qwen3" || c.architecture == "qwen3moe") {
+  } else if (c.architecture == "gemma3" || c.architecture == "gemma-embedding" ||
+             c.architecture == "phi3" || c.architecture == "qwen2" || c.architecture == "qwen3" ||
+             c.architecture == "qwen3moe") {
     c.rope_interleaved = false;
   } else {
     return unimplemented(
         "gguf: architecture '" + c.architecture +
-        "' not supported (llama, mistral, qwen2, qwen3, gemma3, phi3, qwen3moe, bert are)");
+        "' not supported (llama, mistral, qwen2, qwen3, gemma3, gemma-embedding, phi3, qwen3moe, "
+        "bert are)");
   }
   const std::string p = c.architecture + ".";
   auto need = [&](const std::string& key, int64_t* out) -> Status {
@@ -149,7 +151,8 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   c.sliding_window = gguf.get_i64(p + "attention.sliding_window").value_or(0);
   // Per-layer windows (llama.cpp's sliding_window_pattern, a bool per layer): all or none only.
   if (auto pattern = gguf.get_i32_array(p + "attention.sliding_window_pattern");
-      c.architecture != "gemma3" && pattern && !pattern->empty()) {
+      c.architecture != "gemma3" && c.architecture != "gemma-embedding" && pattern &&
+      !pattern->empty()) {
     const auto sliding =
         std::count_if(pattern->begin(), pattern->end(), [](int32_t v) { return v != 0; });
     if (sliding == 0) c.sliding_window = 0;
@@ -188,7 +191,10 @@ Result<ModelConfig> model_config_from_gguf(const GgufFile& gguf) {
   c.tie_word_embeddings = gguf.find_tensor("output.weight") == nullptr;
   c.attention_bias = gguf.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = gguf.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
-  if (c.architecture == "gemma3") LLMSERVE_RETURN_IF_ERROR(read_gemma3_gguf(gguf, &c));
+  if (c.architecture == "gemma3" || c.architecture == "gemma-embedding") {
+    LLMSERVE_RETURN_IF_ERROR(read_gemma3_gguf(gguf, c.architecture, &c));
+    c.architecture = "gemma3";  // one graph and tensor layout; bidirectional tells them apart
+  }
   if (c.architecture == "phi3") LLMSERVE_RETURN_IF_ERROR(read_phi3_gguf(gguf, &c));
   c.bos_id = gguf.get_i32("tokenizer.ggml.bos_token_id").value_or(-1);
   c.eos_id = gguf.get_i32("tokenizer.ggml.eos_token_id").value_or(-1);

@@ -66,6 +66,14 @@ struct ModelConfig {
   std::vector<uint8_t> local_layers;
   int64_t local_window = 0;
   float rope_local_theta = 10000.0f;
+  // A decoder that embeds with bidirectional attention (EmbeddingGemma: HF
+  // use_bidirectional_attention, GGUF gemma-embedding): a pooling row attends every row of its
+  // prompt, a local layer's window is symmetric (|query - key| < local_window), and the model
+  // serves pooling requests only. Its pooling requests run whole in one step (never chunked).
+  bool bidirectional = false;
+  // Serves embeddings / rerank / score only (an encoder, or a bidirectional decoder): no
+  // generation, no prefix cache, no KV kept past a step.
+  bool pooling_only() const { return bidirectional || architecture == "bert"; }
   // Each layer's attention window for the KV cache ops (0: full context).
   std::vector<int64_t> layer_windows() const {
     std::vector<int64_t> w(static_cast<size_t>(num_layers), sliding_window);

@@ -75,6 +75,9 @@ struct KvCacheSpec {
   int64_t sliding_window = 0;
   // Non-empty: each layer's window (0: full), replacing sliding_window (gemma3's local layers).
   std::vector<int64_t> layer_windows = {};
+  // The windows are symmetric for rows that attend past their position (ForwardBatch::
+  // attend_end): |query - key| < window (ModelConfig::bidirectional).
+  bool symmetric_windows = false;
   int64_t window(int64_t layer) const {
     return layer_windows.empty() ? sliding_window : layer_windows[static_cast<size_t>(layer)];
   }

@@ -86,6 +86,38 @@ Result<DenseLayer> read_dense(const fs::path& dir) {
   return d;
 }
 
+// dense_2.weight then dense_3.weight when the GGUF has them: [out, in] matrices, chained.
+Status read_gguf_dense(const LoadedModel& model, std::vector<DenseLayer>& out) {
+  for (const char* name : {"dense_2.weight", "dense_3.weight"}) {
+    const TensorView* t = model.tensor(name);
+    if (t == nullptr) continue;
+    const std::string where = "pooling: " + model.path() + ": tensor " + name;
+    if (t->shape.size() != 2 || t->rows() <= 0 || t->cols() <= 0 ||
+        !kernels::dtype_can_dequantize(t->type)) {
+      return invalid_argument(where + " must be a matrix of a readable type");
+    }
+    const size_t row_bytes = kernels::row_bytes(t->type, t->cols());
+    if (t->nbytes < row_bytes * static_cast<size_t>(t->rows())) {
+      return invalid_argument(where + " is shorter than its shape");
+    }
+    DenseLayer d;
+    d.in_features = t->cols();
+    d.out_features = t->rows();
+    d.weight.resize(static_cast<size_t>(d.in_features * d.out_features));
+    for (int64_t r = 0; r < d.out_features; ++r) {
+      kernels::dequantize_row(t->type, t->data + static_cast<size_t>(r) * row_bytes,
+                              d.weight.data() + r * d.in_features, d.in_features);
+    }
+    if (!out.empty() && out.back().out_features != d.in_features) {
+      return invalid_argument(where + " takes " + std::to_string(d.in_features) +
+                              " features; the layer before gives " +
+                              std::to_string(out.back().out_features));
+    }
+    out.push_back(std::move(d));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 const char* pooling_type_name(PoolingType t) {
@@ -159,11 +191,12 @@ Result<std::optional<PoolingConfig>> load_pooling_config(const LoadedModel& mode
     LLMSERVE_ASSIGN_OR_RETURN(pc, load_sentence_transformers_config(model.path()));
   } else if (const GgufFile* g = model.gguf()) {
     // llama.cpp: LLAMA_POOLING_TYPE_{NONE=0, MEAN=1, CLS=2, LAST=3, RANK=4}; its server
-    // L2-normalises embeddings by default.
-    if (auto t = g->get_u32(cfg.architecture + ".pooling_type")) {
+    // L2-normalises embeddings by default. The keys are under the file's own architecture
+    // (gemma-embedding for EmbeddingGemma, which the config calls gemma3).
+    const std::string arch(g->get_string("general.architecture").value_or(cfg.architecture));
+    if (auto t = g->get_u32(arch + ".pooling_type")) {
       PoolingConfig p;
-      p.source =
-          model.path() + " (" + cfg.architecture + ".pooling_type " + std::to_string(*t) + ")";
+      p.source = model.path() + " (" + arch + ".pooling_type " + std::to_string(*t) + ")";
       if (*t == 1) {
         p.type = PoolingType::kMean;
       } else if (*t == 2) {
@@ -173,30 +206,38 @@ Result<std::optional<PoolingConfig>> load_pooling_config(const LoadedModel& mode
       }
       if (*t != 0) pc = std::move(p);
     }
+    // EmbeddingGemma's 2_Dense / 3_Dense (convert_hf_to_gguf.py
+    // --sentence-transformers-dense-modules): no bias, identity activation, after the pooling.
+    if (pc && !pc->rank) {
+      LLMSERVE_RETURN_IF_ERROR(read_gguf_dense(model, pc->dense));
+      if (!pc->dense.empty()) pc->source += ", dense_2 / dense_3";
+    }
   }
-  if (!pc && is_encoder_only(cfg)) {
-    // A plain BERT folder or GGUF: mean pooling, as sentence-transformers wraps a bare
-    // transformers model (not the decoders' last token), normalised.
+  if (!pc && (is_encoder_only(cfg) || cfg.bidirectional)) {
+    // A plain BERT (or bidirectional decoder) folder or GGUF: mean pooling, as
+    // sentence-transformers wraps a bare transformers model (not the decoders' last token),
+    // normalised.
     PoolingConfig p;
     p.type = PoolingType::kMean;
     p.source = model.path() + " (an encoder without pooling metadata: mean)";
     pc = std::move(p);
   }
-  // What the graph cannot do yet must not give plausible but wrong vectors.
-  if (model.source() == LoadedModel::Source::kSafetensors &&
+  // A model that asks for bidirectional attention the config reader did not take (only Gemma 3
+  // has it) must not give plausible but wrong vectors.
+  if (model.source() == LoadedModel::Source::kSafetensors && !cfg.bidirectional &&
       fs::exists(fs::path(model.path()) / "config.json")) {
     LLMSERVE_ASSIGN_OR_RETURN(json hf, read_json(fs::path(model.path()) / "config.json"));
-    if (hf.value("use_bidirectional_attention", false) || !hf.value("is_causal", true)) {
+    const auto flag = [&hf](const char* key) -> std::optional<bool> {
+      auto it = hf.find(key);
+      if (it == hf.end() || !it->is_boolean()) return std::nullopt;
+      return it->get<bool>();
+    };
+    if (flag("use_bidirectional_attention").value_or(false) || !flag("is_causal").value_or(true)) {
       return unimplemented(
-          "pooling: this model needs bidirectional attention (use_bidirectional_attention / "
-          "is_causal false in config.json), which the graph does not implement yet");
+          "pooling: this " + cfg.architecture +
+          " model needs bidirectional attention (use_bidirectional_attention / is_causal false "
+          "in config.json), which only the gemma3 graph (EmbeddingGemma) implements");
     }
-  }
-  if (model.source() == LoadedModel::Source::kGguf && pc &&
-      (cfg.architecture == "gemma3" || model.tensor("dense_2.weight") != nullptr)) {
-    return unimplemented("pooling: " + cfg.architecture +
-                         " embedding GGUFs (bidirectional attention, dense_2 / dense_3 "
-                         "layers) are not supported");
   }
   if (pc && !pc->dense.empty() && pc->dense.front().in_features != cfg.hidden_size) {
     return invalid_argument(

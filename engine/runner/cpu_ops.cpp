@@ -390,7 +390,8 @@ kernels::PagedKv CpuOps::paged_kv(int64_t layer, int64_t req_begin) const {
       batch_.max_blocks_per_seq,
       k_scales_.empty() ? nullptr : k_scales_[l],
       v_scales_.empty() ? nullptr : v_scales_[l],
-      kv_spec_.window(layer)};
+      kv_spec_.window(layer),
+      kv_spec_.symmetric_windows};
 }
 
 void CpuOps::prefill_attention(int64_t layer, const float* q, int num_heads, float scale,

@@ -109,6 +109,7 @@ Status create_cuda(const ModelRunnerOptions& o, const LoadedModel& model, std::u
   spec.dtype = o.kv_cache_dtype;
   spec.sliding_window = cfg.sliding_window;
   if (!cfg.local_layers.empty()) spec.layer_windows = cfg.layer_windows();
+  spec.symmetric_windows = cfg.bidirectional;
   LLMSERVE_RETURN_IF_ERROR(cuda->alloc_kv_cache(spec));
   LLMSERVE_ASSIGN_OR_RETURN(*graph, LlamaGraph::create(model, *cuda, o.max_tokens_per_step,
                                                        logits_rows(o), o.max_model_len));
@@ -202,6 +203,11 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
       return unimplemented("model runner: the " + cfg.architecture +
                            " encoder runs on the CPU backend only; set engine.device cpu");
     }
+    if (cfg.bidirectional) {
+      return unimplemented(
+          "model runner: bidirectional attention (EmbeddingGemma) runs on the CPU backend only; "
+          "set engine.device cpu");
+    }
 #ifdef LLMSERVE_HAVE_CUDA_BACKEND
     std::unique_ptr<ModelRunner> r(new ModelRunner());
     r->options_ = options;
@@ -248,6 +254,7 @@ Result<std::unique_ptr<ModelRunner>> ModelRunner::create(std::unique_ptr<LoadedM
   spec.dtype = options.kv_cache_dtype;
   spec.sliding_window = cfg.sliding_window;
   if (!cfg.local_layers.empty()) spec.layer_windows = cfg.layer_windows();
+  spec.symmetric_windows = cfg.bidirectional;
   LLMSERVE_RETURN_IF_ERROR(r->ops_->alloc_kv_cache(spec));
   if (is_encoder_only(cfg)) {
     LLMSERVE_ASSIGN_OR_RETURN(r->graph_,

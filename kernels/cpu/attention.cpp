@@ -11,7 +11,8 @@ namespace {
 
 // Keys [lo, end) of one query: the sliding window (if any) is cut here, counted back from the
 // query's own position (ctx - 1), so every partition kernel (AVX2, AVX-512, int8 VNNI) sees only
-// keys inside it; end > ctx for a query inside an image that attends all of it.
+// keys inside it; end > ctx for a query inside an image that attends all of it, or for a pooling
+// row of a bidirectional model (cut at the same distance forward with kv.symmetric_window).
 struct QueryKeys {
   int64_t lo, end;
   int64_t first_partition() const { return cpu::first_partition(lo); }
@@ -19,6 +20,9 @@ struct QueryKeys {
 };
 
 QueryKeys query_keys(const PagedKv& kv, int64_t ctx, int64_t end) {
+  if (kv.symmetric_window && kv.sliding_window > 0) {
+    end = std::min(end, ctx + kv.sliding_window - 1);
+  }
   return {cpu::window_start(ctx, kv.sliding_window), end};
 }
 

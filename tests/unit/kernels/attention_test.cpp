@@ -96,14 +96,14 @@ CacheCase make_setup(std::mt19937& rng, int head_dim, int kv_heads, int ratio, i
   return s;
 }
 
-// Reference output of one query head attending positions 0..pos of request b.
-void reference(const CacheCase& s, int64_t b, const float* q, int head, int64_t pos, float scale,
-               float* out) {
+// Reference output of one query head attending positions lo..hi of request b.
+void reference_range(const CacheCase& s, int64_t b, const float* q, int head, int64_t lo,
+                     int64_t hi, float scale, float* out) {
   const int D = s.shape.head_dim, KVH = s.shape.num_kv_heads;
   const int kvh = head / (s.num_heads / KVH);
-  std::vector<double> sc(pos + 1);
+  std::vector<double> sc(hi + 1, 0.0);
   double mx = -1e300;
-  for (int64_t j = 0; j <= pos; ++j) {
+  for (int64_t j = lo; j <= hi; ++j) {
     const float* k = s.k_all[b].data() + (j * KVH + kvh) * D;
     double d = 0;
     for (int i = 0; i < D; ++i) d += static_cast<double>(q[i]) * k[i];
@@ -111,12 +111,18 @@ void reference(const CacheCase& s, int64_t b, const float* q, int head, int64_t 
     mx = std::max(mx, sc[j]);
   }
   double sum = 0;
-  for (auto& v : sc) sum += (v = std::exp(v - mx));
+  for (int64_t j = lo; j <= hi; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
   for (int i = 0; i < D; ++i) {
     double acc = 0;
-    for (int64_t j = 0; j <= pos; ++j) acc += sc[j] * s.v_all[b][(j * KVH + kvh) * D + i];
+    for (int64_t j = lo; j <= hi; ++j) acc += sc[j] * s.v_all[b][(j * KVH + kvh) * D + i];
     out[i] = static_cast<float>(acc / sum);
   }
+}
+
+// Positions 0..pos (causal).
+void reference(const CacheCase& s, int64_t b, const float* q, int head, int64_t pos, float scale,
+               float* out) {
+  reference_range(s, b, q, head, 0, pos, scale, out);
 }
 
 TEST(KvCache, WriteKvPlacesRowsBySlot) {
@@ -294,6 +300,42 @@ TEST(Attention, EveryQueryOfALongPrefillEqualsItsDecodeAlone) {
           ASSERT_EQ(0, std::memcmp(alone.data(), out.data() + t * H * D, H * D * sizeof(float)))
               << "dtype " << static_cast<int>(dtype) << " window " << window << " request " << b
               << " query " << i;
+        }
+      }
+    }
+  }
+}
+
+// EmbeddingGemma's local layers in bidirectional mode: a row given an attend_end past its
+// position sees |position - key| < window on both sides (cut at attend_end); a causal row of the
+// same batch keeps its window counted back; without symmetric_window the window is one-sided.
+TEST(Attention, SymmetricWindowForRowsPastTheirPosition) {
+  std::mt19937 rng(21);
+  CacheCase s = make_setup(rng, 64, 2, 2, 16, {300, 40}, {300, 40});
+  const int H = s.num_heads, D = 64;
+  const int64_t W = 9;
+  const std::vector<int32_t> qs = {0, 300, 340};
+  std::vector<int32_t> end(340);
+  for (int32_t t = 0; t < 300; ++t) end[t] = 300;            // request 0: bidirectional
+  for (int32_t t = 300; t < 340; ++t) end[t] = t - 300 + 1;  // request 1: causal
+  const auto q = random_floats(rng, 340 * H * D, -2.0f, 2.0f);
+  ThreadPool pool(2);
+  for (bool symmetric : {true, false}) {
+    PagedKv kv = s.view();
+    kv.sliding_window = W;
+    kv.symmetric_window = symmetric;
+    std::vector<float> out(340 * H * D, NAN), ref(D);
+    prefill_attention(pool, kv, q.data(), qs.data(), s.seq_lens.data(), 2, H, 0.125f, out.data(),
+                      end.data());
+    for (int64_t t = 0; t < 340; ++t) {
+      const int64_t b = t < 300 ? 0 : 1, pos = t - qs[b];
+      const int64_t lo = std::max<int64_t>(0, pos - (W - 1));
+      const int64_t hi = b == 1 ? pos : symmetric ? std::min<int64_t>(299, pos + W - 1) : 299;
+      for (int h = 0; h < H; ++h) {
+        reference_range(s, b, q.data() + (t * H + h) * D, h, lo, hi, 0.125f, ref.data());
+        for (int d = 0; d < D; ++d) {
+          ASSERT_NEAR(out[(t * H + h) * D + d], ref[d], 2e-5)
+              << "symmetric=" << symmetric << " t=" << t << " h=" << h << " d=" << d;
         }
       }
     }

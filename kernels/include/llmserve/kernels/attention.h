@@ -26,6 +26,10 @@ struct PagedKv {
   // > 0: sliding-window attention (Mistral): the query at position p attends only positions
   // (p - sliding_window, p], the last sliding_window of them, itself included. 0: no window.
   int64_t sliding_window = 0;
+  // With sliding_window > 0: a row given an attend_end past its position (prefill_attention)
+  // sees the window on both sides, |position - key| < sliding_window (EmbeddingGemma's local
+  // layers in bidirectional mode); causal rows are unchanged.
+  bool symmetric_window = false;
 };
 
 // Varlen causal attention. q/out: [T, num_heads, head_dim]; request b owns query rows
@@ -34,7 +38,8 @@ struct PagedKv {
 // attends positions 0..that position (the last kv.sliding_window of them when that is > 0).
 // scale is usually 1/sqrt(head_dim). attend_end (may be null: causal): [T] per query row the
 // exclusive end of the positions it attends, in [its position + 1, seq_lens[b]] (a row inside an
-// image attends the whole image: Gemma 3); the window still counts back from its own position.
+// image attends the whole image: Gemma 3); the window still counts back from its own position,
+// and with kv.symmetric_window forward from it too.
 void prefill_attention(ThreadPool& pool, const PagedKv& kv, const float* q,
                        const int32_t* query_start, const int32_t* seq_lens, int64_t B,
                        int num_heads, float scale, float* out, const int32_t* attend_end = nullptr);
