@@ -40,7 +40,18 @@ def texts(n, words, seed):
     return out
 
 
+MODEL_IDS = {}  # port -> the served model's id (/v1/models)
+
+
+def model_id(port):
+    if port not in MODEL_IDS:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=60) as r:
+            MODEL_IDS[port] = json.loads(r.read())["data"][0]["id"]
+    return MODEL_IDS[port]
+
+
 def post(port, body, timeout=1800):
+    body = {**body, "model": model_id(port)}
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/embeddings",
                                  data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})

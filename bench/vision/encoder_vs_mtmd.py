@@ -5,8 +5,8 @@ mmproj GGUF, the same image and the same threads (issue 56).
 llmserve: build/bench/vision/bench_vision_encoder (decode + preprocess, then the SigLIP tower and
 the projector, timed apart). llama.cpp: llama-mtmd-cli with the mmproj and a text GGUF whose
 hidden size is the projector's output (the default model, 576), the image given --images times;
-its log line "image slice encoded in N ms" is the tower + projector (mtmd_encode_chunk), the
-number compared. Rounds alternate the two programs; medians over every encode after the first of
+its log line "mtmd batch encoding done in N ms" (older builds: "image slice encoded in N ms") is
+the tower + projector of one image, the number compared. Rounds alternate the two programs; medians over every encode after the first of
 each run (the first carries one-time set-up in both).
 
     .venv-test/bin/python bench/vision/make_siglip_bench.py
@@ -34,10 +34,10 @@ def run_llmserve(a):
 def run_mtmd(a):
     cmd = ["nice", "-n", str(a.nice), a.mtmd_cli, "-m", a.text_model, "--mmproj", a.mmproj,
            "-t", str(a.threads), "-n", "1", "-p", "Describe the images.", "--temp", "0"]
-    for _ in range(a.images):
-        cmd += ["--image", a.image]
+    cmd += ["--image", ",".join([a.image] * a.images)]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    ms = [float(m) for m in re.findall(r"image slice encoded in (\d+) ms", out.stdout + out.stderr)]
+    ms = [float(m) for m in re.findall(r"(?:image slice encoded in|mtmd batch encoding done in) (\d+) ms",
+                                       out.stdout + out.stderr)]
     if out.returncode != 0 or not ms:
         raise SystemExit(f"llama-mtmd-cli failed ({out.returncode}):\n{(out.stdout + out.stderr)[-3000:]}")
     return ms[1:] or ms
@@ -59,6 +59,7 @@ def main():
     ours, theirs, info = [], [], None
     for r in range(a.rounds):
         o, info = run_llmserve(a)
+        print(f"round {r + 1}: llmserve {o} ms", flush=True)
         t = run_mtmd(a)
         print(f"round {r + 1}: llmserve {o} ms, llama.cpp mtmd {t} ms", flush=True)
         ours += o
