@@ -15,14 +15,7 @@
 namespace llmserve::vision {
 namespace {
 
-double rel_diff(const float* a, const float* b, size_t n) {
-  double num = 0.0, den = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
-    den = std::max(den, static_cast<double>(std::fabs(b[i])));
-  }
-  return num / std::max(den, 1e-12);
-}
+using testing::rel_diff;
 
 // The converter writes mm.input_projection in f16 even with --outtype f32 (tensor_force_quant),
 // so the projected features carry its rounding (2^-11 relative per weight; 4e-4 seen); the tower

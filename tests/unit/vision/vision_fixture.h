@@ -1,6 +1,8 @@
 // Reading tests/fixtures/tiny_gemma3_vision (made by tests/reference/make_tiny_gemma3_vision.py).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -11,6 +13,16 @@
 #include <nlohmann/json.hpp>
 
 namespace llmserve::vision::testing {
+
+// max |a - b| relative to max |b|.
+inline double rel_diff(const float* a, const float* b, size_t n) {
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
+    den = std::max(den, static_cast<double>(std::fabs(b[i])));
+  }
+  return num / std::max(den, 1e-12);
+}
 
 inline std::string fixture_dir() {
   return std::string(LLMSERVE_FIXTURES_DIR) + "/tiny_gemma3_vision";

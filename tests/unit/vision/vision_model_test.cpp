@@ -14,15 +14,7 @@
 namespace llmserve::vision {
 namespace {
 
-// max |a - b| relative to max |b|.
-double rel_diff(const float* a, const float* b, size_t n) {
-  double num = 0.0, den = 0.0;
-  for (size_t i = 0; i < n; ++i) {
-    num = std::max(num, static_cast<double>(std::fabs(a[i] - b[i])));
-    den = std::max(den, static_cast<double>(std::fabs(b[i])));
-  }
-  return num / std::max(den, 1e-12);
-}
+using testing::rel_diff;
 
 class VisionModelTest : public ::testing::Test {
  protected:
