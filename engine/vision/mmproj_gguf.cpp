@@ -13,10 +13,10 @@ namespace {
 constexpr const char* kTower = "vision_tower.vision_model.";
 constexpr const char* kProjector = "multi_modal_projector.";
 
-// The mapped file and the tensors converted at load, kept alive by the weights.
+// The mapped file and the one tensor converted at load, kept alive by the weights.
 struct MmprojOwner {
   std::unique_ptr<GgufFile> file;
-  std::vector<std::vector<float>> converted;
+  std::vector<float> soft_emb_norm;
 };
 
 Result<int64_t> positive(const GgufFile& f, const std::string& path, const char* key) {
@@ -170,11 +170,10 @@ Result<Mmproj> read_mmproj(const std::string& path, const MmprojTokenIds& ids) {
                                  std::string(kProjector) + "mm_soft_emb_norm.weight", {H}));
   LLMSERVE_ASSIGN_OR_RETURN(std::vector<float> w, VisionWeights::to_f32(norm, H));
   for (float& x : w) x -= 1.0f;
-  owner->converted.push_back(std::move(w));
-  const std::vector<float>& kept = owner->converted.back();
+  owner->soft_emb_norm = std::move(w);
   norm.type = kernels::DType::F32;
   norm.shape = {H};
-  norm.data = std::as_bytes(std::span<const float>(kept));
+  norm.data = std::as_bytes(std::span<const float>(owner->soft_emb_norm));
   out.push_back(std::move(norm));
 
   return Mmproj{c, pre, VisionWeights::from_tensors(std::move(out), std::move(owner))};
