@@ -21,8 +21,9 @@ struct MmprojOwner {
 
 Result<int64_t> positive(const GgufFile& f, const std::string& path, const char* key) {
   const std::optional<uint64_t> v = f.get_u64(key);
-  if (!v || *v == 0 || *v > (uint64_t{1} << 31)) {
-    return invalid_argument(path + ": mmproj key " + key + " is missing or not a positive count");
+  if (!v || *v == 0 || *v > (uint64_t{1} << 20)) {  // keeps every shape product in int64
+    return invalid_argument(path + ": mmproj key " + key +
+                            " is missing or not a count in [1, 2^20]");
   }
   return static_cast<int64_t>(*v);
 }
