@@ -200,8 +200,16 @@ def main():
         full = t1
     d.complete(other)  # evicts turn 1 from the pool
     time.sleep(2)
+    pool = {m: d.metric(m) for m in ("llmserve_kv_cache_blocks_total", "llmserve_kv_cache_blocks_free",
+                                      "llmserve_prefix_cache_blocks", "llmserve_kv_tier_pages",
+                                      "llmserve_kv_tier_evicted_pages_total")}
+    print("before turn 2:", ", ".join(f"{k} {v:g}" for k, v in pool.items()), flush=True)
     before = d.metric("llmserve_kv_tier_hits_total")
+    hits_before = d.metric("llmserve_prefix_cache_hits_total")
     ev, details, text = d.complete(turn2)
+    print(f"turn 2: {ev:.2f} s, cached_tokens {details.get('cached_tokens')}, tier pages restored "
+          f"{d.metric('llmserve_kv_tier_hits_total') - before:g}, prefix-cache hit tokens "
+          f"{d.metric('llmserve_prefix_cache_hits_total') - hits_before:g}", flush=True)
     assert base_text is None or text == base_text, "the resumed turn must give the full prefill's token"
     rows.append(("turn 2 after eviction (restored from disk)", ev,
                  d.metric("llmserve_kv_tier_hits_total") - before))
