@@ -4,7 +4,8 @@
 embeddings benchmark against llama.cpp's server (e.g. bench/embeddings/embed_vs_llamacpp.py
 --pooling cls),
 written with the gguf package as llama.cpp's convert_hf_to_gguf.py writes a BERT (tensor names,
-bert.* keys, phantom-space vocab; f16 matrices and f32 vectors, as --outtype f16). Only the
+bert.* keys, phantom-space vocab; f16 matrices, f32 vectors and f32 position and token-type
+tables, as --outtype f16). Only the
 shapes matter for speed: the weights are random, the vocab is tests/reference/bert_vocab.txt
 padded with made-up words and their "##" pieces.
 
@@ -67,16 +68,18 @@ def main():
     w.add_add_bos_token(True)
     w.add_add_eos_token(True)
 
-    def mat(name, rows, cols):
-        w.add_tensor(name, (rng.standard_normal((rows, cols)) * 0.05).astype(np.float16))
+    def mat(name, rows, cols, dtype=np.float16):
+        w.add_tensor(name, (rng.standard_normal((rows, cols)) * 0.05).astype(dtype))
 
     def vec(name, n, one=False):
         v = rng.standard_normal(n) * 0.05 + (1.0 if one else 0.0)
         w.add_tensor(name, v.astype(np.float32))
 
     mat("token_embd.weight", V, H)
-    mat("position_embd.weight", P, H)
-    mat("token_types.weight", 2, H)
+    # llama.cpp's converter keeps these two in f32 whatever --outtype (conversion/base.py: "Some
+    # tensor types are always in float32"); its BERT graph adds the type row as it is.
+    mat("position_embd.weight", P, H, np.float32)
+    mat("token_types.weight", 2, H, np.float32)
     vec("token_embd_norm.weight", H, True)
     vec("token_embd_norm.bias", H)
     for b in range(L):

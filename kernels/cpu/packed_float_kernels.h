@@ -33,14 +33,18 @@ __attribute__((always_inline)) inline void float_tile(const uint8_t* const* unit
   constexpr int L = I::kLanes, NV = 2 * U;
   constexpr int64_t step = kBf16 ? 4 * kFloatPanelRows : 2 * kFloatPanelRows;
   F acc[R][NV];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[r][v] = I::zero();
   }
   const uint8_t* p[U];
+#pragma GCC unroll 16
   for (int u = 0; u < U; ++u) p[u] = unit[u];
   if constexpr (!kBf16) {
     for (int64_t k = 0; k < K; ++k, x += R) {
       F w[NV];
+#pragma GCC unroll 16
       for (int u = 0; u < U; ++u) {
         const auto* h = reinterpret_cast<const uint16_t*>(p[u]);
         w[2 * u] = I::load_f16(h);
@@ -49,8 +53,10 @@ __attribute__((always_inline)) inline void float_tile(const uint8_t* const* unit
           _mm_prefetch(reinterpret_cast<const char*>(p[u]) + kFloatPrefetchBytes, _MM_HINT_T0);
         p[u] += step;
       }
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const F b = I::bcast(x + r);
+#pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) acc[r][v] = I::fma(w[v], b, acc[r][v]);
       }
     }
@@ -58,6 +64,7 @@ __attribute__((always_inline)) inline void float_tile(const uint8_t* const* unit
     const int64_t pairs = K / 2;
     for (int64_t kk = 0; kk < pairs; ++kk, x += 2 * R) {
       F even[NV], odd[NV];
+#pragma GCC unroll 16
       for (int u = 0; u < U; ++u) {
         const auto* h = reinterpret_cast<const uint16_t*>(p[u]);
         I::load_bf16_pairs(h, even[2 * u], odd[2 * u]);
@@ -69,8 +76,10 @@ __attribute__((always_inline)) inline void float_tile(const uint8_t* const* unit
         }
         p[u] += step;
       }
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const F b0 = I::bcast(x + r), b1 = I::bcast(x + R + r);
+#pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) {
           acc[r][v] = I::fma(even[v], b0, acc[r][v]);
           acc[r][v] = I::fma(odd[v], b1, acc[r][v]);
@@ -79,18 +88,23 @@ __attribute__((always_inline)) inline void float_tile(const uint8_t* const* unit
     }
     if (K % 2 != 0) {  // the last column: its pair's odd half is padding
       F even[NV], odd;
+#pragma GCC unroll 16
       for (int u = 0; u < U; ++u) {
         const auto* h = reinterpret_cast<const uint16_t*>(p[u]);
         I::load_bf16_pairs(h, even[2 * u], odd);
         I::load_bf16_pairs(h + 2 * L, even[2 * u + 1], odd);
       }
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const F b0 = I::bcast(x + r);
+#pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) acc[r][v] = I::fma(even[v], b0, acc[r][v]);
       }
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       const int64_t n0 = static_cast<int64_t>(v) * L;
       if (n0 < valid) I::store(y + r * ldy + n0, acc[r][v], static_cast<int>(valid - n0));

@@ -31,12 +31,15 @@ __attribute__((always_inline)) inline void fp8_tile(const uint8_t* const* unit,
   using F = typename I::F;
   constexpr int L = I::kLanes, NV = 2 * U;
   F acc[R][NV];
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[r][v] = I::zero();
   }
   for (int64_t k0 = 0, g = 0; k0 < K; k0 += group, ++g) {
     const int64_t k1 = std::min(K, k0 + group);
     F s[NV];
+#pragma GCC unroll 16
     for (int u = 0; u < U; ++u) {
       const float* sp = scale[u] + g * kFloatPanelRows;
       s[2 * u] = I::loadu(sp);
@@ -44,6 +47,7 @@ __attribute__((always_inline)) inline void fp8_tile(const uint8_t* const* unit,
     }
     for (int64_t k = k0; k < k1; ++k, x += R) {
       F w[NV];
+#pragma GCC unroll 16
       for (int u = 0; u < U; ++u) {
         const uint8_t* q = unit[u] + k * kFloatPanelRows;
         w[2 * u] = I::mul(I::load_e4m3(q), s[2 * u]);
@@ -52,13 +56,17 @@ __attribute__((always_inline)) inline void fp8_tile(const uint8_t* const* unit,
           _mm_prefetch(reinterpret_cast<const char*>(q) + kFp8PrefetchBytes, _MM_HINT_T0);
         }
       }
+#pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const F b = I::bcast(x + r);
+#pragma GCC unroll 16
         for (int v = 0; v < NV; ++v) acc[r][v] = I::fma(w[v], b, acc[r][v]);
       }
     }
   }
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) {
       const int64_t n0 = static_cast<int64_t>(v) * L;
       if (n0 < valid) I::store(y + r * ldy + n0, acc[r][v], static_cast<int>(valid - n0));
