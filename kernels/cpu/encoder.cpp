@@ -81,38 +81,66 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
   const int group = num_heads / num_kv_heads;
   const int64_t q_stride = int64_t{num_heads} * head_dim;
   const int64_t kv_stride = int64_t{num_kv_heads} * head_dim;
-  // One task per (request, head): its queries one after another, keys in row order.
+  // One task per (request, head): the head's keys transposed once (kt[d][j], j padded to 8), so
+  // each query's scores come 8 keys per FMA; softmax and p.v 8 lanes at a time.
   pool.parallel_for(num_requests * num_heads, [&](int64_t begin, int64_t end) {
-    thread_local std::vector<float> p;
+    thread_local std::vector<float> kt, p;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t r = task / num_heads;
       const int h = static_cast<int>(task % num_heads);
       const int kvh = h / group;
       const int64_t s = query_start[r], n = query_start[r + 1] - s;
       if (n <= 0) continue;
-      p.resize(static_cast<size_t>(n));
+      const int64_t np = (n + 7) / 8 * 8;
+      kt.assign(static_cast<size_t>(np * head_dim), 0.0f);
+      p.resize(static_cast<size_t>(np));
+      for (int64_t j = 0; j < n; ++j) {
+        const float* kj = k + (s + j) * kv_stride + int64_t{kvh} * head_dim;
+        for (int d = 0; d < head_dim; ++d) kt[static_cast<size_t>(d * np + j)] = kj[d];
+      }
+      const __m256 vscale = _mm256_set1_ps(scale);
       for (int64_t i = 0; i < n; ++i) {
         const float* qi = q + (s + i) * q_stride + int64_t{h} * head_dim;
-        float mx = -INFINITY;
-        for (int64_t j = 0; j < n; ++j) {
-          const float* kj = k + (s + j) * kv_stride + int64_t{kvh} * head_dim;
-          const float sc = cpu::dot_f32(qi, kj, head_dim) * scale;
-          p[static_cast<size_t>(j)] = sc;
-          mx = std::max(mx, sc);
+        __m256 vmax = _mm256_set1_ps(-INFINITY);
+        for (int64_t j = 0; j < np; j += 8) {
+          __m256 acc = _mm256_setzero_ps();
+          const float* col = kt.data() + j;
+          for (int d = 0; d < head_dim; ++d) {
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]), _mm256_loadu_ps(col + d * np), acc);
+          }
+          acc = _mm256_mul_ps(acc, vscale);
+          if (j + 8 > n) {  // lanes past the last key take no weight
+            alignas(32) float t[8];
+            _mm256_store_ps(t, acc);
+            for (int64_t l = n - j; l < 8; ++l) t[l] = -INFINITY;
+            acc = _mm256_load_ps(t);
+          }
+          _mm256_storeu_ps(p.data() + j, acc);
+          vmax = _mm256_max_ps(vmax, acc);
         }
-        float sum = 0.0f;
-        for (int64_t j = 0; j < n; ++j) {
-          const float e = std::exp(p[static_cast<size_t>(j)] - mx);
-          p[static_cast<size_t>(j)] = e;
-          sum += e;
+        const __m256 mx = _mm256_set1_ps(cpu::Avx2Floats::reduce_max(vmax));
+        __m256 vsum = _mm256_setzero_ps();
+        for (int64_t j = 0; j < np; j += 8) {
+          const __m256 e = cpu::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(p.data() + j), mx));
+          _mm256_storeu_ps(p.data() + j, e);
+          vsum = _mm256_add_ps(vsum, e);
         }
-        const float inv = 1.0f / sum;
+        const float inv = 1.0f / cpu::hsum(vsum);
         float* o = out + (s + i) * q_stride + int64_t{h} * head_dim;
-        std::fill(o, o + head_dim, 0.0f);
-        for (int64_t j = 0; j < n; ++j) {
-          const float* vj = v + (s + j) * kv_stride + int64_t{kvh} * head_dim;
-          const float pj = p[static_cast<size_t>(j)] * inv;
-          for (int d = 0; d < head_dim; ++d) o[d] += pj * vj[d];
+        const float* vh = v + s * kv_stride + int64_t{kvh} * head_dim;
+        int d = 0;
+        for (; d + 8 <= head_dim; d += 8) {
+          __m256 acc = _mm256_setzero_ps();
+          for (int64_t j = 0; j < n; ++j) {
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(p[static_cast<size_t>(j)]),
+                                  _mm256_loadu_ps(vh + j * kv_stride + d), acc);
+          }
+          _mm256_storeu_ps(o + d, _mm256_mul_ps(acc, _mm256_set1_ps(inv)));
+        }
+        for (; d < head_dim; ++d) {
+          float acc = 0.0f;
+          for (int64_t j = 0; j < n; ++j) acc += p[static_cast<size_t>(j)] * vh[j * kv_stride + d];
+          o[d] = acc * inv;
         }
       }
     }

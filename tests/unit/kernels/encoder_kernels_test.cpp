@@ -63,33 +63,36 @@ TEST(EncoderKernels, GeluIsTheErfForm) {
 
 TEST(EncoderKernels, BidirectionalAttentionSeesExactlyItsOwnRows) {
   ThreadPool pool(2);
-  const int nh = 4, nkv = 2, hd = 16;
-  const std::vector<int32_t> qs = {0, 1, 9, 9, 30};  // lengths 1, 8, 0, 21
-  const int64_t T = qs.back(), B = static_cast<int64_t>(qs.size()) - 1;
-  auto q = random(T * nh * hd, 6), k = random(T * nkv * hd, 7), v = random(T * nkv * hd, 8);
-  std::vector<float> out(T * nh * hd, -1.0f);
-  const float scale = 0.25f;
-  bidirectional_attention(pool, q.data(), k.data(), v.data(), qs.data(), B, nh, nkv, hd, scale,
-                          out.data());
-  for (int64_t r = 0; r < B; ++r) {
-    for (int32_t i = qs[r]; i < qs[r + 1]; ++i) {
-      for (int h = 0; h < nh; ++h) {
-        const int g = h / (nh / nkv);
-        std::vector<double> p;
-        double mx = -1e300, sum = 0;
-        for (int32_t j = qs[r]; j < qs[r + 1]; ++j) {
-          double s = 0;
-          for (int d = 0; d < hd; ++d)
-            s += double{q[(i * nh + h) * hd + d]} * k[(j * nkv + g) * hd + d];
-          p.push_back(s * scale);
-          mx = std::max(mx, p.back());
-        }
-        for (double& e : p) sum += (e = std::exp(e - mx));
-        for (int d = 0; d < hd; ++d) {
-          double o = 0;
-          for (size_t j = 0; j < p.size(); ++j)
-            o += p[j] / sum * v[((qs[r] + j) * nkv + g) * hd + d];
-          ASSERT_NEAR(out[(i * nh + h) * hd + d], o, 1e-5) << r << " " << i << " " << h;
+  for (const int hd : {16, 12}) {  // 12: a head dim past the 8-lane blocks
+    const int nh = 4, nkv = 2;
+    const std::vector<int32_t> qs = {0, 1, 9, 9, 30};  // lengths 1, 8, 0, 21
+    const int64_t T = qs.back(), B = static_cast<int64_t>(qs.size()) - 1;
+    auto q = random(T * nh * hd, 6), k = random(T * nkv * hd, 7), v = random(T * nkv * hd, 8);
+    std::vector<float> out(T * nh * hd, -1.0f);
+    const float scale = 0.25f;
+    bidirectional_attention(pool, q.data(), k.data(), v.data(), qs.data(), B, nh, nkv, hd, scale,
+                            out.data());
+    for (int64_t r = 0; r < B; ++r) {
+      for (int32_t i = qs[r]; i < qs[r + 1]; ++i) {
+        for (int h = 0; h < nh; ++h) {
+          const int g = h / (nh / nkv);
+          std::vector<double> p;
+          double mx = -1e300, sum = 0;
+          for (int32_t j = qs[r]; j < qs[r + 1]; ++j) {
+            double s = 0;
+            for (int d = 0; d < hd; ++d)
+              s += double{q[(i * nh + h) * hd + d]} * k[(j * nkv + g) * hd + d];
+            p.push_back(s * scale);
+            mx = std::max(mx, p.back());
+          }
+          for (double& e : p) sum += (e = std::exp(e - mx));
+          for (int d = 0; d < hd; ++d) {
+            double o = 0;
+            for (size_t j = 0; j < p.size(); ++j)
+              o += p[j] / sum * v[((qs[r] + j) * nkv + g) * hd + d];
+            ASSERT_NEAR(out[(i * nh + h) * hd + d], o, 1e-5)
+                << hd << " " << r << " " << i << " " << h;
+          }
         }
       }
     }
