@@ -130,12 +130,7 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
       for (int64_t i = 0; i < n; ++i) {
         const float* qi = q + (s + i) * q_stride + int64_t{h} * head_dim;
         __m256 vmax = _mm256_set1_ps(-INFINITY);
-        for (int64_t j = 0; j < np; j += 8) {
-          __m256 acc = _mm256_setzero_ps();
-          const float* col = kt.data() + j;
-          for (int d = 0; d < head_dim; ++d) {
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]), _mm256_loadu_ps(col + d * np), acc);
-          }
+        auto finish = [&](int64_t j, __m256 acc) {
           acc = _mm256_mul_ps(acc, vscale);
           if (j + 8 > n) {  // lanes past the last key take no weight
             alignas(32) float t[8];
@@ -145,6 +140,30 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
           }
           _mm256_storeu_ps(p.data() + j, acc);
           vmax = _mm256_max_ps(vmax, acc);
+        };
+        int64_t j = 0;
+        for (; j + 32 <= np; j += 32) {  // four independent FMA chains
+          __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+          for (int d = 0; d < head_dim; ++d) {
+            const __m256 b = _mm256_set1_ps(qi[d]);
+            const float* c = kt.data() + d * np + j;
+            a0 = _mm256_fmadd_ps(b, _mm256_loadu_ps(c), a0);
+            a1 = _mm256_fmadd_ps(b, _mm256_loadu_ps(c + 8), a1);
+            a2 = _mm256_fmadd_ps(b, _mm256_loadu_ps(c + 16), a2);
+            a3 = _mm256_fmadd_ps(b, _mm256_loadu_ps(c + 24), a3);
+          }
+          finish(j, a0);
+          finish(j + 8, a1);
+          finish(j + 16, a2);
+          finish(j + 24, a3);
+        }
+        for (; j < np; j += 8) {
+          __m256 acc = _mm256_setzero_ps();
+          for (int d = 0; d < head_dim; ++d) {
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(qi[d]), _mm256_loadu_ps(kt.data() + d * np + j),
+                                  acc);
+          }
+          finish(j, acc);
         }
         const __m256 mx = _mm256_set1_ps(cpu::Avx2Floats::reduce_max(vmax));
         __m256 vsum = _mm256_setzero_ps();
@@ -156,14 +175,30 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
         const float inv = 1.0f / cpu::hsum(vsum);
         float* o = out + (s + i) * q_stride + int64_t{h} * head_dim;
         const float* vh = v + s * kv_stride + int64_t{kvh} * head_dim;
+        const __m256 vinv = _mm256_set1_ps(inv);
         int d = 0;
+        for (; d + 32 <= head_dim; d += 32) {
+          __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+          for (int64_t jj = 0; jj < n; ++jj) {
+            const __m256 b = _mm256_set1_ps(p[static_cast<size_t>(jj)]);
+            const float* vr = vh + jj * kv_stride + d;
+            a0 = _mm256_fmadd_ps(b, _mm256_loadu_ps(vr), a0);
+            a1 = _mm256_fmadd_ps(b, _mm256_loadu_ps(vr + 8), a1);
+            a2 = _mm256_fmadd_ps(b, _mm256_loadu_ps(vr + 16), a2);
+            a3 = _mm256_fmadd_ps(b, _mm256_loadu_ps(vr + 24), a3);
+          }
+          _mm256_storeu_ps(o + d, _mm256_mul_ps(a0, vinv));
+          _mm256_storeu_ps(o + d + 8, _mm256_mul_ps(a1, vinv));
+          _mm256_storeu_ps(o + d + 16, _mm256_mul_ps(a2, vinv));
+          _mm256_storeu_ps(o + d + 24, _mm256_mul_ps(a3, vinv));
+        }
         for (; d + 8 <= head_dim; d += 8) {
           __m256 acc = _mm256_setzero_ps();
           for (int64_t j = 0; j < n; ++j) {
             acc = _mm256_fmadd_ps(_mm256_set1_ps(p[static_cast<size_t>(j)]),
                                   _mm256_loadu_ps(vh + j * kv_stride + d), acc);
           }
-          _mm256_storeu_ps(o + d, _mm256_mul_ps(acc, _mm256_set1_ps(inv)));
+          _mm256_storeu_ps(o + d, _mm256_mul_ps(acc, vinv));
         }
         for (; d < head_dim; ++d) {
           float acc = 0.0f;

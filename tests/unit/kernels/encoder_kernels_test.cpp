@@ -63,9 +63,9 @@ TEST(EncoderKernels, GeluIsTheErfForm) {
 
 TEST(EncoderKernels, BidirectionalAttentionSeesExactlyItsOwnRows) {
   ThreadPool pool(2);
-  for (const int hd : {16, 12}) {  // 12: a head dim past the 8-lane blocks
+  for (const int hd : {16, 12, 32, 44}) {  // 12, 44: past the 8-lane and 32-lane blocks
     const int nh = 4, nkv = 2;
-    const std::vector<int32_t> qs = {0, 1, 9, 9, 30};  // lengths 1, 8, 0, 21
+    const std::vector<int32_t> qs = {0, 1, 9, 9, 30, 67};  // lengths 1, 8, 0, 21, 37
     const int64_t T = qs.back(), B = static_cast<int64_t>(qs.size()) - 1;
     auto q = random(T * nh * hd, 6), k = random(T * nkv * hd, 7), v = random(T * nkv * hd, 8);
     std::vector<float> out(T * nh * hd, -1.0f);
