@@ -110,7 +110,8 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
   const int64_t q_stride = int64_t{num_heads} * head_dim;
   const int64_t kv_stride = int64_t{num_kv_heads} * head_dim;
   // One task per (request, head): the head's keys transposed once (kt[d][j], j padded to 8), so
-  // each query's scores come 8 keys per FMA; softmax and p.v 8 lanes at a time.
+  // each query's scores come 32 keys per step in four FMA chains; softmax 8 lanes at a time; p.v
+  // 32 head lanes per step.
   pool.parallel_for(num_requests * num_heads, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> kt, p;
     for (int64_t task = begin; task < end; ++task) {
@@ -167,9 +168,9 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
         }
         const __m256 mx = _mm256_set1_ps(cpu::Avx2Floats::reduce_max(vmax));
         __m256 vsum = _mm256_setzero_ps();
-        for (int64_t j = 0; j < np; j += 8) {
-          const __m256 e = cpu::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(p.data() + j), mx));
-          _mm256_storeu_ps(p.data() + j, e);
+        for (int64_t jj = 0; jj < np; jj += 8) {
+          const __m256 e = cpu::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(p.data() + jj), mx));
+          _mm256_storeu_ps(p.data() + jj, e);
           vsum = _mm256_add_ps(vsum, e);
         }
         const float inv = 1.0f / cpu::hsum(vsum);
@@ -194,15 +195,17 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
         }
         for (; d + 8 <= head_dim; d += 8) {
           __m256 acc = _mm256_setzero_ps();
-          for (int64_t j = 0; j < n; ++j) {
-            acc = _mm256_fmadd_ps(_mm256_set1_ps(p[static_cast<size_t>(j)]),
-                                  _mm256_loadu_ps(vh + j * kv_stride + d), acc);
+          for (int64_t jj = 0; jj < n; ++jj) {
+            acc = _mm256_fmadd_ps(_mm256_set1_ps(p[static_cast<size_t>(jj)]),
+                                  _mm256_loadu_ps(vh + jj * kv_stride + d), acc);
           }
           _mm256_storeu_ps(o + d, _mm256_mul_ps(acc, vinv));
         }
         for (; d < head_dim; ++d) {
           float acc = 0.0f;
-          for (int64_t j = 0; j < n; ++j) acc += p[static_cast<size_t>(j)] * vh[j * kv_stride + d];
+          for (int64_t jj = 0; jj < n; ++jj) {
+            acc += p[static_cast<size_t>(jj)] * vh[jj * kv_stride + d];
+          }
           o[d] = acc * inv;
         }
       }
