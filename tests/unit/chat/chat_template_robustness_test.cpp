@@ -14,7 +14,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string read_file(const std::string& path) {
+std::string read_template_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -51,8 +51,8 @@ std::vector<std::string> real_templates() {
   std::vector<std::string> out;
   for (const char* name : {"llama3_1", "qwen2_5", "smollm2", "mistral_v0_1", "features_expr",
                            "features_filters", "features_loops"}) {
-    out.push_back(
-        read_file(std::string(LLMSERVE_FIXTURES_DIR) + "/chat/templates/" + name + ".jinja"));
+    out.push_back(read_template_file(std::string(LLMSERVE_FIXTURES_DIR) + "/chat/templates/" +
+                                     name + ".jinja"));
     EXPECT_FALSE(out.back().empty()) << name;
   }
   return out;

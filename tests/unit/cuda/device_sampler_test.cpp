@@ -82,21 +82,21 @@ bool fragile(const std::vector<float>& x, const SamplingParams& p, double u) {
   return std::fabs(cum - target) <= kEps * total;
 }
 
-enum class Shape { kPeaked, kFlat, kTies, kDominant };
+enum class LogitShape { kPeaked, kFlat, kTies, kDominant };
 
-std::vector<float> make_row(int32_t vocab, Shape shape, std::mt19937_64& g) {
-  std::normal_distribution<float> d(0.0f, shape == Shape::kFlat ? 0.3f : 3.0f);
+std::vector<float> make_row(int32_t vocab, LogitShape shape, std::mt19937_64& g) {
+  std::normal_distribution<float> d(0.0f, shape == LogitShape::kFlat ? 0.3f : 3.0f);
   std::vector<float> x(vocab);
   for (float& v : x) v = d(g);
-  if (shape == Shape::kTies) {
+  if (shape == LogitShape::kTies) {
     for (float& v : x) v = std::round(v * 2.0f) / 2.0f;
     x[g() % vocab] = x[g() % vocab] = 30.0f;  // ties at the top, away from id 0
   }
-  if (shape == Shape::kDominant) x[g() % vocab] = 25.0f;
+  if (shape == LogitShape::kDominant) x[g() % vocab] = 25.0f;
   return x;
 }
 
-struct Batch {
+struct SamplerBatch {
   int32_t vocab = 0;
   std::vector<float> logits;  // [rows, vocab]
   std::vector<SamplingParams> params;
@@ -104,9 +104,9 @@ struct Batch {
 };
 
 // Random requests; greedy when temperature == 0. Penalties, bias and min_tokens on some rows.
-Batch make_batch(int32_t vocab, int rows, float temperature, uint64_t seed) {
+SamplerBatch make_batch(int32_t vocab, int rows, float temperature, uint64_t seed) {
   std::mt19937_64 g(seed);
-  Batch b;
+  SamplerBatch b;
   b.vocab = vocab;
   for (int r = 0; r < rows; ++r) {
     SamplingParams p;
@@ -129,7 +129,7 @@ Batch make_batch(int32_t vocab, int rows, float temperature, uint64_t seed) {
     SamplingState st(p, prompt, SamplingState::resolve_seed(p, 0, r, 0));
     for (int j = static_cast<int>(g() % 8); j > 0; --j)
       st.append(static_cast<int32_t>(g() % vocab));
-    const auto row = make_row(vocab, static_cast<Shape>(g() % 4), g);
+    const auto row = make_row(vocab, static_cast<LogitShape>(g() % 4), g);
     b.logits.insert(b.logits.end(), row.begin(), row.end());
     b.params.push_back(p);
     b.states.push_back(std::move(st));
@@ -143,7 +143,7 @@ struct Tally {
 
 // Samples `b` on the device and on the CPU (on copies of the states) for `steps` steps, the
 // logits of later steps shifted by a per-step offset so that penalties and counters move.
-Tally compare(Batch& b, int steps, const char* what) {
+Tally compare(SamplerBatch& b, int steps, const char* what) {
   Tally t;
   Stream stream;
   const int rows = static_cast<int>(b.params.size());
@@ -230,7 +230,7 @@ void report(const char* what, const Tally& t) {
 TEST(DeviceSampler, GreedyEqualsCpuExactly) {
   LLMSERVE_REQUIRE_CUDA();
   for (int32_t vocab : {49152, 128256}) {
-    Batch b = make_batch(vocab, 48, 0.0f, 11 + vocab);
+    SamplerBatch b = make_batch(vocab, 48, 0.0f, 11 + vocab);
     const Tally t = compare(b, 3, vocab == 49152 ? "greedy49152" : "greedy128256");
     EXPECT_EQ(t.mismatched, 0);
   }
@@ -240,8 +240,8 @@ TEST(DeviceSampler, SeededMatchesCpuUpToBoundaries) {
   LLMSERVE_REQUIRE_CUDA();
   for (int32_t vocab : {49152, 128256}) {
     for (float temperature : {0.5f, 1.0f, 1.5f}) {
-      Batch b = make_batch(vocab, vocab == 49152 ? 96 : 48, temperature,
-                           static_cast<uint64_t>(vocab + 1000 * temperature));
+      SamplerBatch b = make_batch(vocab, vocab == 49152 ? 96 : 48, temperature,
+                                  static_cast<uint64_t>(vocab + 1000 * temperature));
       char what[64];
       std::snprintf(what, sizeof what, "seeded_v%d_t%.1f", vocab, temperature);
       report(what, compare(b, 3, what));
@@ -252,7 +252,7 @@ TEST(DeviceSampler, SeededMatchesCpuUpToBoundaries) {
 TEST(DeviceSampler, FlatRowsAndFullMasking) {
   LLMSERVE_REQUIRE_CUDA();
   // Every logit equal: top_k / top_p cut inside one tie group (lowest ids first).
-  Batch b = make_batch(49152, 16, 1.0f, 5);
+  SamplerBatch b = make_batch(49152, 16, 1.0f, 5);
   std::fill(b.logits.begin(), b.logits.end(), 0.5f);
   for (int r = 0; r < 16; ++r) {
     b.params[r].top_k = r % 2 ? 1 + 997 * r : 0;
@@ -261,7 +261,7 @@ TEST(DeviceSampler, FlatRowsAndFullMasking) {
   }
   report("flat", compare(b, 2, "flat"));
   // A tiny vocab where min_tokens masks every id: the raw argmax, as the CPU.
-  Batch m = make_batch(3, 8, 1.0f, 6);
+  SamplerBatch m = make_batch(3, 8, 1.0f, 6);
   for (auto& p : m.params) p.min_tokens = 100, p.stop_token_ids = {1}, p.ignore_eos = false;
   for (size_t r = 0; r < m.states.size(); ++r) m.states[r] = SamplingState(m.params[r], {}, r);
   const Tally t = compare(m, 2, "masked");

@@ -19,7 +19,7 @@
 namespace llmserve::testing {
 namespace {
 
-constexpr int32_t kVocab = 300;
+constexpr int32_t kConstrainedVocab = 300;
 
 // Whether `s` matches [a-c]{2,5}-[0-9]{1,3} (by hand: std::regex trips GCC 12's
 // maybe-uninitialized warning in sanitizer builds).
@@ -60,7 +60,7 @@ class ConstrainedSampling : public ::testing::Test {
     SamplingState state(p, {}, logits_seed * 7919u + 1);
     state.set_matcher(g.make_matcher());
     StopChecker stop(tok_, p, tok_.spec().stop_ids, max_tokens, {}, /*constrained=*/true);
-    std::vector<float> logits(kVocab);
+    std::vector<float> logits(kConstrainedVocab);
     std::string text;
     while (!stop.finished()) {
       for (float& x : logits) x = dist(rng);
@@ -71,8 +71,8 @@ class ConstrainedSampling : public ::testing::Test {
   }
 
   FakeTokenizer tok_;
-  GrammarCompiler compiler_{tok_, kVocab, GrammarCompilerOptions{}};
-  Sampler sampler_{kVocab, {FakeTokenizer::kEos, FakeTokenizer::kImEnd}};
+  GrammarCompiler compiler_{tok_, kConstrainedVocab, GrammarCompilerOptions{}};
+  Sampler sampler_{kConstrainedVocab, {FakeTokenizer::kEos, FakeTokenizer::kImEnd}};
 };
 
 TEST_F(ConstrainedSampling, RandomLogitsAlwaysGiveSchemaValidJson) {
@@ -138,7 +138,7 @@ TEST_F(ConstrainedSampling, GreedyTakesTheBestAllowedToken) {
   p.temperature = 0.0f;
   SamplingState state(p, {}, 1);
   state.set_matcher(g->make_matcher());
-  std::vector<float> logits(kVocab, 0.0f);
+  std::vector<float> logits(kConstrainedVocab, 0.0f);
   logits[tok_.bytes_of("z")[0]] = 9.0f;  // the best, but not allowed
   logits[tok_.bytes_of("y")[0]] = 2.0f;
   logits[tok_.bytes_of("x")[0]] = 1.0f;
@@ -166,13 +166,14 @@ TEST_F(ConstrainedSampling, ChainsAdvanceTheMatcherOverAcceptedTokensOnly) {
   SamplingParams p;
   p.temperature = 0.0f;
   const int32_t a = tok_.bytes_of("a")[0], b = tok_.bytes_of("b")[0], c = tok_.bytes_of("c")[0];
-  std::vector<float> logits(3 * kVocab, 0.0f);
-  for (int r = 0; r < 3; ++r) logits[r * kVocab + tok_.bytes_of("q")[0]] = 5.0f;  // never allowed
+  std::vector<float> logits(3 * kConstrainedVocab, 0.0f);
+  for (int r = 0; r < 3; ++r)
+    logits[r * kConstrainedVocab + tok_.bytes_of("q")[0]] = 5.0f;  // never allowed
   SamplingState state(p, {}, 1);
   state.set_matcher(g->make_matcher());
   // Drafts: "a" (the grammar's only choice: accepted), then "q" (refused: the row samples "b").
   std::vector<SampleRow> rows(3);
-  for (int r = 0; r < 3; ++r) rows[r] = {&logits[r * kVocab], &p, &state, -1, -1};
+  for (int r = 0; r < 3; ++r) rows[r] = {&logits[r * kConstrainedVocab], &p, &state, -1, -1};
   rows[0].draft = a;
   rows[1].draft = tok_.bytes_of("q")[0];
   auto out = sample_chains(sampler_, logits, rows);
@@ -181,7 +182,7 @@ TEST_F(ConstrainedSampling, ChainsAdvanceTheMatcherOverAcceptedTokensOnly) {
   EXPECT_EQ(out[1].token_id, b);
   EXPECT_EQ(out[2].token_id, -1);  // after the rejected draft
   EXPECT_EQ(state.matcher()->num_accepted(), 2);
-  std::vector<uint32_t> mask(token_bitmask_words(kVocab));
+  std::vector<uint32_t> mask(token_bitmask_words(kConstrainedVocab));
   state.matcher()->fill_next_token_mask(mask);
   EXPECT_TRUE(token_allowed(mask, c));
   EXPECT_FALSE(token_allowed(mask, a));
@@ -196,7 +197,7 @@ TEST_F(ConstrainedSampling, ChainsAdvanceTheMatcherOverAcceptedTokensOnly) {
   std::vector<SampleResult> results;
   for (const SampleRow& r : prepared) {
     results.push_back(
-        sampler_.sample({r.logits, static_cast<size_t>(kVocab)}, *r.params, *r.state));
+        sampler_.sample({r.logits, static_cast<size_t>(kConstrainedVocab)}, *r.params, *r.state));
   }
   chains.finish(results);
   EXPECT_EQ(results[0].token_id, a);
@@ -215,12 +216,12 @@ TEST_F(ConstrainedSampling, ADeadEndIsRecordedNotSampledPast) {
   p.temperature = 0.0f;
   SamplingState state(p, {}, 1);
   state.set_matcher(g->make_matcher());
-  std::vector<float> logits(kVocab, 0.0f);
+  std::vector<float> logits(kConstrainedVocab, 0.0f);
   const int32_t quote = tok_.id_of("\"");
   logits[static_cast<size_t>(quote)] = 5.0f;
   EXPECT_EQ(sampler_.sample(logits, p, state).token_id, quote);
   EXPECT_FALSE(state.grammar_refused());
-  std::vector<uint32_t> mask(static_cast<size_t>(token_bitmask_words(kVocab)));
+  std::vector<uint32_t> mask(static_cast<size_t>(token_bitmask_words(kConstrainedVocab)));
   state.matcher()->fill_next_token_mask(mask);
   EXPECT_TRUE(std::all_of(mask.begin(), mask.end(), [](uint32_t w) { return w == 0; }));
   (void)sampler_.sample(logits, p, state);

@@ -14,17 +14,17 @@
 namespace llmserve::testing {
 namespace {
 
-constexpr int32_t kVocab = 300;
+constexpr int32_t kLimitsVocab = 300;
 using Clock = std::chrono::steady_clock;
 
-GrammarSpec spec(GrammarKind kind, std::string text) {
+GrammarSpec limit_spec(GrammarKind kind, std::string text) {
   GrammarSpec s;
   s.kind = kind;
   s.text = std::move(text);
   return s;
 }
 
-Result<CompiledGrammarPtr> compile_now(GrammarCompiler& c, const GrammarSpec& s) {
+Result<CompiledGrammarPtr> compile_limited(GrammarCompiler& c, const GrammarSpec& s) {
   return c.compile_and_wait(s, Clock::now() + std::chrono::seconds(120));
 }
 
@@ -109,8 +109,8 @@ TEST(JsonSchemaCheck, AcceptsWhatStructuredOutputsEnforce) {
   })";
   EXPECT_TRUE(check_json_schema(schema, {}).is_ok()) << check_json_schema(schema, {}).message();
   FakeTokenizer tok;
-  GrammarCompiler c(tok, kVocab, {});
-  auto r = compile_now(c, spec(GrammarKind::kJsonSchema, schema));
+  GrammarCompiler c(tok, kLimitsVocab, {});
+  auto r = compile_limited(c, limit_spec(GrammarKind::kJsonSchema, schema));
   EXPECT_TRUE(r.is_ok()) << r.status().message();
 }
 
@@ -135,10 +135,10 @@ TEST(JsonSchemaCheck, DepthAndSizeAreBoundedBeforeCompiling) {
 
   // Through the compiler: a 400 naming the field and the kind, before any compile ran.
   FakeTokenizer tok;
-  GrammarCompiler c(tok, kVocab, {});
-  GrammarSpec s = spec(GrammarKind::kJsonSchema, nested_arrays(2000));
+  GrammarCompiler c(tok, kLimitsVocab, {});
+  GrammarSpec s = limit_spec(GrammarKind::kJsonSchema, nested_arrays(2000));
   s.field = "response_format";
-  auto r = compile_now(c, s);
+  auto r = compile_limited(c, s);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(
@@ -149,17 +149,17 @@ TEST(JsonSchemaCheck, DepthAndSizeAreBoundedBeforeCompiling) {
 
 TEST(GrammarCompiler, AGrammarNoOutputCanMatchIsRefused) {
   FakeTokenizer tok;
-  GrammarCompiler c(tok, kVocab, {});
-  for (const GrammarSpec& s : {spec(GrammarKind::kEbnf, "root ::= a\na ::= a \"x\""),
-                               spec(GrammarKind::kRegex, R"([^\s\S])")}) {
-    auto r = compile_now(c, s);
+  GrammarCompiler c(tok, kLimitsVocab, {});
+  for (const GrammarSpec& s : {limit_spec(GrammarKind::kEbnf, "root ::= a\na ::= a \"x\""),
+                               limit_spec(GrammarKind::kRegex, R"([^\s\S])")}) {
+    auto r = compile_limited(c, s);
     ASSERT_FALSE(r.is_ok()) << s.text;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find("allows no output"), std::string::npos)
         << r.status().message();
   }
   // A grammar whose only output is empty still has one: the stop token.
-  EXPECT_TRUE(compile_now(c, spec(GrammarKind::kEbnf, "root ::= \"\"")).is_ok());
+  EXPECT_TRUE(compile_limited(c, limit_spec(GrammarKind::kEbnf, "root ::= \"\"")).is_ok());
 }
 
 TEST(GrammarCompiler, AGrammarOverItsByteLimitIsRefusedAndTheCacheKeepsToItsBytes) {
@@ -167,33 +167,33 @@ TEST(GrammarCompiler, AGrammarOverItsByteLimitIsRefusedAndTheCacheKeepsToItsByte
   GrammarCompilerOptions o;
   o.max_grammar_bytes = 64 << 10;
   o.compile_timeout_seconds = 600;  // sanitizer builds compile several times slower
-  GrammarCompiler big(tok, kVocab, o);
-  GrammarSpec choices = spec(GrammarKind::kChoice, "");
+  GrammarCompiler big(tok, kLimitsVocab, o);
+  GrammarSpec choices = limit_spec(GrammarKind::kChoice, "");
   for (int i = 0; i < 64; ++i) {
     choices.choices.push_back(std::to_string(i) + std::string(256, 'a' + i % 26));
   }
   GrammarCompilerOptions unbounded = o;
   unbounded.max_grammar_bytes = 0;
-  GrammarCompiler measure(tok, kVocab, unbounded);
-  auto whole = compile_now(measure, choices);
+  GrammarCompiler measure(tok, kLimitsVocab, unbounded);
+  auto whole = compile_limited(measure, choices);
   ASSERT_TRUE(whole.is_ok());
   ASSERT_GT(static_cast<int64_t>((*whole)->memory_bytes()), o.max_grammar_bytes);
-  auto r = compile_now(big, choices);
+  auto r = compile_limited(big, choices);
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("engine.grammar_max_bytes"), std::string::npos)
       << r.status().message();
 
   // The cache: room for about three of these grammars; twenty distinct ones pass through it.
-  GrammarCompiler probe(tok, kVocab, {});
-  auto one = compile_now(probe, spec(GrammarKind::kRegex, "x[a-z]{40}[0-9]{40}"));
+  GrammarCompiler probe(tok, kLimitsVocab, {});
+  auto one = compile_limited(probe, limit_spec(GrammarKind::kRegex, "x[a-z]{40}[0-9]{40}"));
   ASSERT_TRUE(one.is_ok());
   GrammarCompilerOptions small;
   small.cache_bytes = static_cast<int64_t>((*one)->memory_bytes() * 3);
-  GrammarCompiler c(tok, kVocab, small);
+  GrammarCompiler c(tok, kLimitsVocab, small);
   for (int i = 0; i < 20; ++i) {
     const std::string re = std::string(1, static_cast<char>('a' + i)) + "[a-z]{40}[0-9]{40}";
-    ASSERT_TRUE(compile_now(c, spec(GrammarKind::kRegex, re)).is_ok());
+    ASSERT_TRUE(compile_limited(c, limit_spec(GrammarKind::kRegex, re)).is_ok());
     EXPECT_LE(c.stats().cached_bytes, small.cache_bytes) << i;
   }
   EXPECT_GE(c.stats().cached, 2);
@@ -205,35 +205,35 @@ TEST(GrammarCompiler, ACompilePastItsTimeBudgetIsKilled) {
   FakeTokenizer tok;
   GrammarCompilerOptions o = slow_compile_options();
   o.compile_timeout_seconds = 0.5;
-  GrammarCompiler c(tok, kVocab, o);
-  auto r = compile_now(c, spec(GrammarKind::kJsonSchema, slow_schema()));
+  GrammarCompiler c(tok, kLimitsVocab, o);
+  auto r = compile_limited(c, limit_spec(GrammarKind::kJsonSchema, slow_schema()));
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("did not compile within 0.5 s"), std::string::npos)
       << r.status().message();
   EXPECT_EQ(c.stats().timed_out, 1);
   // Its thread is free again: the next compile runs.
-  EXPECT_TRUE(compile_now(c, spec(GrammarKind::kRegex, "[0-9]{3}")).is_ok());
+  EXPECT_TRUE(compile_limited(c, limit_spec(GrammarKind::kRegex, "[0-9]{3}")).is_ok());
 }
 
 TEST(GrammarCompiler, ACompileNobodyWaitsForIsKilledAndFreesItsThread) {
   REQUIRE_COMPILE_PROCESSES();
   FakeTokenizer tok;
-  GrammarCompiler c(tok, kVocab, slow_compile_options());  // one thread, a 20 s budget
+  GrammarCompiler c(tok, kLimitsVocab, slow_compile_options());  // one thread, a 20 s budget
   std::atomic<bool> gone{false};
   std::thread client_leaves([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     gone = true;
   });
   auto r =
-      c.compile_and_wait(spec(GrammarKind::kJsonSchema, slow_schema()),
+      c.compile_and_wait(limit_spec(GrammarKind::kJsonSchema, slow_schema()),
                          Clock::now() + std::chrono::seconds(120), [&] { return gone.load(); });
   client_leaves.join();
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCancelled);
   EXPECT_EQ(c.stats().abandoned, 1);
   // The only compile thread is free long before the abandoned compile could have ended.
-  auto next = c.compile_and_wait(spec(GrammarKind::kRegex, "[0-9]{3}"),
+  auto next = c.compile_and_wait(limit_spec(GrammarKind::kRegex, "[0-9]{3}"),
                                  Clock::now() + std::chrono::seconds(10));
   EXPECT_TRUE(next.is_ok()) << next.status().message();
   EXPECT_EQ(c.stats().timed_out, 0);
@@ -244,9 +244,9 @@ TEST(GrammarCompiler, TheQueueIsBoundedAndShutdownFailsWhatIsQueuedOrRunning) {
   FakeTokenizer tok;
   GrammarCompilerOptions o = slow_compile_options();
   o.max_queued = 1;
-  GrammarCompiler c(tok, kVocab, o);
+  GrammarCompiler c(tok, kLimitsVocab, o);
   auto wait = [&](const std::string& schema) {
-    return c.compile_and_wait(spec(GrammarKind::kJsonSchema, schema),
+    return c.compile_and_wait(limit_spec(GrammarKind::kJsonSchema, schema),
                               Clock::now() + std::chrono::seconds(120));
   };
   std::vector<Result<CompiledGrammarPtr>> results(2, Status(StatusCode::kInternal, "unset"));
@@ -265,7 +265,7 @@ TEST(GrammarCompiler, TheQueueIsBoundedAndShutdownFailsWhatIsQueuedOrRunning) {
     ASSERT_FALSE(r.is_ok());
     EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().message();
   }
-  auto after = compile_now(c, spec(GrammarKind::kRegex, "a"));
+  auto after = compile_limited(c, limit_spec(GrammarKind::kRegex, "a"));
   EXPECT_EQ(after.status().code(), StatusCode::kUnavailable);
 }
 

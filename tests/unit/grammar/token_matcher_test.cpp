@@ -12,11 +12,11 @@
 namespace llmserve::testing {
 namespace {
 
-constexpr int32_t kVocab = 300;
+constexpr int32_t kMatcherVocab = 300;
 
 CompiledGrammarPtr compile(const Tokenizer& tok, GrammarKind kind, std::string text) {
   static std::vector<std::unique_ptr<GrammarCompiler>> keep;
-  keep.push_back(std::make_unique<GrammarCompiler>(tok, kVocab, GrammarCompilerOptions{}));
+  keep.push_back(std::make_unique<GrammarCompiler>(tok, kMatcherVocab, GrammarCompilerOptions{}));
   GrammarSpec s;
   s.kind = kind;
   s.text = std::move(text);
@@ -27,10 +27,10 @@ CompiledGrammarPtr compile(const Tokenizer& tok, GrammarKind kind, std::string t
 }
 
 std::vector<int32_t> allowed(TokenMatcher& m) {
-  std::vector<uint32_t> mask(token_bitmask_words(kVocab));
+  std::vector<uint32_t> mask(token_bitmask_words(kMatcherVocab));
   m.fill_next_token_mask(mask);
   std::vector<int32_t> ids;
-  for (int32_t id = 0; id < kVocab; ++id) {
+  for (int32_t id = 0; id < kMatcherVocab; ++id) {
     if (token_allowed(mask, id)) ids.push_back(id);
   }
   return ids;

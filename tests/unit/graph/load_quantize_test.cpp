@@ -19,11 +19,11 @@ namespace {
 
 using kernels::DType;
 
-const std::string kDir = std::string(LLMSERVE_FIXTURES_DIR) + "/tiny_llama";
+const std::string kTinyLlamaDir = std::string(LLMSERVE_FIXTURES_DIR) + "/tiny_llama";
 
 ModelRunnerOptions options(const std::string& quantize) {
   ModelRunnerOptions o;
-  o.model_path = kDir;
+  o.model_path = kTinyLlamaDir;
   o.num_threads = 2;
   o.block_size = 4;
   o.kv_cache_bytes = 1 << 20;
@@ -46,9 +46,10 @@ DType type_of(const ModelRunner& r, const std::string& name) {
 
 // RMS of (got - expected) over RMS of expected, every position of every fixture sequence.
 double relative_logits_error(ModelRunner& r) {
-  const auto j = nlohmann::json::parse(testing::read_text_file(kDir + "/expected.json"));
+  const auto j = nlohmann::json::parse(testing::read_text_file(kTinyLlamaDir + "/expected.json"));
   const auto seqs = j["sequences"].get<std::vector<std::vector<int32_t>>>();
-  const std::vector<float> expected = testing::read_f32_file(kDir + "/expected_logits.f32");
+  const std::vector<float> expected =
+      testing::read_f32_file(kTinyLlamaDir + "/expected_logits.f32");
   double err = 0, ref = 0;
   size_t offset = 0;
   for (const auto& seq : seqs) {

@@ -24,7 +24,7 @@
 namespace llmserve {
 namespace {
 
-struct Fixture {
+struct MoeFixture {
   std::vector<std::vector<int32_t>> seqs;
   std::vector<float> logits;
   std::vector<int32_t> greedy_prompt, greedy_tokens, llamacpp_tokens;
@@ -32,12 +32,12 @@ struct Fixture {
   nlohmann::json json;
 };
 
-std::string dir_of(const std::string& name) {
+std::string moe_dir_of(const std::string& name) {
   return std::string(LLMSERVE_FIXTURES_DIR) + "/" + name;
 }
 
-Fixture read_fixture(const std::string& dir) {
-  Fixture f;
+MoeFixture read_moe_fixture(const std::string& dir) {
+  MoeFixture f;
   f.json = nlohmann::json::parse(testing::read_text_file(dir + "/expected.json"));
   f.seqs = f.json["sequences"].get<std::vector<std::vector<int32_t>>>();
   f.greedy_prompt = f.json["greedy_prompt"].get<std::vector<int32_t>>();
@@ -64,7 +64,7 @@ std::unique_ptr<ModelRunner> make_runner(const std::string& path) {
   return r.is_ok() ? std::move(r).value() : nullptr;
 }
 
-double max_logit_diff(ModelRunner& runner, const Fixture& f, int64_t chunk) {
+double moe_max_logit_diff(ModelRunner& runner, const MoeFixture& f, int64_t chunk) {
   const int64_t V = runner.config().vocab_size;
   size_t offset = 0;
   double worst = 0;
@@ -89,18 +89,18 @@ struct Case {
 };
 
 std::string path_of(const Case& c) {
-  const std::string dir = dir_of(c.fixture);
+  const std::string dir = moe_dir_of(c.fixture);
   return *c.file ? dir + "/" + c.file : dir;
 }
 
 class TinyMoe : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TinyMoe, LogitsMatchTransformersAtEveryPosition) {
-  const Fixture f = read_fixture(dir_of(GetParam().fixture));
+  const MoeFixture f = read_moe_fixture(moe_dir_of(GetParam().fixture));
   auto runner = make_runner(path_of(GetParam()));
   ASSERT_NE(runner, nullptr);
   for (int64_t chunk : {0, 1, 5}) {
-    const double d = max_logit_diff(*runner, f, chunk);
+    const double d = moe_max_logit_diff(*runner, f, chunk);
     EXPECT_LT(d, 1e-4) << path_of(GetParam()) << " chunk " << chunk;
     std::printf("[%s %s] chunk %lld: max |logit diff| vs transformers %.3g\n", GetParam().fixture,
                 *GetParam().file ? GetParam().file : "hf", static_cast<long long>(chunk), d);
@@ -108,7 +108,7 @@ TEST_P(TinyMoe, LogitsMatchTransformersAtEveryPosition) {
 }
 
 TEST_P(TinyMoe, GreedyTokensMatchTransformers) {
-  const Fixture f = read_fixture(dir_of(GetParam().fixture));
+  const MoeFixture f = read_moe_fixture(moe_dir_of(GetParam().fixture));
   auto runner = make_runner(path_of(GetParam()));
   ASSERT_NE(runner, nullptr);
   const auto got =
@@ -117,7 +117,7 @@ TEST_P(TinyMoe, GreedyTokensMatchTransformers) {
 }
 
 TEST_P(TinyMoe, GreedyTokensMatchLlamaCpp) {
-  const Fixture f = read_fixture(dir_of(GetParam().fixture));
+  const MoeFixture f = read_moe_fixture(moe_dir_of(GetParam().fixture));
   if (!*GetParam().file) GTEST_SKIP() << "llama.cpp runs the GGUF only";
   if (f.llamacpp_tokens.empty()) {
     GTEST_SKIP() << "no llamacpp_greedy_tokens in " << GetParam().fixture
@@ -151,7 +151,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(TinyMoeConfig, ReadsEachModelsRouting) {
   for (const char* file : {"", "/model.gguf"}) {
-    auto mixtral = load_model(dir_of("tiny_mixtral") + file);
+    auto mixtral = load_model(moe_dir_of("tiny_mixtral") + file);
     ASSERT_TRUE(mixtral.is_ok()) << mixtral.status().to_string();
     const ModelConfig& m = (*mixtral)->config();
     EXPECT_EQ(m.num_experts, 4);
@@ -160,7 +160,7 @@ TEST(TinyMoeConfig, ReadsEachModelsRouting) {
     EXPECT_TRUE(m.norm_topk_prob);
     EXPECT_TRUE(m.dense_layers.empty());
     EXPECT_EQ(m.sliding_window, 0) << file;
-    auto qwen = load_model(dir_of("tiny_qwen3_moe") + file);
+    auto qwen = load_model(moe_dir_of("tiny_qwen3_moe") + file);
     ASSERT_TRUE(qwen.is_ok()) << qwen.status().to_string();
     const ModelConfig& q = (*qwen)->config();
     EXPECT_EQ(q.num_experts, 8);
@@ -169,10 +169,10 @@ TEST(TinyMoeConfig, ReadsEachModelsRouting) {
     EXPECT_TRUE(q.norm_topk_prob);
     EXPECT_TRUE(q.qk_norm);
   }
-  auto windowed = load_model(dir_of("tiny_mixtral_sw"));
+  auto windowed = load_model(moe_dir_of("tiny_mixtral_sw"));
   ASSERT_TRUE(windowed.is_ok()) << windowed.status().to_string();
   EXPECT_EQ((*windowed)->config().sliding_window, 9);
-  auto mixed = load_model(dir_of("tiny_qwen3_moe_mixed"));
+  auto mixed = load_model(moe_dir_of("tiny_qwen3_moe_mixed"));
   ASSERT_TRUE(mixed.is_ok()) << mixed.status().to_string();
   EXPECT_FALSE((*mixed)->config().norm_topk_prob);
   EXPECT_EQ((*mixed)->config().dense_layers, std::vector<int64_t>{0});
@@ -185,10 +185,10 @@ TEST(TinyMoeConfig, ReadsEachModelsRouting) {
 TEST(TinyMoeConfig, ParameterCountsMatchTransformers) {
   for (const char* name :
        {"tiny_mixtral", "tiny_mixtral_sw", "tiny_qwen3_moe", "tiny_qwen3_moe_mixed"}) {
-    const Fixture f = read_fixture(dir_of(name));
+    const MoeFixture f = read_moe_fixture(moe_dir_of(name));
     for (const char* file : {"", "/model.gguf"}) {
-      if (*file && !std::filesystem::exists(dir_of(name) + file)) continue;
-      auto m = load_model(dir_of(name) + file);
+      if (*file && !std::filesystem::exists(moe_dir_of(name) + file)) continue;
+      auto m = load_model(moe_dir_of(name) + file);
       ASSERT_TRUE(m.is_ok()) << m.status().to_string();
       EXPECT_EQ((*m)->parameter_count(), f.json["parameters"].get<uint64_t>()) << name << file;
       EXPECT_EQ(active_parameter_count(**m), f.json["active_parameters"].get<uint64_t>())
@@ -202,17 +202,17 @@ TEST(TinyMoeConfig, ParameterCountsMatchTransformers) {
 // tensor, packed like a matrix), against transformers in f32 on the GGUF's weights dequantized by
 // the gguf package. Our q8x2 activations bound the difference as in tiny_kquant_test.cpp (2e-3).
 TEST(TinyMoeKQuant, Q4KMExpertsMatchTheDequantizedWeights) {
-  const std::string dir = dir_of("tiny_qwen3_moe_q4_k_m");
+  const std::string dir = moe_dir_of("tiny_qwen3_moe_q4_k_m");
   const auto j = nlohmann::json::parse(testing::read_text_file(dir + "/expected.json"));
   EXPECT_EQ(j["tensor_types"]["blk.0.ffn_gate_exps.weight"], "Q4_K");
   EXPECT_EQ(j["tensor_types"]["blk.0.ffn_down_exps.weight"], "Q6_K");
-  Fixture f;
+  MoeFixture f;
   f.seqs = j["sequences"].get<std::vector<std::vector<int32_t>>>();
   f.logits = testing::read_f32_file(dir + "/expected_logits.f32");
   auto runner = make_runner(dir + "/model.gguf");
   ASSERT_NE(runner, nullptr);
   for (int64_t chunk : {0, 1, 5}) {
-    const double d = max_logit_diff(*runner, f, chunk);
+    const double d = moe_max_logit_diff(*runner, f, chunk);
     EXPECT_LT(d, 2e-3) << "chunk " << chunk;
     std::printf("[tiny_qwen3_moe_q4_k_m] chunk %lld: max |logit diff| %.3g\n",
                 static_cast<long long>(chunk), d);

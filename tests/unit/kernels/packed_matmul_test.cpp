@@ -36,8 +36,8 @@ double act_error(ActPrecision p) {
 }
 
 // Returns the largest |y - ref| seen.
-double check_against_reference(DType type, int64_t M, int64_t K, int64_t N, ThreadPool& pool,
-                               uint32_t seed, ActPrecision precision = ActPrecision::kQ8) {
+double check_packed_against_reference(DType type, int64_t M, int64_t K, int64_t N, ThreadPool& pool,
+                                      uint32_t seed, ActPrecision precision = ActPrecision::kQ8) {
   std::mt19937 rng(seed);
   const auto w = random_weights(rng, type, N, K);
   auto x = random_floats(rng, M * K, -2.0f, 2.0f);
@@ -79,13 +79,13 @@ double check_against_reference(DType type, int64_t M, int64_t K, int64_t N, Thre
   return worst;
 }
 
-bool is_k_quant(DType t) {
+bool is_k_quant_type(DType t) {
   return dtype_info(t).block_elems == kQKK;
 }
 
 // Row lengths to try: the K-quants take multiples of 256 only (always an even block count).
 std::vector<int64_t> k_sizes(DType t, std::vector<int64_t> legacy) {
-  return is_k_quant(t) ? std::vector<int64_t>{256, 512, 1280} : legacy;
+  return is_k_quant_type(t) ? std::vector<int64_t>{256, 512, 1280} : legacy;
 }
 
 class PackedTypes : public ::testing::TestWithParam<DType> {};
@@ -99,11 +99,11 @@ TEST_P(PackedTypes, MatchesDequantizedReference) {
       for (int64_t K : k_sizes(GetParam(), {32, 64, 576})) {
         for (int64_t N : {8, 37, 64}) {
           for (int64_t M : {1, 3, 4, 5, 9})
-            check_against_reference(GetParam(), M, K, N, pool, seed++, p);
+            check_packed_against_reference(GetParam(), M, K, N, pool, seed++, p);
         }
       }
-      check_against_reference(GetParam(), 150, 256, 20, pool, seed++, p);  // 2-D tiling
-      check_against_reference(GetParam(), 65, 256, 20, pool, seed++, p);   // M' = 130 > 128
+      check_packed_against_reference(GetParam(), 150, 256, 20, pool, seed++, p);  // 2-D tiling
+      check_packed_against_reference(GetParam(), 65, 256, 20, pool, seed++, p);   // M' = 130 > 128
     }
   }
 }
@@ -111,9 +111,11 @@ TEST_P(PackedTypes, MatchesDequantizedReference) {
 // The residual pass buys about 8 bits: the worst error drops by well over 30x on the same data.
 TEST_P(PackedTypes, TwoPassActivationsAreFarMorePrecise) {
   ThreadPool pool(2);
-  const int64_t K = is_k_quant(GetParam()) ? 512 : 576;
-  const double q8 = check_against_reference(GetParam(), 9, K, 64, pool, 7, ActPrecision::kQ8);
-  const double q8x2 = check_against_reference(GetParam(), 9, K, 64, pool, 7, ActPrecision::kQ8x2);
+  const int64_t K = is_k_quant_type(GetParam()) ? 512 : 576;
+  const double q8 =
+      check_packed_against_reference(GetParam(), 9, K, 64, pool, 7, ActPrecision::kQ8);
+  const double q8x2 =
+      check_packed_against_reference(GetParam(), 9, K, 64, pool, 7, ActPrecision::kQ8x2);
   EXPECT_GT(q8, 0.0);
   EXPECT_LT(q8x2 * 30.0, q8) << "q8 " << q8 << " q8x2 " << q8x2;
 }
@@ -151,7 +153,7 @@ TEST_P(PackedTypes, LargestQuantsAgainstOneSignedActivationsStayExact) {
   const size_t bb = dtype_info(type).block_bytes;
   ThreadPool pool(2);
   std::mt19937 rng(7);
-  const int64_t K = is_k_quant(type) ? 512 : 64, N = 16, M = 5;
+  const int64_t K = is_k_quant_type(type) ? 512 : 64, N = 16, M = 5;
   auto w = random_weights(rng, type, N, K);
   for (size_t b = 0; b < w.size(); b += bb) {
     std::memset(w.data() + b + first, type == DType::Q8_0 ? 0x7F : 0xFF, last - first);

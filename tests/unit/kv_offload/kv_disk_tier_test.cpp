@@ -13,7 +13,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr BlockHash kFp{0xf1, 0xf2};
-constexpr uint32_t kBs = 4;
+constexpr uint32_t kDiskBlock = 4;
 
 struct TempDir {
   fs::path path;
@@ -28,7 +28,7 @@ struct TempDir {
 
 KvPageHeader header(BlockHash hash, BlockHash parent, BlockHash fp = kFp) {
   KvPageHeader h;
-  h.block_size = kBs;
+  h.block_size = kDiskBlock;
   h.fingerprint = fp;
   h.hash = hash;
   h.parent = parent;
@@ -50,7 +50,7 @@ TEST(KvDiskTier, StoresReadsAndSurvivesAReopen) {
   TempDir d;
   std::vector<BlockHash> evicted;
   {
-    auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kBs);
+    auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kDiskBlock);
     ASSERT_TRUE(t.is_ok()) << t.status().to_string();
     ASSERT_TRUE((*t)->store(header({1, 1}, {}), kTokens4, payload(7), evicted).is_ok());
     ASSERT_TRUE((*t)->store(header({2, 2}, {1, 1}), kTokens8, payload(8), evicted).is_ok());
@@ -58,7 +58,7 @@ TEST(KvDiskTier, StoresReadsAndSurvivesAReopen) {
               StatusCode::kAlreadyExists);
     EXPECT_EQ((*t)->stats().bytes, page_bytes(4) + page_bytes(8));
   }
-  auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kBs);
+  auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kDiskBlock);
   ASSERT_TRUE(t.is_ok());
   const KvDiskTierStats s = (*t)->stats();
   EXPECT_EQ(s.loaded_pages, 2);
@@ -75,7 +75,7 @@ TEST(KvDiskTier, StoresReadsAndSurvivesAReopen) {
 TEST(KvDiskTier, BudgetEvictsLeastRecentlyUsedChildrenBeforeParents) {
   TempDir d;
   // Room for three pages of 8 tokens.
-  auto t = KvDiskTier::open(d.path.string(), 3 * page_bytes(8), kFp, kBs);
+  auto t = KvDiskTier::open(d.path.string(), 3 * page_bytes(8), kFp, kDiskBlock);
   ASSERT_TRUE(t.is_ok());
   std::vector<BlockHash> evicted;
   // Chain A: a1 <- a2; then chain B: b1.
@@ -98,7 +98,7 @@ TEST(KvDiskTier, BudgetEvictsLeastRecentlyUsedChildrenBeforeParents) {
   EXPECT_LE((*t)->stats().bytes, 3 * page_bytes(8));
   EXPECT_EQ((*t)->stats().evicted_pages, 2);
   // A page larger than the whole budget is refused.
-  auto tiny = KvDiskTier::open((d.path / "tiny").string(), 10, kFp, kBs);
+  auto tiny = KvDiskTier::open((d.path / "tiny").string(), 10, kFp, kDiskBlock);
   ASSERT_TRUE(tiny.is_ok());
   EXPECT_FALSE((*tiny)->store(header({9, 0}, {}), kTokens4, payload(9), evicted).is_ok());
 }
@@ -108,7 +108,7 @@ TEST(KvDiskTier, CorruptedTornAndForeignPagesAreNeverServed) {
   std::vector<BlockHash> evicted;
   std::string corrupt_path, torn_path;
   {
-    auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kBs);
+    auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kDiskBlock);
     ASSERT_TRUE(t.is_ok());
     ASSERT_TRUE((*t)->store(header({1, 0}, {}), kTokens4, payload(1), evicted).is_ok());
     ASSERT_TRUE((*t)->store(header({2, 0}, {}), kTokens4, payload(2), evicted).is_ok());
@@ -117,7 +117,7 @@ TEST(KvDiskTier, CorruptedTornAndForeignPagesAreNeverServed) {
     torn_path = (*t)->path_of({2, 0});
   }
   {
-    auto other = KvDiskTier::open((d.path / "other").string(), 1 << 20, {9, 9}, kBs);
+    auto other = KvDiskTier::open((d.path / "other").string(), 1 << 20, {9, 9}, kDiskBlock);
     ASSERT_TRUE(other.is_ok());
     ASSERT_TRUE((*other)->store(header({4, 0}, {}, {9, 9}), kTokens4, payload(4), evicted).is_ok());
     fs::rename((*other)->path_of({4, 0}), d.path / fs::path((*other)->path_of({4, 0})).filename());
@@ -130,7 +130,7 @@ TEST(KvDiskTier, CorruptedTornAndForeignPagesAreNeverServed) {
   }
   fs::resize_file(torn_path, fs::file_size(torn_path) - 3);
 
-  auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kBs);
+  auto t = KvDiskTier::open(d.path.string(), 1 << 20, kFp, kDiskBlock);
   ASSERT_TRUE(t.is_ok());
   KvDiskTierStats s = (*t)->stats();
   EXPECT_EQ(s.corrupt_pages, 1);  // the torn one, caught by its size at load

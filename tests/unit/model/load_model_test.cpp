@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::fixture_path;
 
-json load_json(const std::string& rel) {
+json load_fixture_json(const std::string& rel) {
   const auto bytes = testing::read_bytes(fixture_path(rel));
   return json::parse(bytes.begin(), bytes.end());
 }
@@ -27,7 +27,7 @@ TEST(LoadModel, DefaultModelConfigMatchesPythonReader) {
   auto r = load_model(path);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   const LoadedModel& m = **r;
-  const json exp = load_json("model/default_model_expected.json")["config"];
+  const json exp = load_fixture_json("model/default_model_expected.json")["config"];
   const ModelConfig& c = m.config();
   EXPECT_EQ(c.architecture, exp["architecture"].get<std::string>());
   EXPECT_EQ(c.hidden_size, exp["hidden_size"].get<int64_t>());
@@ -100,7 +100,7 @@ void check_hf_model(const std::string& dir) {
   EXPECT_EQ(c.rope_scaling.original_max_position, 128);
   EXPECT_EQ(c.eos_ids, (std::vector<int32_t>{2, 3}));
   EXPECT_EQ(m.tensors().size(), 2u + 9u * 2u);  // rotary inv_freq skipped
-  const json exp = load_json("model/hf_tiny_expected.json");
+  const json exp = load_fixture_json("model/hf_tiny_expected.json");
   for (const auto& [hf_name, shape] : exp["shapes"].items()) {
     const std::string name = canonical_tensor_name(hf_name);
     if (name.empty()) continue;
@@ -175,14 +175,14 @@ TEST_F(HfDirErrors, PathTraversalInIndex) {
 }
 
 TEST_F(HfDirErrors, IndexNamesAbsentTensor) {
-  auto idx = load_json("model/hf_tiny_sharded/model.safetensors.index.json");
+  auto idx = load_fixture_json("model/hf_tiny_sharded/model.safetensors.index.json");
   idx["weight_map"]["model.layers.5.mlp.up_proj.weight"] = "model-00001-of-00002.safetensors";
   write("model.safetensors.index.json", idx.dump());
   EXPECT_NE(load_status().message().find("model.layers.5.mlp.up_proj.weight"), std::string::npos);
 }
 
 TEST_F(HfDirErrors, ConfigDisagreesWithShapes) {
-  auto cfg = load_json("model/hf_tiny_sharded/config.json");
+  auto cfg = load_fixture_json("model/hf_tiny_sharded/config.json");
   cfg["intermediate_size"] = 32;
   write("config.json", cfg.dump());
   const Status st = load_status();

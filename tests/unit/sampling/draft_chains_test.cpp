@@ -10,12 +10,12 @@
 namespace llmserve {
 namespace {
 
-constexpr int32_t kVocab = 300;
+constexpr int32_t kDraftVocab = 300;
 
 std::vector<float> row_logits(uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::normal_distribution<float> dist(0.0f, 2.0f);
-  std::vector<float> v(kVocab);
+  std::vector<float> v(kDraftVocab);
   for (float& x : v) x = dist(gen);
   return v;
 }
@@ -36,10 +36,11 @@ SamplingState fresh(const SamplingParams& p) {
 // Reference: sample rows one by one (each row's logits fixed), as decoding would.
 std::vector<int32_t> decode_reference(const SamplingParams& p, const std::vector<float>& logits,
                                       size_t rows, SamplingState& st) {
-  Sampler sampler(kVocab, {});
+  Sampler sampler(kDraftVocab, {});
   std::vector<int32_t> out;
   for (size_t r = 0; r < rows; ++r) {
-    out.push_back(sampler.sample(std::span(logits).subspan(r * kVocab, kVocab), p, st).token_id);
+    out.push_back(
+        sampler.sample(std::span(logits).subspan(r * kDraftVocab, kDraftVocab), p, st).token_id);
   }
   return out;
 }
@@ -51,7 +52,7 @@ std::vector<SampleRow> chain(const SamplingParams& p, SamplingState& st,
   for (size_t j = 0; j < ref.size(); ++j) {
     int32_t draft = -1;
     if (j + 1 < ref.size())
-      draft = static_cast<int32_t>(j) == wrong ? (ref[j] + 1) % kVocab : ref[j];
+      draft = static_cast<int32_t>(j) == wrong ? (ref[j] + 1) % kDraftVocab : ref[j];
     rows.push_back({nullptr, &p, &st, draft});
   }
   return rows;
@@ -66,11 +67,11 @@ void expect_same_state(SamplingState& a, SamplingState& b) {
 // Samples rows all at once, in reverse order, each with only its own state.
 std::vector<SampleResult> sample_in_parallel(std::span<const SampleRow> rows,
                                              const std::vector<float>& logits) {
-  Sampler sampler(kVocab, {});
+  Sampler sampler(kDraftVocab, {});
   std::vector<SampleResult> out(rows.size());
   for (size_t s = rows.size(); s-- > 0;) {
-    out[s] = sampler.sample(std::span(logits).subspan(s * kVocab, kVocab), *rows[s].params,
-                            *rows[s].state);
+    out[s] = sampler.sample(std::span(logits).subspan(s * kDraftVocab, kDraftVocab),
+                            *rows[s].params, *rows[s].state);
   }
   return out;
 }
@@ -95,7 +96,7 @@ TEST_P(DraftChains, KeptTokensAndStateEqualDecodingOneByOne) {
 
     SamplingState host_state = fresh(p);
     const std::vector<SampleRow> host_rows = chain(p, host_state, ref, wrong);
-    Sampler sampler(kVocab, {});
+    Sampler sampler(kDraftVocab, {});
     const auto host = sample_chains(sampler, logits, host_rows);
 
     SamplingState par_state = fresh(p);
@@ -127,11 +128,11 @@ TEST(DraftChainsTest, ChainsOfDifferentSamplesAreIndependent) {
   }
   SamplingState a = fresh(p), b = fresh(p), c = fresh(p);
   // a: 2 rows with a wrong draft; b: one plain row; c: one plain row.
-  const std::vector<SampleRow> rows = {{nullptr, &p, &a, kVocab + 5},
+  const std::vector<SampleRow> rows = {{nullptr, &p, &a, kDraftVocab + 5},
                                        {nullptr, &p, &a, -1},
                                        {nullptr, &p, &b, -1},
                                        {nullptr, &p, &c, -1}};
-  Sampler sampler(kVocab, {});
+  Sampler sampler(kDraftVocab, {});
   const auto out = sample_chains(sampler, logits, rows);
   EXPECT_GE(out[0].token_id, 0);
   EXPECT_EQ(out[1].token_id, -1);  // after the rejected draft (an id past the vocab)

@@ -20,7 +20,7 @@ using Phase = ReasoningBudgetState::Phase;
 
 // A vocabulary whose bytes the test chooses: 0 "<think>", 1 "</think>", 2 "a", 3 " b", 4 "\n",
 // 5 "</", 6 "think>", 7 "<", 8 "think", 9 ">", 10 "x</think>y", 11 " ", then plain letters.
-constexpr int32_t kVocab = 64;
+constexpr int32_t kBudgetVocab = 64;
 constexpr int32_t kOpen = 0, kClose = 1, kA = 2, kB = 3, kNl = 4, kLt2 = 5, kThinkGt = 6, kLt = 7,
                   kThink = 8, kGt = 9, kInline = 10, kSpace = 11;
 
@@ -28,7 +28,7 @@ std::shared_ptr<const TokenBytesTable> table() {
   auto t = std::make_shared<TokenBytesTable>(
       std::vector<std::string>{"<think>", "</think>", "a", " b", "\n", "</", "think>", "<", "think",
                                ">", "x</think>y", " "});
-  for (int32_t i = static_cast<int32_t>(t->size()); i < kVocab; ++i) {
+  for (int32_t i = static_cast<int32_t>(t->size()); i < kBudgetVocab; ++i) {
     t->push_back(std::string(1, static_cast<char>('A' + i % 26)));
   }
   return t;
@@ -150,7 +150,7 @@ TEST(ReasoningBudget, ValidateNamesBadValues) {
 std::vector<float> logits_favouring(int32_t token, uint64_t seed) {
   std::mt19937_64 gen(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(kVocab);
+  std::vector<float> v(kBudgetVocab);
   for (float& x : v) x = dist(gen);
   v[static_cast<size_t>(token)] = 20.0f;
   v[kClose] = -30.0f;  // the model would never close
@@ -171,7 +171,7 @@ TEST(ReasoningBudgetSampling, TheForcedCloseBeatsTheLogitsAtEveryTemperature) {
     p.top_k = 5;
     p.logit_bias = {{kClose, -100.0f}};
     SamplingState st = budgeted(p, 4);
-    Sampler sampler(kVocab, {});
+    Sampler sampler(kBudgetVocab, {});
     std::vector<int32_t> got;
     for (uint64_t i = 0; i < 8; ++i) {
       got.push_back(sampler.sample(logits_favouring(kA, i), p, st).token_id);
@@ -187,7 +187,7 @@ TEST(ReasoningBudgetSampling, LogprobsOfTheForcedTokenAreTheModels) {
   p.temperature = 0.0f;
   p.logprobs = 1;
   SamplingState st = budgeted(p, 0);
-  Sampler sampler(kVocab, {});
+  Sampler sampler(kBudgetVocab, {});
   const SampleResult r = sampler.sample(logits_favouring(kA, 1), p, st);
   ASSERT_EQ(r.token_id, kClose);
   ASSERT_TRUE(r.logprob.has_value());
@@ -206,10 +206,11 @@ TEST(ReasoningBudgetSampling, DraftsPastTheForcedPointAreRejectedOnHostAndDevice
   }
   // One at a time (no speculation): a a close a a.
   SamplingState ref = budgeted(p, 2);
-  Sampler sampler(kVocab, {});
+  Sampler sampler(kBudgetVocab, {});
   std::vector<int32_t> want;
   for (size_t r = 0; r < rows; ++r) {
-    want.push_back(sampler.sample(std::span(logits).subspan(r * kVocab, kVocab), p, ref).token_id);
+    want.push_back(
+        sampler.sample(std::span(logits).subspan(r * kBudgetVocab, kBudgetVocab), p, ref).token_id);
   }
   ASSERT_EQ(want, (std::vector<int32_t>{kA, kA, kClose, kA, kA}));
   // Drafts that ignore the budget (a a a a): the third is rejected, the close sampled there.
@@ -224,7 +225,7 @@ TEST(ReasoningBudgetSampling, DraftsPastTheForcedPointAreRejectedOnHostAndDevice
       ParallelChains chains;
       std::span<const SampleRow> prepared = chains.prepare(chain);
       for (size_t s = 0; s < prepared.size(); ++s) {
-        got.push_back(sampler.sample(std::span(logits).subspan(s * kVocab, kVocab),
+        got.push_back(sampler.sample(std::span(logits).subspan(s * kBudgetVocab, kBudgetVocab),
                                      *prepared[s].params, *prepared[s].state));
       }
       chains.finish(got);
@@ -249,12 +250,13 @@ TEST(ReasoningBudgetSampling, TheDevicePackCarriesAOneTokenMask) {
   SamplingPackLimits limits;
   limits.max_rows = 8;
   limits.max_sparse_entries = 64;
-  ASSERT_TRUE(pack_sampling_rows(rows, {}, kVocab, limits, pack).is_ok());
+  ASSERT_TRUE(pack_sampling_rows(rows, {}, kBudgetVocab, limits, pack).is_ok());
   EXPECT_EQ(pack.rows[0].grammar_mask, -1);
   ASSERT_EQ(pack.num_grammar_rows, 1);
   const std::span<const uint32_t> mask(pack.grammar_masks.data(),
-                                       static_cast<size_t>(token_bitmask_words(kVocab)));
-  for (int32_t id = 0; id < kVocab; ++id) EXPECT_EQ(token_allowed(mask, id), id == kClose) << id;
+                                       static_cast<size_t>(token_bitmask_words(kBudgetVocab)));
+  for (int32_t id = 0; id < kBudgetVocab; ++id)
+    EXPECT_EQ(token_allowed(mask, id), id == kClose) << id;
 }
 
 }  // namespace

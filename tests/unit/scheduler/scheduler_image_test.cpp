@@ -19,7 +19,7 @@ using testing::tokens;
 
 constexpr int32_t kImageToken = 5000;
 
-SchedulerConfig config(int32_t budget) {
+SchedulerConfig image_config(int32_t budget) {
   SchedulerConfig c;
   c.max_num_batched_tokens = budget;
   c.max_num_seqs = 8;
@@ -57,7 +57,7 @@ std::vector<std::pair<int32_t, int32_t>> run_chunks(Harness& h, uint64_t id) {
 }
 
 TEST(SchedulerImages, ChunksEndBeforeAnImageTheyWouldSplit) {
-  Harness h(config(16), 200);
+  Harness h(image_config(16), 200);
   h.add(image_request(1, 10, 12, 20, 0xabc));  // image rows [10, 22)
   const auto chunks = run_chunks(h, 1);
   // 16 would end inside the image: the first chunk stops at its start, the second runs the
@@ -72,7 +72,7 @@ TEST(SchedulerImages, ChunksEndBeforeAnImageTheyWouldSplit) {
 }
 
 TEST(SchedulerImages, AnImageWaitsForAStepWithRoomForAllOfIt) {
-  Harness h(config(20), 200);
+  Harness h(image_config(20), 200);
   h.add(make_request(1, tokens(12, 3), 8));      // takes 12 of the first step's 20
   h.add(image_request(2, 0, 16, 4, 0x1234, 2));  // its image (16) does not fit the 8 left
   const auto& s1 = h.step();
@@ -94,7 +94,7 @@ TEST(SchedulerImages, AnImageWaitsForAStepWithRoomForAllOfIt) {
 }
 
 TEST(SchedulerImages, RefusesAnImageLargerThanAStepAndBadSpans) {
-  Harness h(config(16), 200);
+  Harness h(image_config(16), 200);
   EXPECT_FALSE(h.sched->add_request(image_request(1, 2, 17, 2, 1)).is_ok());
   Request r = image_request(2, 2, 4, 2, 1);
   r.image_hashes.clear();  // spans without hashes
@@ -109,7 +109,7 @@ TEST(SchedulerImages, RefusesAnImageLargerThanAStepAndBadSpans) {
 // Blocks of 8: text rows [0, 12), the image [12, 28), text after. Block 0 holds text only; blocks
 // 1-3 hold image rows.
 TEST(SchedulerImages, TheImageHashKeysEveryBlockHoldingItsRows) {
-  Harness h(config(256), 200, /*block_size=*/8);
+  Harness h(image_config(256), 200, /*block_size=*/8);
   h.add(image_request(1, 12, 16, 20, 0x1111, 1));
   h.run_to_completion();
   // The same image: every full block of the prompt but the last row's is a hit.
@@ -132,7 +132,7 @@ TEST(SchedulerImages, ACachedPrefixEndingInsideAnImageRunsTheRestOfIt) {
   // Blocks of 8, image rows [4, 20). The first request (21 prompt rows) leaves 2 full blocks
   // cached; the second (same head, longer tail) hits them: 16 rows, ending inside the image.
   // Its first chunk starts there and runs past the image's end.
-  Harness h(config(64), 200, /*block_size=*/8);
+  Harness h(image_config(64), 200, /*block_size=*/8);
   h.add(image_request(1, 4, 16, 1, 0x77, 1));
   h.run_to_completion();
   h.add(image_request(2, 4, 16, 30, 0x77, 1));

@@ -13,7 +13,7 @@ using testing::Harness;
 using testing::make_request;
 using testing::tokens;
 
-SchedulerConfig config(int32_t budget) {
+SchedulerConfig pool_config(int32_t budget) {
   SchedulerConfig c;
   c.max_num_batched_tokens = budget;
   c.max_num_seqs = 8;
@@ -28,7 +28,7 @@ Request pool_request(uint64_t id, std::vector<int32_t> prompt) {
 }
 
 TEST(SchedulerPool, AWholePromptInOneStepOrWait) {
-  Harness h(config(64), 100);
+  Harness h(pool_config(64), 100);
   h.add(make_request(1, tokens(40, 1), 4));  // a chunked prefill takes 40 of 64
   h.add(pool_request(2, tokens(30, 2)));     // 30 > 24 left: waits
   h.add(pool_request(3, tokens(20, 3)));     // fits: goes first
@@ -54,7 +54,7 @@ TEST(SchedulerPool, AWholePromptInOneStepOrWait) {
 }
 
 TEST(SchedulerPool, SkipsThePrefixCacheButLeavesItsBlocksCached) {
-  Harness h(config(256), 100);
+  Harness h(pool_config(256), 100);
   const auto prompt = tokens(64, 7);
   h.add(make_request(1, prompt, 1));
   h.run_to_completion();
@@ -68,7 +68,7 @@ TEST(SchedulerPool, SkipsThePrefixCacheButLeavesItsBlocksCached) {
 }
 
 TEST(SchedulerPool, RefusesWhatCouldNeverRun) {
-  auto s = std::move(Scheduler::create(config(64), KvCacheManager(100, 16)).value());
+  auto s = std::move(Scheduler::create(pool_config(64), KvCacheManager(100, 16)).value());
   EXPECT_EQ(s->add_request(pool_request(1, tokens(65, 1))).code(), StatusCode::kInvalidArgument);
   Request sampling = pool_request(2, tokens(10, 1));
   sampling.max_tokens = 1;

@@ -13,7 +13,7 @@ using testing::Harness;
 using testing::make_request;
 using testing::tokens;
 
-SchedulerConfig config(int32_t budget, int32_t max_seqs, int32_t max_len, bool chunked = true) {
+SchedulerConfig sim_config(int32_t budget, int32_t max_seqs, int32_t max_len, bool chunked = true) {
   SchedulerConfig c;
   c.max_num_batched_tokens = budget;
   c.max_num_seqs = max_seqs;
@@ -23,7 +23,7 @@ SchedulerConfig config(int32_t budget, int32_t max_seqs, int32_t max_len, bool c
 }
 
 TEST(SchedulerSim, DecodesAreNotStarvedByAFloodOfLongPrompts) {
-  Harness h(config(512, 64, 8192), 4000);
+  Harness h(sim_config(512, 64, 8192), 4000);
   for (uint64_t id = 1; id <= 8; ++id) h.add(make_request(id, tokens(20, id), 300));
   for (int i = 0; i < 3; ++i) h.step();  // the 8 are decoding now
   // Half of the flood outranks the decodes: those sort ahead of them in the running order.
@@ -50,7 +50,7 @@ TEST(SchedulerSim, DecodesAreNotStarvedByAFloodOfLongPrompts) {
 TEST(SchedulerSim, PreemptedRequestsFinishWithTheSameTokens) {
   for (bool caching : {true, false}) {
     SCOPED_TRACE(caching);
-    Harness h(config(256, 32, 1024), /*num_blocks=*/41, /*block_size=*/16, caching);
+    Harness h(sim_config(256, 32, 1024), /*num_blocks=*/41, /*block_size=*/16, caching);
     std::mt19937 rng(7);
     for (uint64_t id = 1; id <= 40; ++id) {
       const int32_t len = std::uniform_int_distribution<int32_t>(20, 200)(rng);
@@ -77,7 +77,7 @@ TEST(SchedulerSim, RandomWorkloadKeepsEveryPromise) {
   for (uint32_t seed : {1u, 2u, 3u}) {
     for (bool chunked : {true, false}) {
       SCOPED_TRACE(::testing::Message() << "seed " << seed << " chunked " << chunked);
-      Harness h(config(chunked ? 192 : 512, 16, 512, chunked), 80, 8);
+      Harness h(sim_config(chunked ? 192 : 512, 16, 512, chunked), 80, 8);
       std::mt19937 rng(seed);
       auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
       const auto system = tokens(64, 1000 + static_cast<int32_t>(seed));

@@ -17,7 +17,7 @@ using testing::Harness;
 using testing::make_request;
 using testing::tokens;
 
-SchedulerConfig config(int32_t budget, int32_t max_seqs, int32_t max_len = 4096) {
+SchedulerConfig spec_config(int32_t budget, int32_t max_seqs, int32_t max_len = 4096) {
   SchedulerConfig c;
   c.max_num_batched_tokens = budget;
   c.max_num_seqs = max_seqs;
@@ -36,7 +36,7 @@ std::vector<int32_t> oracle_drafts(const Request& r, int32_t k) {
 }
 
 TEST(SchedulerSpec, CorrectDraftsAreAllAcceptedAndSaveSteps) {
-  Harness h(config(256, 4), 100);
+  Harness h(spec_config(256, 4), 100);
   h.drafter = [](const Request& r) { return oracle_drafts(r, 4); };
   h.add(make_request(1, tokens(40, 1), 41));
   const int steps = h.run_to_completion();
@@ -49,7 +49,7 @@ TEST(SchedulerSpec, CorrectDraftsAreAllAcceptedAndSaveSteps) {
 }
 
 TEST(SchedulerSpec, WrongDraftsAreAllRejectedAndChangeNothing) {
-  Harness h(config(256, 4), 100);
+  Harness h(spec_config(256, 4), 100);
   h.drafter = [](const Request& r) {
     std::vector<int32_t> d = oracle_drafts(r, 3);
     for (int32_t& t : d) t = 1000 + t;  // the fake model's tokens are < 1000
@@ -67,7 +67,7 @@ TEST(SchedulerSpec, WrongDraftsAreAllRejectedAndChangeNothing) {
 TEST(SchedulerSpec, MixedDraftsUnderPreemptionAndChunkedPrefillKeepOutputs) {
   // A tight cache (preemptions), a small budget (drafts cut, prompts chunked), and drafts whose
   // first few tokens are right and the rest wrong, at random.
-  Harness h(config(64, 6, 400), 40);
+  Harness h(spec_config(64, 6, 400), 40);
   std::mt19937 rng(7);
   h.drafter = [&rng](const Request& r) {
     std::vector<int32_t> d = oracle_drafts(r, 1 + static_cast<int32_t>(rng() % 6));
@@ -96,7 +96,7 @@ TEST(SchedulerSpec, MixedDraftsUnderPreemptionAndChunkedPrefillKeepOutputs) {
 
 TEST(SchedulerSpec, DraftsAreCutToBudgetAndLengthLimits) {
   // Budget 8 with 3 decodes: each decode keeps its own token; the first gets what is left.
-  Harness h(config(8, 4, 64), 40);
+  Harness h(spec_config(8, 4, 64), 40);
   h.drafter = [](const Request& r) { return oracle_drafts(r, 10); };
   for (uint64_t id = 1; id <= 3; ++id) h.add(make_request(id, tokens(2, static_cast<int>(id)), 20));
   h.step();  // the three prompts (6 tokens) fit in one step
@@ -111,7 +111,7 @@ TEST(SchedulerSpec, DraftsAreCutToBudgetAndLengthLimits) {
     EXPECT_EQ(h.tracked[id].outputs, expected_outputs(tokens(2, static_cast<int>(id)), 20));
   }
   // max_model_len: a request near it drafts only what still fits.
-  Harness m(config(64, 4, 12), 40);
+  Harness m(spec_config(64, 4, 12), 40);
   m.drafter = [](const Request& r) { return oracle_drafts(r, 10); };
   m.add(make_request(9, tokens(5, 9), 100));
   m.run_to_completion();
@@ -122,7 +122,7 @@ TEST(SchedulerSpec, DraftsAreCutToBudgetAndLengthLimits) {
 TEST(SchedulerSpec, DraftsAreDroppedBeforeAnyoneIsPreempted) {
   // 3 usable blocks of 4 tokens: two requests of 5 tokens hold 2 + 1 blocks... the drafts of
   // the first would need a new block; they are dropped and nobody is preempted for them.
-  Harness h(config(64, 4, 64), 4, /*block_size=*/4);
+  Harness h(spec_config(64, 4, 64), 4, /*block_size=*/4);
   h.drafter = [](const Request& r) { return oracle_drafts(r, 4); };
   h.add(make_request(1, tokens(6, 1), 3));
   h.add(make_request(2, tokens(3, 2), 2));
@@ -134,7 +134,7 @@ TEST(SchedulerSpec, DraftsAreDroppedBeforeAnyoneIsPreempted) {
 }
 
 TEST(SchedulerSpec, PrefixCacheHoldsAcceptedTokensOnly) {
-  Harness h(config(256, 4), 100);
+  Harness h(spec_config(256, 4), 100);
   std::mt19937 rng(3);
   h.drafter = [&rng](const Request& r) {
     std::vector<int32_t> d = oracle_drafts(r, 4);
@@ -162,7 +162,7 @@ TEST(SchedulerSpec, PrefixCacheHoldsAcceptedTokensOnly) {
 }
 
 TEST(SchedulerSpec, SetDraftTokensNeedsADecodingRequest) {
-  Harness h(config(256, 4), 100);
+  Harness h(spec_config(256, 4), 100);
   const std::vector<int32_t> d = {1, 2};
   EXPECT_EQ(h.sched->set_draft_tokens(5, d).code(), StatusCode::kNotFound);
   h.add(make_request(5, tokens(10, 5), 4));

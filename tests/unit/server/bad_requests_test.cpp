@@ -231,7 +231,7 @@ std::vector<BadCase> cases() {
   return v;
 }
 
-Result<std::string> chatml(const nlohmann::json& messages, bool) {
+Result<std::string> bad_request_chatml(const nlohmann::json& messages, bool) {
   std::string out;
   for (const auto& m : messages)
     out += m["role"].get<std::string>() + m["content"].get<std::string>();
@@ -253,7 +253,7 @@ TEST(BadRequests, EachGetsTheRightStatusAndErrorShape) {
     if (c.api == 'c') {
       st = parse_completion_request(c.body, tok, limits).status();
     } else {
-      st = parse_chat_request(c.body, tok, chatml, limits).status();
+      st = parse_chat_request(c.body, tok, bad_request_chatml, limits).status();
     }
     ASSERT_FALSE(st.is_ok());
     const HttpError e = http_error_from_status(st);

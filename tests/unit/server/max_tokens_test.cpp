@@ -13,7 +13,7 @@
 namespace llmserve {
 namespace {
 
-RequestLimits limits() {
+RequestLimits max_tokens_limits() {
   RequestLimits l;
   l.vocab_size = testing::FakeTokenizer::kVocab;
   l.max_model_len = 64;
@@ -22,14 +22,15 @@ RequestLimits limits() {
 
 Status completion(const std::string& fields) {
   static testing::FakeTokenizer tok;
-  return parse_completion_request(R"({"prompt":"x",)" + fields + "}", tok, limits()).status();
+  return parse_completion_request(R"({"prompt":"x",)" + fields + "}", tok, max_tokens_limits())
+      .status();
 }
 
 Status chat(const std::string& fields) {
   static testing::FakeTokenizer tok;
   auto render = [](const nlohmann::json&, bool) -> Result<std::string> { return std::string("x"); };
   return parse_chat_request(R"({"messages":[{"role":"user","content":"x"}],)" + fields + "}", tok,
-                            ChatRenderer(render), limits())
+                            ChatRenderer(render), max_tokens_limits())
       .status();
 }
 
@@ -39,7 +40,7 @@ Status proto(int32_t max_tokens, bool prompt_logprobs = false) {
   r.set_prompt("x");
   r.set_max_tokens(max_tokens);
   if (prompt_logprobs) r.set_prompt_logprobs(0);
-  return parse_proto_request(r, tok, limits()).status();
+  return parse_proto_request(r, tok, max_tokens_limits()).status();
 }
 
 // The message after "<field>: ".

@@ -10,7 +10,7 @@
 namespace llmserve {
 namespace {
 
-RequestLimits limits() {
+RequestLimits structured_limits() {
   RequestLimits l;
   l.vocab_size = testing::FakeTokenizer::kVocab;
   l.max_model_len = 128;
@@ -29,9 +29,9 @@ Result<std::string> plain_chat(const nlohmann::json& messages, bool) {
 // Parses `fields` (JSON members, no braces) on both endpoints; both must agree.
 Result<GenerationRequest> parse_both(const std::string& fields, std::string* chat_error) {
   static testing::FakeTokenizer tok;
-  auto c = parse_completion_request(R"({"prompt":"hi",)" + fields + "}", tok, limits());
+  auto c = parse_completion_request(R"({"prompt":"hi",)" + fields + "}", tok, structured_limits());
   auto h = parse_chat_request(R"({"messages":[{"role":"user","content":"hi"}],)" + fields + "}",
-                              tok, plain_chat, limits());
+                              tok, plain_chat, structured_limits());
   *chat_error = h.is_ok() ? "" : h.status().message();
   if (c.is_ok() != h.is_ok()) return internal_error("the endpoints disagree: " + *chat_error);
   if (c.is_ok() && c->grammar != h->grammar) return internal_error("the grammars differ");

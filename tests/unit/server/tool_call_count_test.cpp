@@ -16,7 +16,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 using nlohmann::json;
-constexpr int32_t kVocab = 300;
+constexpr int32_t kCountVocab = 300;
 
 ToolRequest request_with(const std::string& extra) {
   ojson body = ojson::parse(R"({"tools": [{"type": "function", "function": {"name": "add",
@@ -62,7 +62,7 @@ class ToolCallCount : public ::testing::Test {
   }
 
   FakeTokenizer tok_;
-  GrammarCompiler compiler_{tok_, kVocab, GrammarCompilerOptions{}};
+  GrammarCompiler compiler_{tok_, kCountVocab, GrammarCompilerOptions{}};
 };
 
 TEST_F(ToolCallCount, ANamedChoiceAllowsExactlyOneCallWithParallelCallsOn) {

@@ -12,11 +12,11 @@ namespace {
 
 using nlohmann::json;
 
-const char* kTools = R"([{"type": "function", "function": {"name": "add", "parameters":
+const char* kHistoryTools = R"([{"type": "function", "function": {"name": "add", "parameters":
   {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}}])";
 
 const char* kUser = R"({"role": "user", "content": "Add 1 and 2."})";
-const char* kCall = R"({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+const char* kHistoryCall = R"({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
   "type": "function", "function": {"name": "add", "arguments": "{\"a\": 1, \"b\": 2}"}}]})";
 const char* kAnswer = R"({"role": "tool", "tool_call_id": "call_1", "content": "3"})";
 
@@ -24,7 +24,7 @@ const char* kAnswer = R"({"role": "tool", "tool_call_id": "call_1", "content": "
 HttpError answer(const std::vector<std::string>& messages, bool with_tools = true) {
   json body = {{"messages", json::array()}};
   for (const std::string& m : messages) body["messages"].push_back(json::parse(m));
-  if (with_tools) body["tools"] = json::parse(kTools);
+  if (with_tools) body["tools"] = json::parse(kHistoryTools);
   auto render = [](const json& ms, bool) -> Result<std::string> { return ms.dump(); };
   FakeTokenizer tok;
   RequestLimits limits;
@@ -36,9 +36,10 @@ HttpError answer(const std::vector<std::string>& messages, bool with_tools = tru
 }
 
 TEST(ToolHistory, AWellFormedHistoryIsAccepted) {
-  EXPECT_EQ(answer({kUser, kCall, kAnswer}).status, 200) << answer({kUser, kCall, kAnswer}).message;
+  EXPECT_EQ(answer({kUser, kHistoryCall, kAnswer}).status, 200)
+      << answer({kUser, kHistoryCall, kAnswer}).message;
   // Without tools in the request, a call's name is not checked against them.
-  EXPECT_EQ(answer({kUser, kCall, kAnswer}, /*with_tools=*/false).status, 200);
+  EXPECT_EQ(answer({kUser, kHistoryCall, kAnswer}, /*with_tools=*/false).status, 200);
 }
 
 TEST(ToolHistory, BreachesAre400sNamingTheField) {
@@ -51,8 +52,8 @@ TEST(ToolHistory, BreachesAre400sNamingTheField) {
   const std::string not_offered = R"({"role": "assistant", "tool_calls": [{"id": "call_1",
     "type": "function", "function": {"name": "multiply", "arguments": "{}"}}]})";
   const std::pair<std::vector<std::string>, const char*> cases[] = {
-      {{kUser, kCall, no_id}, "messages[2].tool_call_id"},
-      {{kUser, kCall, unknown_id}, "messages[2].tool_call_id"},
+      {{kUser, kHistoryCall, no_id}, "messages[2].tool_call_id"},
+      {{kUser, kHistoryCall, unknown_id}, "messages[2].tool_call_id"},
       {{kUser, kAnswer}, "messages[1].tool_call_id"},  // answers a call never made
       {{kUser, no_function, kAnswer}, "messages[1].tool_calls[0].function"},
       {{kUser, no_call_id}, "messages[1].tool_calls[0].id"},

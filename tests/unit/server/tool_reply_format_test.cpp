@@ -13,9 +13,9 @@ namespace llmserve::testing {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-constexpr int32_t kVocab = 300;
+constexpr int32_t kReplyVocab = 300;
 
-ToolRequest request_with(const std::string& extra) {
+ToolRequest reply_request_with(const std::string& extra) {
   ojson body = ojson::parse(R"({"tools": [{"type": "function", "function": {"name": "add",
     "parameters": {"type": "object", "properties": {"a": {"type": "integer"},
     "b": {"type": "integer"}}, "required": ["a", "b"]}}}]})");
@@ -35,7 +35,8 @@ GrammarSpec schema_format(const std::string& schema) {
 const std::string kAnswerSchema =
     R"({"type": "object", "properties": {"city": {"type": "string"},
     "n": {"type": "integer"}}, "required": ["city", "n"], "additionalProperties": false})";
-const std::string kCall = R"({"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]})";
+const std::string kReplyCall =
+    R"({"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]})";
 
 class ToolReplyFormat : public ::testing::Test {
  protected:
@@ -54,14 +55,14 @@ class ToolReplyFormat : public ::testing::Test {
   }
 
   FakeTokenizer tok_;
-  GrammarCompiler compiler_{tok_, kVocab, GrammarCompilerOptions{}};
+  GrammarCompiler compiler_{tok_, kReplyVocab, GrammarCompilerOptions{}};
 };
 
 TEST_F(ToolReplyFormat, AutoAnswersFollowTheSchemaOrCall) {
-  ToolRequest req = request_with("{}");
+  ToolRequest req = reply_request_with("{}");
   ASSERT_TRUE(set_reply_format(schema_format(kAnswerSchema), ToolFormat::kGeneric, &req).ok());
   ASSERT_TRUE(req.reply_schema.has_value());
-  EXPECT_TRUE(grammar_accepts(req, kCall));
+  EXPECT_TRUE(grammar_accepts(req, kReplyCall));
   EXPECT_TRUE(grammar_accepts(req, R"({"response": {"city": "Paris", "n": 2}})"));
   EXPECT_FALSE(grammar_accepts(req, R"({"response": "Paris has 2 million people"})"));
   EXPECT_FALSE(grammar_accepts(req, R"({"response": {"city": 3, "n": 2}})"));
@@ -70,7 +71,7 @@ TEST_F(ToolReplyFormat, AutoAnswersFollowTheSchemaOrCall) {
 }
 
 TEST_F(ToolReplyFormat, JsonObjectFormatAllowsAnyObjectAnswer) {
-  ToolRequest req = request_with(R"({"tool_choice": "auto"})");
+  ToolRequest req = reply_request_with(R"({"tool_choice": "auto"})");
   GrammarSpec object;
   object.kind = GrammarKind::kJsonObject;
   ASSERT_TRUE(set_reply_format(object, ToolFormat::kGeneric, &req).ok());
@@ -79,7 +80,7 @@ TEST_F(ToolReplyFormat, JsonObjectFormatAllowsAnyObjectAnswer) {
 }
 
 TEST_F(ToolReplyFormat, DefinitionsMoveToTheRoot) {
-  ToolRequest req = request_with("{}");
+  ToolRequest req = reply_request_with("{}");
   const std::string schema = R"({"$defs": {"Pos": {"type": "object", "properties":
     {"x": {"type": "integer"}}, "required": ["x"], "additionalProperties": false}},
     "type": "object", "properties": {"at": {"$ref": "#/$defs/Pos"}}, "required": ["at"],
@@ -95,14 +96,14 @@ TEST_F(ToolReplyFormat, TheAnswerComesBackAsItsJson) {
   EXPECT_EQ(nlohmann::json::parse(reply.content), nlohmann::json::parse(R"({"city": "Paris",
     "n": 2})"));
   EXPECT_EQ(parse_tool_reply(R"({"response": "plain"})", 1).content, "plain");
-  EXPECT_TRUE(parse_tool_reply(kCall, 1).is_call());
+  EXPECT_TRUE(parse_tool_reply(kReplyCall, 1).is_call());
 }
 
 TEST_F(ToolReplyFormat, AForcedCallIgnoresTheFormat) {
   for (const char* choice :
        {R"({"tool_choice": "required"})",
         R"({"tool_choice": {"type": "function", "function": {"name": "add"}}})"}) {
-    ToolRequest req = request_with(choice);
+    ToolRequest req = reply_request_with(choice);
     const ToolRequest plain = req;
     ASSERT_TRUE(set_reply_format(schema_format(kAnswerSchema), ToolFormat::kGeneric, &req).ok());
     EXPECT_FALSE(req.reply_schema.has_value());
@@ -112,7 +113,7 @@ TEST_F(ToolReplyFormat, AForcedCallIgnoresTheFormat) {
 }
 
 TEST_F(ToolReplyFormat, HermesAutoAndNonJsonFormatsAreRefused) {
-  ToolRequest req = request_with("{}");
+  ToolRequest req = reply_request_with("{}");
   const Status hermes = set_reply_format(schema_format(kAnswerSchema), ToolFormat::kHermes, &req);
   EXPECT_EQ(hermes.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(hermes.message().rfind("tools: ", 0), 0u) << hermes.message();

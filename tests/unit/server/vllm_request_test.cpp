@@ -18,7 +18,7 @@ namespace {
 namespace vpb = ::vllm::grpc::engine;
 using testing::FakeTokenizer;
 
-RequestLimits limits() {
+RequestLimits vllm_limits() {
   RequestLimits l;
   l.vocab_size = FakeTokenizer::kVocab;
   l.max_model_len = 64;
@@ -32,7 +32,7 @@ const FakeTokenizer& tok() {
 }
 
 // What reaches the engine, printed (grammar by kind and content, not by field name).
-std::string describe(const GenerationRequest& r) {
+std::string describe_request(const GenerationRequest& r) {
   std::ostringstream o;
   const SamplingParams& p = r.params;
   test::describe_prompt_ids(o, r);
@@ -48,7 +48,7 @@ std::string describe(const GenerationRequest& r) {
 }
 
 Result<GenerationRequest> from_vllm(const vpb::GenerateRequest& r,
-                                    const RequestLimits& l = limits()) {
+                                    const RequestLimits& l = vllm_limits()) {
   return parse_vllm_request(r, tok(), l);
 }
 
@@ -140,16 +140,16 @@ TEST(VllmRequest, EqualsTheHttpReaderForEquivalentRequests) {
     SCOPED_TRACE(c.json);
     vpb::GenerateRequest r = tokens({1, 2, 3});
     c.fill(&r);
-    auto a = parse_completion_request(c.json, tok(), limits());
+    auto a = parse_completion_request(c.json, tok(), vllm_limits());
     auto b = from_vllm(r);
     ASSERT_TRUE(a.is_ok()) << a.status().to_string();
     ASSERT_TRUE(b.is_ok()) << b.status().to_string();
-    EXPECT_EQ(describe(*a), describe(*b));
+    EXPECT_EQ(describe_request(*a), describe_request(*b));
   }
 }
 
 TEST(VllmRequest, ProtoZerosAreUnsetAndTheModelDefaultsApply) {
-  RequestLimits l = limits();
+  RequestLimits l = vllm_limits();
   l.default_sampling.temperature = 0.5;
   l.default_sampling.top_p = 0.75;
   l.default_sampling.top_k = 7;

@@ -12,7 +12,7 @@
 namespace llmserve::testing {
 namespace {
 
-constexpr int32_t kTokens = 24;
+constexpr int32_t kDraftTokens = 24;
 
 EngineOptions draft_options(const std::string& draft) {
   EngineOptions o = small_options();
@@ -28,9 +28,9 @@ EngineOptions draft_options(const std::string& draft) {
 
 std::vector<GenerateRequest> requests(const Tokenizer& tok, const Setting& s) {
   std::vector<GenerateRequest> out;
-  for (const auto& p : grounded_prompts(tok)) out.push_back(spec_request(p, s, kTokens));
+  for (const auto& p : grounded_prompts(tok)) out.push_back(spec_request(p, s, kDraftTokens));
   const auto refs = reference_prompts();
-  for (size_t i = 0; i < refs.size(); i += 3) out.push_back(spec_request(refs[i], s, kTokens));
+  for (size_t i = 0; i < refs.size(); i += 3) out.push_back(spec_request(refs[i], s, kDraftTokens));
   return out;
 }
 

@@ -11,7 +11,7 @@
 namespace llmserve::testing {
 namespace {
 
-constexpr int32_t kTokens = 28;
+constexpr int32_t kBudgetTokens = 28;
 constexpr int32_t kBudgets[] = {0, 3, 8, 15};
 
 EngineOptions options(SpecMethod method) {
@@ -39,7 +39,7 @@ std::vector<GenerateRequest> requests(const Tokenizer& tok, bool with_budget) {
   for (const Setting& s : {Setting{0.0f, 0}, Setting{0.8f, 11}}) {
     for (const auto& prompt : thinking_prompts(tok)) {
       for (int32_t budget : kBudgets) {
-        GenerateRequest r = spec_request(prompt, s, kTokens);
+        GenerateRequest r = spec_request(prompt, s, kBudgetTokens);
         if (with_budget) {
           r.reasoning_budget.max_tokens = budget;
           r.reasoning_budget.starts_inside = true;
