@@ -28,6 +28,7 @@ Result<Linear> matrix(const VisionWeights& w, const std::string& name, int64_t r
   l.weight = t->data.data();
   l.out = rows;
   l.in = cols;
+  pack_linear(l);
   return l;
 }
 
@@ -106,11 +107,11 @@ void SiglipEncoder::encode(kernels::ThreadPool& pool, const float* pixels, float
   for (const Layer& L : layers_) {
     kernels::layer_norm(pool, x, L.ln1_w.data(), L.ln1_b.data(), N, H, cfg_.layer_norm_eps,
                         h_.data());
-    linear(pool, h_.data(), N, L.q, q_.data());
-    linear(pool, h_.data(), N, L.k, k_.data());
-    linear(pool, h_.data(), N, L.v, v_.data());
+    const Linear* qkv[] = {&L.q, &L.k, &L.v};
+    float* qkv_out[] = {q_.data(), k_.data(), v_.data()};
+    linears(pool, h_.data(), N, qkv, qkv_out);
     full_attention(pool, q_.data(), k_.data(), v_.data(), N, cfg_.num_heads, cfg_.head_dim(), scale,
-                   attn_.data(), attn_scratch_);
+                   attn_.data());
     linear(pool, attn_.data(), N, L.o, h_.data());
     pool.parallel_for(N, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin * H; i < end * H; ++i) x[i] += h_[static_cast<size_t>(i)];

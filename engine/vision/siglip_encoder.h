@@ -27,7 +27,7 @@ class SiglipEncoder {
   // Bytes of the scratch buffers (their full size once an image has been encoded).
   uint64_t scratch_bytes() const {
     uint64_t n = 0;
-    for (const auto* v : {&patches_, &h_, &q_, &k_, &v_, &attn_, &mlp_, &attn_scratch_}) {
+    for (const auto* v : {&patches_, &h_, &q_, &k_, &v_, &attn_, &mlp_}) {
       n += v->capacity();
     }
     return n * sizeof(float);
@@ -44,7 +44,7 @@ class SiglipEncoder {
   std::vector<Layer> layers_;
   std::vector<float> post_w_, post_b_;
   // Scratch.
-  std::vector<float> patches_, h_, q_, k_, v_, attn_, mlp_, attn_scratch_;
+  std::vector<float> patches_, h_, q_, k_, v_, attn_, mlp_;
 };
 
 }  // namespace llmserve::vision

@@ -3,13 +3,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "llmserve/kernels/activation.h"
+#include "llmserve/kernels/encoder.h"
 #include "llmserve/kernels/matmul.h"
-#include "llmserve/kernels/softmax.h"
 
 namespace llmserve::vision {
 
-void linear(kernels::ThreadPool& pool, const float* x, int64_t rows, const Linear& l, float* y) {
-  kernels::matmul(pool, x, rows, l.in, l.type, l.weight, l.out, y);
+void pack_linear(Linear& l) {
+  if (!kernels::can_pack_weight(l.type, l.out, l.in)) return;
+  l.packed = kernels::pack_weight(l.type, l.weight, l.out, l.in);
+}
+
+namespace {
+
+void add_bias(kernels::ThreadPool& pool, int64_t rows, const Linear& l, float* y) {
   if (l.bias.empty()) return;
   pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -19,49 +26,47 @@ void linear(kernels::ThreadPool& pool, const float* x, int64_t rows, const Linea
   });
 }
 
+}  // namespace
+
+void linear(kernels::ThreadPool& pool, const float* x, int64_t rows, const Linear& l, float* y) {
+  if (!l.packed.empty()) {
+    kernels::matmul_packed(pool, x, rows, l.packed, y);
+  } else {
+    kernels::matmul(pool, x, rows, l.in, l.type, l.weight, l.out, y);
+  }
+  add_bias(pool, rows, l, y);
+}
+
+void linears(kernels::ThreadPool& pool, const float* x, int64_t rows,
+             std::span<const Linear* const> ls, std::span<float* const> ys) {
+  constexpr size_t kMax = 8;
+  const size_t n = std::min({ls.size(), ys.size(), kMax});
+  const kernels::PackedWeight* ws[kMax];
+  bool all_packed = n > 0;
+  for (size_t i = 0; i < n; ++i) {
+    all_packed = all_packed && !ls[i]->packed.empty() && ls[i]->in == ls[0]->in;
+    ws[i] = &ls[i]->packed;
+  }
+  if (!all_packed) {
+    for (size_t i = 0; i < n; ++i) linear(pool, x, rows, *ls[i], ys[i]);
+    return;
+  }
+  kernels::matmul_packed_multi(pool, x, rows, {ws, n}, ys.first(n));
+  for (size_t i = 0; i < n; ++i) add_bias(pool, rows, *ls[i], ys[i]);
+}
+
 void gelu_tanh(kernels::ThreadPool& pool, float* x, int64_t n) {
   constexpr int64_t kChunk = 4096;
   pool.parallel_for((n + kChunk - 1) / kChunk, [&](int64_t begin, int64_t end) {
-    const float c = std::sqrt(2.0f / 3.14159265358979323846f);
-    for (int64_t i = begin * kChunk; i < std::min(n, end * kChunk); ++i) {
-      const float z = x[i];
-      x[i] = 0.5f * z * (1.0f + std::tanh(c * (z + 0.044715f * z * z * z)));
-    }
+    const int64_t first = begin * kChunk, last = std::min(n, end * kChunk);
+    kernels::gelu_tanh(x + first, last - first);
   });
 }
 
 void full_attention(kernels::ThreadPool& pool, const float* q, const float* k, const float* v,
-                    int64_t n, int64_t heads, int64_t head_dim, float scale, float* out,
-                    std::vector<float>& scratch) {
-  const int64_t width = heads * head_dim;
-  scratch.resize(static_cast<size_t>(n * n + 4 * n * head_dim));
-  float* scores = scratch.data();
-  float* qh = scores + n * n;
-  float* kh = qh + n * head_dim;
-  float* vt = kh + n * head_dim;  // v of the head transposed: [head_dim, n]
-  float* oh = vt + n * head_dim;
-  for (int64_t h = 0; h < heads; ++h) {
-    const int64_t col = h * head_dim;
-    pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        for (int64_t d = 0; d < head_dim; ++d) {
-          qh[r * head_dim + d] = q[r * width + col + d] * scale;
-          kh[r * head_dim + d] = k[r * width + col + d];
-          vt[d * n + r] = v[r * width + col + d];
-        }
-      }
-    });
-    kernels::matmul(pool, qh, n, head_dim, kernels::DType::F32, kh, n, scores);
-    pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) kernels::softmax(scores + r * n, scores + r * n, n);
-    });
-    kernels::matmul(pool, scores, n, n, kernels::DType::F32, vt, head_dim, oh);
-    pool.parallel_for(n, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        std::copy_n(oh + r * head_dim, head_dim, out + r * width + col);
-      }
-    });
-  }
+                    int64_t n, int64_t heads, int64_t head_dim, float scale, float* out) {
+  kernels::dense_attention(pool, q, k, v, n, static_cast<int>(heads), static_cast<int>(head_dim),
+                           scale, out);
 }
 
 }  // namespace llmserve::vision

@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/simd_util.h"
@@ -28,6 +29,24 @@ void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float z = gate[i];
     out[i] = 0.5f * z * (1.0f + std::tanh(kSqrt2OverPi * (z + 0.044715f * z * z * z))) * up[i];
+  }
+}
+
+void gelu_tanh(float* x, int64_t n) {
+  const __m256 c = _mm256_set1_ps(-2.0f * 0.7978845608028654f), a = _mm256_set1_ps(0.044715f);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  auto lanes = [&](__m256 z) {
+    const __m256 z3 = _mm256_mul_ps(_mm256_mul_ps(z, z), z);
+    const __m256 e = cpu::exp_ps(_mm256_mul_ps(c, _mm256_fmadd_ps(a, z3, z)));
+    return _mm256_div_ps(z, _mm256_add_ps(one, e));
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, lanes(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    alignas(32) float t[8] = {};
+    std::copy(x + i, x + n, t);
+    _mm256_store_ps(t, lanes(_mm256_load_ps(t)));
+    std::copy(t, t + (n - i), x + i);
   }
 }
 

@@ -97,9 +97,16 @@ bool has_avx512f() {
   return __builtin_cpu_supports("avx512f");
 }
 
+struct Chunk {
+  int64_t m;  // first activation row
+  int rows;
+};
+
+}  // namespace
+
 // AVX-512 unless forced to AVX2: with VNNI the quantized kernels' choice (set_packed_isa) rules;
 // without it (AVX-512F CPUs before VNNI) the process-wide one (set_cpu_isa) does.
-const FloatKernels& active_kernels() {
+const FloatKernels& active_float_kernels() {
   static const FloatKernels avx2 = float_kernels_avx2();
   static const FloatKernels avx512 = has_avx512f() ? float_kernels_avx512() : avx2;
   const bool wide = cpu_has_avx512_vnni() ? active_packed_isa() != PackedIsa::kAvx2
@@ -107,12 +114,37 @@ const FloatKernels& active_kernels() {
   return wide ? avx512 : avx2;
 }
 
-struct Chunk {
-  int64_t m;  // first activation row
-  int rows;
-};
+size_t packed_f32_floats(int64_t N, int64_t K) {
+  return static_cast<size_t>(panels_of(N) * K * kPanel);
+}
 
-}  // namespace
+void pack_f32_rows(const float* src, int64_t ld, int64_t N, int64_t K, float* out, int64_t p0,
+                   int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    float* d = out + p * K * kPanel;
+    for (int64_t j = 0; j < kPanel; ++j) {
+      const int64_t n = p * kPanel + j;
+      if (n < N) {
+        const float* s = src + n * ld;
+        for (int64_t k = 0; k < K; ++k) d[k * kPanel + j] = s[k];
+      } else {
+        for (int64_t k = 0; k < K; ++k) d[k * kPanel + j] = 0.0f;
+      }
+    }
+  }
+}
+
+void pack_f32_columns(const float* src, int64_t ld, int64_t N, int64_t K, float* out, int64_t p0,
+                      int64_t p1) {
+  for (int64_t p = p0; p < p1; ++p) {
+    float* d = out + p * K * kPanel;
+    const int64_t n0 = p * kPanel, valid = std::min(kPanel, N - n0);
+    for (int64_t k = 0; k < K; ++k) {
+      std::copy_n(src + k * ld + n0, valid, d + k * kPanel);
+      std::fill(d + k * kPanel + valid, d + (k + 1) * kPanel, 0.0f);
+    }
+  }
+}
 
 bool is_float_pack_type(DType type) {
   return type == DType::F16 || type == DType::BF16 || type == DType::F8_E4M3;
@@ -165,7 +197,7 @@ void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
   const size_t nw = std::min({ws.size(), ys.size(), kMaxWeights});
   if (M <= 0 || nw == 0) return;
   const int64_t K = ws[0]->cols();
-  const FloatKernels& ks = active_kernels();
+  const FloatKernels& ks = active_float_kernels();
   const int64_t cap = ks.max_rows;
 
   // Tiles of activation rows (one per task), each in calls of near-equal size <= cap.

@@ -1,4 +1,5 @@
-// Internal: F16 and BF16 weights packed for the CPU matmul (the PackedWeight of those types).
+// Internal: F16 and BF16 weights packed for the CPU matmul (the PackedWeight of those types), and
+// F32 panels of operands made at run time (an encoder's attention).
 //
 // Layout: panels of kFloatPanelRows = 32 weight rows (the last padded with zero rows), one after
 // the other. F16: panel element (k, j) at half k * 32 + j, so one 64-byte line holds the 32 rows'
@@ -76,11 +77,30 @@ void matmul_packed_float_multi(ThreadPool& pool, const float* x, int64_t M,
 using FloatTileFn = void (*)(const uint8_t* w, int64_t panel_bytes, int64_t panels, int64_t K,
                              int64_t group, const float* x, int R, float* y, int64_t ldy,
                              int64_t valid, bool prefetch);
+// F32 panels with the R activation rows row-major (row r at x + r * ldx) instead of interleaved;
+// accumulate: y += the products (y = otherwise).
+using F32RowMajorFn = void (*)(const uint8_t* w, int64_t panel_bytes, int64_t panels, int64_t K,
+                               const float* x, int64_t ldx, int R, float* y, int64_t ldy,
+                               int64_t valid, bool accumulate);
 struct FloatKernels {
-  FloatTileFn f16 = nullptr, bf16 = nullptr, fp8 = nullptr;
+  FloatTileFn f16 = nullptr, bf16 = nullptr, fp8 = nullptr, f32 = nullptr;
+  F32RowMajorFn f32_row_major = nullptr;
   int max_rows = 1;
 };
 FloatKernels float_kernels_avx2();
 FloatKernels float_kernels_avx512();  // compiled for AVX-512F: call only when the CPU has it
+// The instruction set's kernels that matmul_packed_float_multi runs (AVX-512 unless forced off).
+const FloatKernels& active_float_kernels();
+
+// F32 panels, for an operand built at run time (an encoder's keys and values): element (k, j) of
+// panel p at float p * K * 32 + k * 32 + j, rows past N zero. Run with FloatKernels::f32 (panel
+// bytes K * 128); every output is the f32 FMA chain over k, as for F16 / BF16.
+size_t packed_f32_floats(int64_t N, int64_t K);  // a multiple of 32
+// Panels p in [p0, p1) of W[n][k] = src[n * ld + k] (W's rows strided by ld).
+void pack_f32_rows(const float* src, int64_t ld, int64_t N, int64_t K, float* out, int64_t p0,
+                   int64_t p1);
+// Panels p in [p0, p1) of W[n][k] = src[k * ld + n] (W stored transposed: its columns strided).
+void pack_f32_columns(const float* src, int64_t ld, int64_t N, int64_t K, float* out, int64_t p0,
+                      int64_t p1);
 
 }  // namespace llmserve::kernels::cpu

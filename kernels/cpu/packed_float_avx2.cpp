@@ -26,6 +26,13 @@ struct Avx2 {
   // FP8: one row, 2 units (4 scale + 4 weight vectors beside 4 accumulators); more rows: 1.
   static constexpr int fp8_units_for(int R) { return R <= 2 ? 2 : 1; }
   static F loadu(const float* p) { return _mm256_loadu_ps(p); }
+  static F add(F a, F b) { return _mm256_add_ps(a, b); }
+  static F load_partial(const float* p, int valid) {
+    if (valid >= kLanes) return _mm256_loadu_ps(p);
+    alignas(32) float t[kLanes] = {};
+    for (int j = 0; j < valid; ++j) t[j] = p[j];
+    return _mm256_load_ps(t);
+  }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   // 8 e4m3 bytes -> f32 bits: sign-extended to 32 bits, << 20, sign and the 7 value bits kept:
   // the e4m3 value times 2^-120 exactly (subnormals become f32 subnormals).

@@ -29,6 +29,11 @@ struct Avx512 {
   // 2 units; more, 1 (at most 24 accumulators + 2 scale + 2 weight vectors).
   static constexpr int fp8_units_for(int R) { return R == 1 ? 4 : R <= 4 ? 2 : 1; }
   static F loadu(const float* p) { return _mm512_loadu_ps(p); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F load_partial(const float* p, int valid) {
+    if (valid >= kLanes) return _mm512_loadu_ps(p);
+    return _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << valid) - 1), p);
+  }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   // 16 e4m3 bytes -> f32 bits: sign-extended to 32 bits, << 20, sign and the 7 value bits kept:
   // the e4m3 value times 2^-120 exactly (subnormals become f32 subnormals).

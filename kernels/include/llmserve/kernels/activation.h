@@ -12,6 +12,11 @@ void silu_mul(const float* gate, const float* up, float* out, int64_t n);
 // 0.044715 z^3))) (GeGLU). out may alias gate or up.
 void gelu_tanh_mul(const float* gate, const float* up, float* out, int64_t n);
 
+// x[i] = gelu_tanh(x[i]) in place, as z / (1 + e^(-2 sqrt(2 / pi) (z + 0.044715 z^3))) (the same
+// function: 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u))), 8 lanes at a time through a vector e^x;
+// the tail goes through the same lanes, so an element's result does not depend on its position.
+void gelu_tanh(float* x, int64_t n);
+
 // x[i] *= s.
 void scale(float* x, int64_t n, float s);
 

@@ -30,4 +30,12 @@ void bidirectional_attention(ThreadPool& pool, const float* q, const float* k, c
                              const int32_t* query_start, int64_t num_requests, int num_heads,
                              int num_kv_heads, int head_dim, float scale, float* out);
 
+// Bidirectional attention of one long sequence (a vision tower's image: n in the thousands, one
+// request): q, k, v, out [n, num_heads * head_dim] (head h in columns [h * head_dim, (h + 1) *
+// head_dim)); out = softmax(q k^T * scale) v per head. Each head's keys and values are packed once
+// into f32 panels; blocks of the panel kernel's rows then run scores, softmax and p.v from cache,
+// with no n x n matrix. out must not alias q, k or v.
+void dense_attention(ThreadPool& pool, const float* q, const float* k, const float* v, int64_t n,
+                     int num_heads, int head_dim, float scale, float* out);
+
 }  // namespace llmserve::kernels
