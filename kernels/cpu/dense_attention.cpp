@@ -60,7 +60,13 @@ void dense_attention(ThreadPool& pool, const float* q, const float* k, const flo
   const int64_t width = int64_t{num_heads} * head_dim, hd = head_dim;
   const int64_t key_panels = (n + P - 1) / P, value_panels = (hd + P - 1) / P;
   const int64_t key_panel_bytes = hd * P * 4, value_panel_bytes = n * P * 4;
-  std::vector<float> kp(cpu::packed_f32_floats(n, hd)), vp(cpu::packed_f32_floats(hd, n));
+  // The calling thread's panels, kept between calls (a tower's first image sizes them for the
+  // rest); the pool's lambdas reach them through these references, not as their own thread_locals.
+  thread_local std::vector<float> kp_buf, vp_buf;
+  std::vector<float>& kp = kp_buf;
+  std::vector<float>& vp = vp_buf;
+  kp.resize(cpu::packed_f32_floats(n, hd));
+  vp.resize(cpu::packed_f32_floats(hd, n));
   const auto* kpb = reinterpret_cast<const uint8_t*>(kp.data());
   const auto* vpb = reinterpret_cast<const uint8_t*>(vp.data());
   const int64_t groups = (n + group_rows - 1) / group_rows;
