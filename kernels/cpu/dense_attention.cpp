@@ -83,10 +83,10 @@ void dense_attention(ThreadPool& pool, const float* q, const float* k, const flo
       }
     });
     pool.parallel_for(groups, [&](int64_t begin, int64_t end) {
-      thread_local std::vector<float> xq, s;
+      thread_local std::vector<float> xq, s, sums;
       xq.resize(static_cast<size_t>(group_rows * hd));
       s.resize(static_cast<size_t>(group_rows * n));
-      float sums[64];
+      sums.resize(static_cast<size_t>(group_rows));
       for (int64_t g = begin; g < end; ++g) {
         const int64_t i0 = g * group_rows, rows = std::min(group_rows, n - i0);
         const int n_calls = static_cast<int>((rows + R - 1) / R);
@@ -109,7 +109,7 @@ void dense_attention(ThreadPool& pool, const float* q, const float* k, const flo
                    s.data() + int64_t{c} * R * n + p * P, n, valid, false);
           }
         }
-        exp_rows(s.data(), n, static_cast<int>(rows), n, sums);
+        exp_rows(s.data(), n, static_cast<int>(rows), n, sums.data());
         float* o = out + i0 * width + col;
         for (int64_t k0 = 0; k0 < n; k0 += kKeyChunk) {
           const int64_t kc = std::min(kKeyChunk, n - k0);

@@ -6,7 +6,8 @@
 // float*, int valid) -> F (lanes past valid zero), load_bf16_pairs(const uint16_t*, F& even, F&
 // odd), store(float*, F, int valid), and units_for(R): weight units (2 vectors each) per call; for
 // the FP8 panels (packed_fp8_kernels.h) also load_e4m3, loadu, mul and fp8_units_for(R). Every
-// variant computes each output as the same f32 FMA chain over k, so all agree bit for bit.
+// variant computes each output as the same f32 FMA chain over k, so all agree bit for bit (with
+// accumulate, one chain per call's chunk of k, added to y).
 #pragma once
 
 #include <immintrin.h>

@@ -121,6 +121,20 @@ class Daemon:
         r.raise_for_status()
         return Scrape(r.text)
 
+    def wait_metric(self, name: str, want, timeout=30, **labels) -> float:
+        """The sample once it equals `want` (or `want(value)` holds, for a callable). /metrics is
+        the snapshot the engine publishes after each step, and a response can reach the client
+        before its step has published; AssertionError with the last value after `timeout` s."""
+        ok = want if callable(want) else (lambda v: v == want)
+        end = time.time() + timeout
+        while True:
+            got = self.scrape().value(name, **labels)
+            if ok(got):
+                return got
+            if time.time() >= end:
+                raise AssertionError(f"{name}{labels or ''} is {got}, not {want}, after {timeout} s")
+            time.sleep(0.05)
+
     def stop(self, sig=signal.SIGTERM, timeout=60) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)

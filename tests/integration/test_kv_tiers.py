@@ -77,7 +77,7 @@ def test_evicted_and_restarted_conversations_come_back_with_the_same_text(start_
     text, cached = complete(again, TURN2)
     assert text == expected
     assert cached > 0
-    assert again.scrape().value("llmserve_kv_tier_hits_total", tier="disk") > 0
+    assert again.wait_metric("llmserve_kv_tier_hits_total", lambda v: v > 0, tier="disk") > 0
 
 
 def evict_and_resume(d):

@@ -109,7 +109,7 @@ def test_signed_handoff_is_pulled_and_equals_one_daemon(pd, daemon):
     assert len(params["signature"]) == 64
     pulls = consumer.scrape().value("llmserve_kv_transfer_pulls_total")
     assert text(complete(consumer, PROMPT_B, params)) == text(complete(daemon, PROMPT_B))
-    assert consumer.scrape().value("llmserve_kv_transfer_pulls_total") == pulls + 1
+    assert consumer.wait_metric("llmserve_kv_transfer_pulls_total", pulls + 1)
     wait_all_free(producer, consumer)
 
 
@@ -133,7 +133,8 @@ def test_edited_handoff_reads_nothing_and_connects_nowhere(pd, daemon):
         want = text(complete(daemon, PROMPT_B))
         for i, params in enumerate(edits):
             assert text(complete(consumer, PROMPT_B, params)) == want, i
-        assert fallbacks(consumer, "untrusted") == untrusted + len(edits)
+        assert consumer.wait_metric("llmserve_kv_transfer_fallbacks_total", untrusted + len(edits),
+                       reason="untrusted")
         assert consumer.scrape().value("llmserve_kv_transfer_pulls_total") == 0
         time.sleep(0.5)
         assert trap.accepted == [], "the consumer connected where a client pointed it"
@@ -141,7 +142,7 @@ def test_edited_handoff_reads_nothing_and_connects_nowhere(pd, daemon):
         trap.close()
     # The victim's and the attacker's leases are untouched by all of it: the victim still pulls.
     assert text(complete(consumer, PROMPT_A, victim)) == text(complete(daemon, PROMPT_A))
-    assert consumer.scrape().value("llmserve_kv_transfer_pulls_total") == 1
+    assert consumer.wait_metric("llmserve_kv_transfer_pulls_total", 1)
 
 
 def test_crafted_prompt_claim_cannot_poison_the_prefix_cache(start_daemon, daemon):
@@ -158,7 +159,7 @@ def test_crafted_prompt_claim_cannot_poison_the_prefix_cache(start_daemon, daemo
     prompt = fallbacks(consumer, "prompt")
     want = text(complete(daemon, PROMPT_B))
     assert text(complete(consumer, PROMPT_B, forged)) == want
-    assert fallbacks(consumer, "prompt") == prompt + 1
+    assert consumer.wait_metric("llmserve_kv_transfer_fallbacks_total", prompt + 1, reason="prompt")
     assert consumer.scrape().value("llmserve_kv_transfer_pulls_total") == 0
     # An ordinary user's prompt B afterwards (a prefix-cache hit if anything was cached) is right.
     assert text(complete(consumer, PROMPT_B)) == want
@@ -175,12 +176,11 @@ def test_consumer_without_the_secret_gets_nothing(pd, start_daemon, daemon):
     params = prefill_leg(producer, PROMPT_A)
     want = text(complete(daemon, PROMPT_A))
     assert text(complete(rogue, PROMPT_A, params)) == want
-    assert fallbacks(rogue, "auth") == 1
+    assert rogue.wait_metric("llmserve_kv_transfer_fallbacks_total", 1, reason="auth")
     assert rogue.scrape().value("llmserve_kv_transfer_bytes_total") == 0
-    assert producer.scrape().value("llmserve_kv_transfer_pinned_blocks") == \
-        len(params["remote_block_ids"])
+    assert producer.wait_metric("llmserve_kv_transfer_pinned_blocks", len(params["remote_block_ids"]))
     assert text(complete(consumer, PROMPT_A, params)) == want
-    assert consumer.scrape().value("llmserve_kv_transfer_pulls_total") == 1
+    assert consumer.wait_metric("llmserve_kv_transfer_pulls_total", 1)
     wait_all_free(producer, consumer, rogue)
 
 
@@ -192,11 +192,10 @@ def test_pinned_block_budget_answers_no_handoff_past_it(start_daemon, daemon):
     assert first is not None and len(first["remote_block_ids"]) <= 8
     refused = producer.scrape().value("llmserve_kv_transfer_leases_refused_total")
     assert prefill_leg(producer, PROMPT_B) is None  # 5 more would pass 8
-    assert producer.scrape().value("llmserve_kv_transfer_leases_refused_total") == refused + 1
+    assert producer.wait_metric("llmserve_kv_transfer_leases_refused_total", refused + 1)
     # Ordinary requests are served as before, and an unflagged long request pins nothing.
     assert text(complete(producer, PROMPT_B)) == text(complete(daemon, PROMPT_B))
-    assert producer.scrape().value("llmserve_kv_transfer_pinned_blocks") == \
-        len(first["remote_block_ids"])
+    assert producer.wait_metric("llmserve_kv_transfer_pinned_blocks", len(first["remote_block_ids"]))
 
 
 def test_hanging_producer_holds_no_slot_of_the_consumer(start_daemon, daemon):

@@ -102,6 +102,6 @@ def test_unknown_request_fields_are_ignored_on_every_route(daemon, model_id):
 
 def test_reset_prefix_cache_drops_the_cached_blocks(daemon):
     post(daemon, "/v1/completions", {"prompt": "Cache me please. " * 10, "max_tokens": 2})
-    assert daemon.scrape().value("llmserve_prefix_cache_blocks") > 0
+    assert daemon.wait_metric("llmserve_prefix_cache_blocks", lambda v: v > 0) > 0
     assert post(daemon, "/reset_prefix_cache", {}) == {"success": True}
-    assert daemon.scrape().value("llmserve_prefix_cache_blocks") == 0
+    assert daemon.wait_metric("llmserve_prefix_cache_blocks", 0) == 0
