@@ -2,7 +2,6 @@
 
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "kernels/cpu/simd_util.h"
@@ -40,14 +39,7 @@ void gelu_tanh(float* x, int64_t n) {
     const __m256 e = cpu::exp_ps(_mm256_mul_ps(c, _mm256_fmadd_ps(a, z3, z)));
     return _mm256_div_ps(z, _mm256_add_ps(one, e));
   };
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, lanes(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    alignas(32) float t[8] = {};
-    std::copy(x + i, x + n, t);
-    _mm256_store_ps(t, lanes(_mm256_load_ps(t)));
-    std::copy(t, t + (n - i), x + i);
-  }
+  cpu::map_lanes8(x, n, lanes);
 }
 
 void scale(float* x, int64_t n, float s) {

@@ -8,44 +8,11 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/attention_core.h"
 #include "kernels/cpu/packed_float.h"
-#include "kernels/cpu/simd_util.h"
 #include "llmserve/kernels/encoder.h"
 
 namespace llmserve::kernels {
-namespace {
-
-// Rows [0, R) of s (stride ld, n valid) become e^(s - max) in place; sums[r] gets their sum.
-void exp_rows(float* s, int64_t ld, int R, int64_t n, float* sums) {
-  for (int r = 0; r < R; ++r) {
-    float* row = s + r * ld;
-    __m256 vmax = _mm256_set1_ps(-INFINITY);
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(row + j));
-    float mx = cpu::Avx2Floats::reduce_max(vmax);
-    for (int64_t t = j; t < n; ++t) mx = std::max(mx, row[t]);
-    const __m256 vmx = _mm256_set1_ps(mx);
-    __m256 vsum = _mm256_setzero_ps();
-    for (j = 0; j + 8 <= n; j += 8) {
-      const __m256 e = cpu::exp_ps(_mm256_sub_ps(_mm256_loadu_ps(row + j), vmx));
-      _mm256_storeu_ps(row + j, e);
-      vsum = _mm256_add_ps(vsum, e);
-    }
-    float sum = cpu::hsum(vsum);
-    if (j < n) {  // the tail through the same vector exp, padded lanes dropped
-      alignas(32) float t[8] = {};
-      std::copy(row + j, row + n, t);
-      _mm256_store_ps(t, cpu::exp_ps(_mm256_sub_ps(_mm256_load_ps(t), vmx)));
-      for (int64_t i = j; i < n; ++i) {
-        row[i] = t[i - j];
-        sum += t[i - j];
-      }
-    }
-    sums[r] = sum;
-  }
-}
-
-}  // namespace
 
 void dense_attention(ThreadPool& pool, const float* q, const float* k, const float* v, int64_t n,
                      int num_heads, int head_dim, float scale, float* out) {
@@ -70,6 +37,8 @@ void dense_attention(ThreadPool& pool, const float* q, const float* k, const flo
   const auto* kpb = reinterpret_cast<const uint8_t*>(kp.data());
   const auto* vpb = reinterpret_cast<const uint8_t*>(vp.data());
   const int64_t groups = (n + group_rows - 1) / group_rows;
+  // Score rows whole vectors long and vector-aligned: softmax_lanes reads them so.
+  const int64_t lds = (n + 7) / 8 * 8;
   for (int h = 0; h < num_heads; ++h) {
     const int64_t col = int64_t{h} * hd;
     pool.parallel_for(key_panels + value_panels, [&](int64_t begin, int64_t end) {
@@ -83,10 +52,11 @@ void dense_attention(ThreadPool& pool, const float* q, const float* k, const flo
       }
     });
     pool.parallel_for(groups, [&](int64_t begin, int64_t end) {
-      thread_local std::vector<float> xq, s, sums;
+      thread_local std::vector<float> xq, s_buf, sums;
       xq.resize(static_cast<size_t>(group_rows * hd));
-      s.resize(static_cast<size_t>(group_rows * n));
+      s_buf.resize(static_cast<size_t>(group_rows * lds + 8));
       sums.resize(static_cast<size_t>(group_rows));
+      float* s = s_buf.data() + (8 - reinterpret_cast<uintptr_t>(s_buf.data()) / 4 % 8) % 8;
       for (int64_t g = begin; g < end; ++g) {
         const int64_t i0 = g * group_rows, rows = std::min(group_rows, n - i0);
         const int n_calls = static_cast<int>((rows + R - 1) / R);
@@ -105,11 +75,15 @@ void dense_attention(ThreadPool& pool, const float* q, const float* k, const flo
           const int64_t valid = std::min(P, n - p * P);
           for (int c = 0; c < n_calls; ++c) {
             ks.f32(kpb + p * key_panel_bytes, key_panel_bytes, 1, hd, 0,
-                   xq.data() + int64_t{c} * R * hd, call_rows(c),
-                   s.data() + int64_t{c} * R * n + p * P, n, valid, false);
+                   xq.data() + int64_t{c} * R * hd, call_rows(c), s + int64_t{c} * R * lds + p * P,
+                   lds, valid, false);
           }
         }
-        exp_rows(s.data(), n, static_cast<int>(rows), n, sums.data());
+        for (int64_t r = 0; r < rows; ++r) {  // e^(s - max) in place, the row's sum kept
+          float mx = -INFINITY, sum = 0.0f;
+          cpu::softmax_lanes<cpu::Avx2Floats>(s + r * lds, static_cast<int>(n), &mx, &sum);
+          sums[static_cast<size_t>(r)] = sum;
+        }
         float* o = out + i0 * width + col;
         for (int64_t k0 = 0; k0 < n; k0 += kKeyChunk) {
           const int64_t kc = std::min(kKeyChunk, n - k0);
@@ -117,8 +91,8 @@ void dense_attention(ThreadPool& pool, const float* q, const float* k, const flo
             const uint8_t* chunk = vpb + p * value_panel_bytes + k0 * P * 4;
             const int64_t valid = std::min(P, hd - p * P);
             for (int c = 0; c < n_calls; ++c) {
-              ks.f32_row_major(chunk, value_panel_bytes, 1, kc, s.data() + int64_t{c} * R * n + k0,
-                               n, call_rows(c), o + int64_t{c} * R * width + p * P, width, valid,
+              ks.f32_row_major(chunk, value_panel_bytes, 1, kc, s + int64_t{c} * R * lds + k0, lds,
+                               call_rows(c), o + int64_t{c} * R * width + p * P, width, valid,
                                k0 > 0);
             }
           }

@@ -86,14 +86,7 @@ void gelu_erf(ThreadPool& pool, float* x, int64_t n) {
         const __m256 half_v = _mm256_mul_ps(v, _mm256_set1_ps(0.5f));
         return _mm256_fmadd_ps(half_v, e, half_v);
       };
-      int64_t i = lo;
-      for (; i + 8 <= hi; i += 8) _mm256_storeu_ps(x + i, gelu8(_mm256_loadu_ps(x + i)));
-      if (i < hi) {
-        alignas(32) float t[8] = {};
-        std::copy(x + i, x + hi, t);
-        _mm256_store_ps(t, gelu8(_mm256_load_ps(t)));
-        std::copy(t, t + (hi - i), x + i);
-      }
+      cpu::map_lanes8(x + lo, hi - lo, gelu8);
     }
   };
   if (n >= kParallelElems) {

@@ -88,6 +88,20 @@ inline __m256 exp_ps(__m256 x) {
   return exp_lanes<Avx2Floats>(x);
 }
 
+// x[i] = fn(x[i]) for n floats, 8 lanes at a time; the tail goes through the same lanes (padded),
+// so an element's result does not depend on its position.
+template <typename Fn>
+inline void map_lanes8(float* x, int64_t n, Fn fn) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, fn(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    alignas(32) float t[8] = {};
+    for (int64_t j = i; j < n; ++j) t[j - i] = x[j];
+    _mm256_store_ps(t, fn(_mm256_load_ps(t)));
+    for (int64_t j = i; j < n; ++j) x[j] = t[j - i];
+  }
+}
+
 // f32 dot of n floats (any n): 8-wide FMA in order, then a scalar tail.
 inline float dot_f32(const float* a, const float* b, int64_t n) {
   __m256 acc = _mm256_setzero_ps();
